@@ -1,0 +1,5 @@
+import sys
+
+from evolve.cli import main
+
+sys.exit(main())

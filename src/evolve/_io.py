@@ -1,0 +1,54 @@
+"""Small I/O helpers: atomic writes and canonical JSON.
+
+Canonical JSON (sorted keys, no insignificant whitespace, UTF-8) is what every hash in evolve
+is taken over; changing it changes every hash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """Serialize `value` in evolve's canonical JSON form."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_hex(data: str | bytes) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def atomic_write(path: Path, data: str | bytes, *, fsync: bool = False) -> None:
+    """Write `data` to `path` so that readers see the old file or the new one, never a part.
+
+    The rename makes the write atomic against a killed process; `fsync=True` also makes it
+    durable against power loss, at a cost of milliseconds per file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+            if fsync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def derive_seed(*parts: object) -> int:
+    """A 32-bit seed derived from `parts`; stable across processes and Python versions."""
+    digest = hashlib.sha256("|".join(str(p) for p in parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big")

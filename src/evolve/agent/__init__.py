@@ -1,0 +1,43 @@
+"""The agent and its prompt builder."""
+
+from evolve.agent._agent import (
+    ACTION_SCHEMA,
+    ERROR_PREFIX,
+    RESULT_PREFIX,
+    Action,
+    BadReply,
+    Trace,
+    Turn,
+    parse_action,
+    run_agent,
+)
+from evolve.agent._prompt import (
+    MEMORY_HEADER,
+    STATS_HEADER,
+    PromptFile,
+    build_system_prompt,
+    read_prompt_files,
+    section,
+    task_message,
+    without_sections,
+)
+
+__all__ = [
+    "ACTION_SCHEMA",
+    "ERROR_PREFIX",
+    "MEMORY_HEADER",
+    "RESULT_PREFIX",
+    "STATS_HEADER",
+    "Action",
+    "BadReply",
+    "PromptFile",
+    "Trace",
+    "Turn",
+    "build_system_prompt",
+    "parse_action",
+    "read_prompt_files",
+    "run_agent",
+    "section",
+    "task_message",
+    "without_sections",
+]

@@ -1,0 +1,131 @@
+"""The function-call agent: one API call per turn, with literal arguments, and a turn limit.
+
+The model replies with one JSON object ``{"tool": "app__api", "arguments": {...}}``; the
+agent makes that call in the world and answers with its result. A reply that is not valid
+JSON, or names an API that does not exist, is recorded as a failed turn and the model is told
+what went wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evolve.envs import ApiCall, World
+from evolve.llm import LLM, JsonSchema, Message, Usage
+
+ACTION_SCHEMA = JsonSchema(
+    name="agent_action",
+    schema={
+        "type": "object",
+        "properties": {
+            "thought": {"type": "string"},
+            "tool": {"type": "string", "description": "app__api name of the API to call"},
+            "arguments": {"type": "object"},
+        },
+        "required": ["tool", "arguments"],
+    },
+)
+
+RESULT_PREFIX = "Result of "
+ERROR_PREFIX = "Error from "
+
+
+class BadReply(ValueError):
+    """The model's reply is not one well-formed action."""
+
+
+@dataclass(frozen=True)
+class Action:
+    tool: str
+    arguments: dict[str, Any]
+
+
+def parse_action(text: str, tools: Sequence[str]) -> Action:
+    """Parse a reply into an action; tolerates a code fence around the JSON."""
+    raw = text.strip()
+    if raw.startswith("```"):
+        raw = raw.strip("`")
+        raw = raw[raw.find("{") :] if "{" in raw else raw
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise BadReply(f"the reply is not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise BadReply("the reply must be one JSON object")
+    tool = data.get("tool")
+    args = data.get("arguments", {})
+    if not isinstance(tool, str) or not tool:
+        raise BadReply("the reply has no 'tool' string")
+    if not isinstance(args, dict):
+        raise BadReply("'arguments' must be a JSON object")
+    if tool not in tools:
+        raise BadReply(f"there is no API named {tool!r}; see <api_docs>")
+    return Action(tool, args)
+
+
+@dataclass
+class Turn:
+    """One turn: either a call the world answered, or a reply that could not be used."""
+
+    call: ApiCall | None = None
+    bad_reply: str | None = None
+    reply: str = ""
+
+
+@dataclass
+class Trace:
+    turns: list[Turn] = field(default_factory=list)
+    usage: Usage = Usage()
+    hit_turn_limit: bool = False
+
+    @property
+    def calls(self) -> list[ApiCall]:
+        return [t.call for t in self.turns if t.call is not None]
+
+
+def _result_text(call: ApiCall) -> str:
+    if call.ok:
+        return f"{RESULT_PREFIX}{call.tool}:\n{json.dumps(call.result, sort_keys=True)}"
+    return f"{ERROR_PREFIX}{call.tool}: {call.error}"
+
+
+def run_agent(
+    llm: LLM,
+    world: World,
+    *,
+    system_prompt: str,
+    task_message: str,
+    tools: Sequence[str],
+    max_turns: int,
+    seed: int | None = None,
+) -> Trace:
+    """Run one episode until the task is marked complete or the turn limit is reached."""
+    messages = [Message("system", system_prompt), Message("user", task_message)]
+    trace = Trace()
+    for _ in range(max_turns):
+        completion = llm.complete(messages, json_schema=ACTION_SCHEMA, temperature=0.0, seed=seed)
+        trace.usage = trace.usage + completion.usage
+        messages.append(Message("assistant", completion.text))
+        try:
+            action = parse_action(completion.text, tools)
+        except BadReply as exc:
+            trace.turns.append(Turn(bad_reply=str(exc), reply=completion.text))
+            messages.append(
+                Message(
+                    "user",
+                    f"Your reply could not be used: {exc}. Reply with one JSON object "
+                    '{"tool": "app__api", "arguments": {...}}.',
+                )
+            )
+            continue
+        call = world.call(action.tool, action.arguments)
+        trace.turns.append(Turn(call=call, reply=completion.text))
+        messages.append(Message("user", _result_text(call)))
+        if world.completed:
+            break
+    else:
+        trace.hit_turn_limit = not world.completed
+    return trace

@@ -1,0 +1,73 @@
+"""The prompt builder: prompt files, then `<api_docs>`, `<memory>` and `<stats>`.
+
+Memory (sentences written by a learner) and stats (counts the harness computed) are kept in
+separate sections on purpose: they are different kinds of claims, and the prompt says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+MEMORY_HEADER = "What you remember about this user:"
+STATS_HEADER = "Counts the harness computed from the user's records (facts, not preferences):"
+
+
+@dataclass(frozen=True)
+class PromptFile:
+    path: str
+    text: str
+
+
+def read_prompt_files(prompts_dir: Path) -> list[PromptFile]:
+    """The prompt files of a workspace: `system.md` first, then the other `*.md` by path."""
+    files = sorted(p for p in prompts_dir.rglob("*.md") if p.is_file())
+    files.sort(key=lambda p: (p.name != "system.md", str(p)))
+    return [
+        PromptFile(str(p.relative_to(prompts_dir.parent)), p.read_text(encoding="utf-8"))
+        for p in files
+    ]
+
+
+def build_system_prompt(
+    prompt_files: Sequence[PromptFile],
+    *,
+    api_docs: str,
+    memory: str,
+    stats: Sequence[str] = (),
+) -> str:
+    parts = [f.text.strip() for f in prompt_files if f.text.strip()]
+    parts.append(f"<api_docs>\n{api_docs.strip()}\n</api_docs>")
+    parts.append(f"<memory>\n{MEMORY_HEADER}\n{memory.strip() or '(nothing yet)'}\n</memory>")
+    if stats:
+        lines = "\n".join(f"- {s}" for s in stats)
+        parts.append(f"<stats>\n{STATS_HEADER}\n{lines}\n</stats>")
+    return "\n\n".join(parts) + "\n"
+
+
+def task_message(instruction: str, date: str | None = None) -> str:
+    text = f"Task: {instruction}"
+    if date:
+        text += f"\nToday's date: {date}"
+    return text
+
+
+def section(prompt: str, tag: str) -> str | None:
+    """The body of `<tag>...</tag>` in a prompt, or None."""
+    start = prompt.find(f"<{tag}>")
+    end = prompt.find(f"</{tag}>", start + 1)
+    if start < 0 or end < 0:
+        return None
+    return prompt[start + len(tag) + 2 : end].strip("\n")
+
+
+def without_sections(prompt: str, tags: Sequence[str]) -> str:
+    """The prompt with the named sections cut out."""
+    out = prompt
+    for tag in tags:
+        start = out.find(f"<{tag}>")
+        end = out.find(f"</{tag}>", start + 1)
+        if start >= 0 and end >= 0:
+            out = out[:start] + out[end + len(tag) + 3 :]
+    return out

@@ -1,0 +1,5 @@
+"""The command line."""
+
+from evolve.cli._main import cli, main
+
+__all__ = ["cli", "main"]

@@ -1,0 +1,85 @@
+"""`evolve run`: score a split."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from evolve.cli._common import (
+    emit_json,
+    json_option,
+    open_workspace,
+    progress_bar,
+    stdout,
+    workspace_option,
+)
+from evolve.envs import SPLITS
+from evolve.evaluate import INJECT_MODES, SplitReport, run_split
+
+
+def print_report(report: SplitReport, title: str | None = None) -> None:
+    s = report.summary()
+    stdout.print(
+        f"[bold]{title or 'split ' + report.split}[/bold]  persona={report.persona}  "
+        f"model={report.model}  runs={report.runs}  episodes={s['episodes']}"
+    )
+    stdout.print(
+        f"success {s['score']:.3f}  task done {s['task_success_rate']:.3f}  "
+        f"violations {s['violation_rate']:.3f}  tokens/episode {s['tokens_per_episode']:.0f}  "
+        f"time {s['duration_s']:.2f}s"
+    )
+    table = Table(show_header=True, header_style="bold")
+    table.add_column("rule")
+    table.add_column("violations", justify="right")
+    table.add_column("applicable", justify="right")
+    table.add_column("rate", justify="right")
+    for rule, r in report.rule_rates().items():
+        table.add_row(rule, str(r.violations), str(r.applicable), f"{r.rate:.2f}")
+    stdout.print(table)
+    if report.log_dir:
+        stdout.print(f"episode logs: {report.log_dir}")
+
+
+@click.command("run")
+@click.option("--split", type=click.Choice(SPLITS), required=True, help="Which split to score.")
+@click.option("--model", help="Agent model (default: models.agent in evolve.yaml), e.g. sim, openai/gpt-4o-mini.")
+@click.option("--runs", type=click.IntRange(1, 50), help="Runs per task (default: run.runs).")
+@click.option("--concurrency", type=click.IntRange(1, 64), help="Episodes in parallel (default: run.concurrency).")
+@click.option("--persona", help="Whose preferences to score (default: persona in evolve.yaml).")
+@click.option("--inject", type=click.Choice(INJECT_MODES), help="Memory injection mode (default: memory.inject).")
+@json_option
+@workspace_option
+def run_cmd(
+    split: str,
+    model: str | None,
+    runs: int | None,
+    concurrency: int | None,
+    persona: str | None,
+    inject: Any,
+    as_json: bool,
+    workspace: Path | None,
+) -> None:
+    """Score a split: success rate, violation rate per rule, tokens and time.
+
+    Writes episode logs under generations/runs/ (ignored by git) and never changes
+    memory/ or prompts/.
+    """
+    ws = open_workspace(workspace)
+    with progress_bar(f"{split}", enabled=True) as progress:
+        report = run_split(
+            ws,
+            split,  # type: ignore[arg-type]
+            model=model,
+            runs=runs,
+            concurrency=concurrency,
+            persona=persona,
+            inject=inject,
+            progress=progress,
+        )
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        print_report(report)

@@ -1,0 +1,47 @@
+"""Environments: the protocol, and `make_env` to open one by name over a workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evolve.envs._protocol import (
+    SPLITS,
+    ApiCall,
+    Environment,
+    Feedback,
+    Judgement,
+    Split,
+    Task,
+    Tier,
+    Violation,
+    World,
+)
+from evolve.errors import UnknownName
+
+
+def make_env(name: str, evalset: Path) -> Environment:
+    """Open the environment `name` over an evalset folder."""
+    if name == "persona_world":
+        from evolve.envs.persona_world import PersonaWorldEnv
+
+        return PersonaWorldEnv(evalset)
+    if name == "appworld":
+        raise UnknownName(
+            "the appworld environment is not available in this version; use persona_world."
+        )
+    raise UnknownName(f"unknown environment {name!r}; choose persona_world.")
+
+
+__all__ = [
+    "SPLITS",
+    "ApiCall",
+    "Environment",
+    "Feedback",
+    "Judgement",
+    "Split",
+    "Task",
+    "Tier",
+    "Violation",
+    "World",
+    "make_env",
+]

@@ -1,0 +1,240 @@
+"""`persona_world`: the embedded, deterministic, offline environment (DESIGN.md §5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from evolve.envs._protocol import SPLITS, Feedback, Judgement, Split, Task, Tier, Violation
+from evolve.envs.persona_world._personas import Persona, load_personas
+from evolve.envs.persona_world._rules import (
+    RULES,
+    RULES_BY_NAME,
+    CheckContext,
+    most_used_card,
+    note_checksum,
+    total_paid,
+)
+from evolve.envs.persona_world._tasks import (
+    FAMILIES_BY_NAME,
+    contact_of,
+    functional_failure,
+    instruction,
+    main_call,
+)
+from evolve.envs.persona_world._world import (
+    CONTACTS_BY_KEY,
+    Payment,
+    PersonaWorld,
+    PersonaWorldState,
+    api_docs,
+    tool_names,
+)
+from evolve.errors import ConfigError, UnknownName
+
+# The formats of the harness-computed <stats> lines; the sim reads them back.
+STAT_CARDS = "Payment cards used so far: {usage}; most used: {card} (payment_card_id {card_id})."
+STAT_PAID = "Paid so far to {name}: ${total:.2f} (before this payment)."
+STAT_CHECKSUM = "Checksum of this note's items: {checksum}."
+
+
+class _TaskSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str
+    family: str
+    params: dict[str, Any]
+
+
+class _Splits(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    train: tuple[str, ...]
+    dev: tuple[str, ...]
+    holdout: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class History:
+    """The user's payment history, kept across the episodes of a training stream."""
+
+    payments: tuple[Payment, ...]
+
+
+def _load_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path} is missing; the evalset is incomplete.") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML.") from exc
+
+
+class PersonaWorldEnv:
+    """The environment over a workspace's `evalset/` folder."""
+
+    name = "persona_world"
+
+    def __init__(self, evalset: Path) -> None:
+        self.evalset = evalset
+        try:
+            specs = [_TaskSpec.model_validate(t) for t in _load_yaml(evalset / "tasks.yaml")]
+            splits = _Splits.model_validate(_load_yaml(evalset / "splits.yaml"))
+        except (ValidationError, TypeError) as exc:
+            raise ConfigError(f"{evalset} has a malformed tasks.yaml or splits.yaml: {exc}") from exc
+        split_of: dict[str, Split] = {}
+        for split in SPLITS:
+            for task_id in getattr(splits, split):
+                if task_id in split_of:
+                    raise ConfigError(f"task {task_id} is in both {split_of[task_id]} and {split}.")
+                split_of[task_id] = split
+        self._tasks: dict[str, Task] = {}
+        for spec in specs:
+            family = FAMILIES_BY_NAME.get(spec.family)
+            if family is None:
+                raise ConfigError(f"task {spec.id} names an unknown family {spec.family!r}.")
+            if spec.id not in split_of:
+                continue
+            self._tasks[spec.id] = Task(
+                id=spec.id,
+                family=spec.family,
+                kind=family.kind,
+                split=split_of[spec.id],
+                instruction=instruction(family, spec.params),
+                params=spec.params,
+            )
+        missing = set(split_of) - set(self._tasks)
+        if missing:
+            raise ConfigError(f"splits.yaml names tasks that tasks.yaml lacks: {sorted(missing)[:3]}.")
+        self._by_instruction = {t.instruction: t for t in self._tasks.values()}
+        self._personas = load_personas(evalset / "personas")
+
+    # --- tasks and personas -------------------------------------------------------------
+
+    def tasks(self, split: Split) -> list[Task]:
+        if split not in SPLITS:
+            raise UnknownName(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}.")
+        return [t for t in self._tasks.values() if t.split == split]
+
+    def task(self, task_id: str) -> Task:
+        try:
+            return self._tasks[task_id]
+        except KeyError:
+            raise UnknownName(f"unknown task {task_id!r}.") from None
+
+    def task_by_instruction(self, text: str) -> Task | None:
+        return self._by_instruction.get(text.strip())
+
+    def personas(self) -> list[str]:
+        return sorted(self._personas)
+
+    def persona(self, name: str) -> Persona:
+        try:
+            return self._personas[name]
+        except KeyError:
+            raise UnknownName(
+                f"unknown persona {name!r}; choose one of {', '.join(self.personas())}."
+            ) from None
+
+    def rule_names(self) -> list[str]:
+        return [r.name for r in RULES]
+
+    def persona_rules(self, persona: str) -> list[str]:
+        return [p.rule for p in self.persona(persona).preferences]
+
+    @cached_property
+    def _docs(self) -> str:
+        return api_docs()
+
+    def api_docs(self) -> str:
+        return self._docs
+
+    def tools(self) -> list[str]:
+        return tool_names()
+
+    # --- episodes -----------------------------------------------------------------------
+
+    def initial_history(self, persona: str) -> History:
+        return History(self.persona(persona).initial_history)
+
+    def advance_history(self, history: History, task: Task, persona: str, episode: int) -> History:
+        """The history after the user's own intended payment in a training episode."""
+        if task.kind != "payment":
+            return history
+        p = self.persona(persona)
+        card = most_used_card(history.payments) or p.cards[0].id
+        payment = Payment(str(task.params["contact"]), float(task.params["amount"]), card)
+        return History((*history.payments, payment))
+
+    def new_world(self, task: Task, persona: str, history: History) -> PersonaWorld:
+        p = self.persona(persona)
+        return PersonaWorld(PersonaWorldState(p.profile, p.card_objects, history.payments))
+
+    def context(self, task: Task, persona: str, history: History) -> CheckContext:
+        p = self.persona(persona)
+        return CheckContext(task, p.profile, p.card_objects, history.payments, contact_of(task))
+
+    def judge(
+        self, task: Task, persona: str, world: Any, history: History, episode: int | None
+    ) -> Judgement:
+        """Score one episode: the task's own success and every applicable preference.
+
+        `episode` picks the preference values of a training episode; None scores against
+        the persona as it is now (after every scheduled change).
+        """
+        p = self.persona(persona)
+        ctx = self.context(task, persona, history)
+        failure = functional_failure(task, world.calls, world.completed)
+        call = main_call(task, world.calls)
+        applicable: list[str] = []
+        violations: list[Violation] = []
+        if call is not None:
+            for pref in p.preferences:
+                rule = RULES_BY_NAME[pref.rule]
+                if not rule.applies(task):
+                    continue
+                applicable.append(rule.name)
+                value = pref.value_at(episode)
+                detail = rule.check(ctx, call.args, value)
+                if detail is not None:
+                    violations.append(Violation(rule.name, detail, rule.statement(value)))
+        return Judgement(failure is None, failure, tuple(applicable), tuple(violations))
+
+    def feedback(self, task: Task, judgement: Judgement, tier: Tier) -> Feedback:
+        lines: list[tuple[str, str]] = []
+        if judgement.failure:
+            lines.append((judgement.failure, "task"))
+        for v in judgement.violations:
+            lines.append((v.instance if tier == "instance" else v.corrective, v.rule))
+        return Feedback("\n".join(line for line, _ in lines), tuple(lines))
+
+    def stats(self, task: Task, persona: str, history: History) -> list[str]:
+        """Counts the harness computes (never preferences): for the prompt's <stats>."""
+        p = self.persona(persona)
+        out: list[str] = []
+        if task.kind == "payment":
+            names = {c.id: c.name for c in p.cards}
+            counts: dict[int, int] = {}
+            for pay in history.payments:
+                counts[pay.card] = counts.get(pay.card, 0) + 1
+            card = most_used_card(history.payments)
+            if card is not None:
+                usage = ", ".join(f"{names[c]} x{n}" for c, n in sorted(counts.items()))
+                out.append(STAT_CARDS.format(usage=usage, card=names[card], card_id=card))
+            contact = str(task.params["contact"])
+            out.append(
+                STAT_PAID.format(
+                    name=CONTACTS_BY_KEY[contact].name, total=total_paid(history.payments, contact)
+                )
+            )
+        elif task.kind == "note":
+            out.append(STAT_CHECKSUM.format(checksum=note_checksum(list(task.params["items"]))))
+        return out
+
+    def oracle_statements(self, persona: str, episode: int | None) -> list[str]:
+        """The persona's preferences as correction statements (the `oracle` injection mode)."""
+        p = self.persona(persona)
+        return [RULES_BY_NAME[pref.rule].statement(pref.value_at(episode)) for pref in p.preferences]

@@ -1,0 +1,214 @@
+"""A retrying JSON POST over `httpx`, shared by the HTTP model backends."""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from evolve.errors import ModelError
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 120.0
+DEFAULT_TIMEOUT = httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
+
+# 529 is Anthropic's "overloaded"; the rest are the usual transient statuses.
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
+_TRANSIENT_ERRORS = (httpx.ConnectError, httpx.TimeoutException, httpx.RemoteProtocolError)
+_DETAIL_LIMIT = 300
+# A private generator, so backoff jitter never disturbs seeded uses of the global one.
+_RNG = random.Random()
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently to retry transient failures.
+
+    Attributes:
+        max_attempts: total tries, the first included.
+        base_delay: seconds before the second try; doubles for each further try.
+        max_delay: upper bound on any wait, a server's `Retry-After` included.
+        jitter: the fraction of each backoff drawn at random, so parallel workers spread out.
+        sleep: how to wait; tests pass a recorder so nothing really sleeps.
+    """
+
+    max_attempts: int = 4
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    jitter: float = 0.25
+    sleep: Callable[[float], None] = time.sleep
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("RetryPolicy.max_attempts must be at least 1")
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait after failed try number `attempt` (1-based)."""
+        if retry_after is not None:
+            return min(retry_after, self.max_delay)
+        backoff = min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1))
+        return backoff * (1 - self.jitter * _RNG.random())
+
+
+class JsonPoster:
+    """POSTs JSON to one provider's API, retrying transient failures per a :class:`RetryPolicy`.
+
+    Every failure ends as a :class:`ModelError` whose one sentence names the provider, the
+    HTTP status and the provider's own message, and says what to do; `secret` (the API key)
+    is scrubbed from it.
+
+    Args:
+        base_url: the API root, used to build request URLs and in messages.
+        provider: the name used in messages, e.g. "OpenAI".
+        key_env: the environment variable holding the key, named in advice on 401/403.
+        secret: the API key, if any.
+        client: an `httpx.Client` to use; one with :data:`DEFAULT_TIMEOUT` is made if omitted.
+        retry: the retry policy; :class:`RetryPolicy` defaults if omitted.
+        timeout: an `httpx.Timeout`, or seconds to wait for a reply (connect stays at 10 s).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        provider: str,
+        key_env: str,
+        secret: str | None = None,
+        client: httpx.Client | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: httpx.Timeout | float | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.provider = provider
+        self._key_env = key_env
+        self._secret = secret
+        self._retry = retry or RetryPolicy()
+        if isinstance(timeout, int | float):
+            timeout = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout))
+        self._client = client or httpx.Client(timeout=timeout or DEFAULT_TIMEOUT)
+        self._timeout = timeout if timeout is not None else self._client.timeout
+
+    def post(self, path: str, body: Mapping[str, Any], headers: Mapping[str, str]) -> Any:
+        """POST `body` to `base_url + path` and return the decoded JSON reply.
+
+        Raises:
+            ModelError: on a non-retryable error, or once every attempt has failed.
+        """
+        url = self.base_url + path
+        attempt = 0
+        while True:
+            attempt += 1
+            final = attempt >= self._retry.max_attempts
+            try:
+                response = self._client.post(
+                    url, json=body, headers=dict(headers), timeout=self._timeout
+                )
+            except _TRANSIENT_ERRORS as exc:
+                if final:
+                    raise self._error(self._unreachable(exc, attempt)) from exc
+                self._retry.sleep(self._retry.delay(attempt))
+                continue
+            except httpx.HTTPError as exc:
+                raise self._error(
+                    f"the request to {self.provider} at {url} failed ({_describe(exc)}); "
+                    f"check the base URL {self.base_url}."
+                ) from exc
+            if response.status_code in RETRY_STATUSES and not final:
+                self._retry.sleep(self._retry.delay(attempt, _retry_after(response)))
+                continue
+            if not response.is_success:
+                raise self._error(self._status_message(response, attempt))
+            try:
+                return response.json()
+            except ValueError as exc:
+                raise self._error(
+                    f"{self.provider} answered HTTP {response.status_code} with a body that is "
+                    f"not JSON; check that the base URL {self.base_url} is right."
+                ) from exc
+
+    def _unreachable(self, exc: httpx.HTTPError, attempts: int) -> str:
+        what = (
+            "did not answer in time"
+            if isinstance(exc, httpx.TimeoutException)
+            else "could not be reached"
+        )
+        hint = (
+            " and not overloaded, or does it need a longer timeout"
+            if isinstance(exc, httpx.TimeoutException)
+            else ""
+        )
+        return (
+            f"{self.provider} {what}{_after(attempts)} ({_describe(exc)}); "
+            f"is the server at {self.base_url} running{hint}?"
+        )
+
+    def _status_message(self, response: httpx.Response, attempts: int) -> str:
+        status = response.status_code
+        tries = f" on all {attempts} attempts" if attempts > 1 else ""
+        return (
+            f"{self.provider} answered HTTP {status}{tries} ({_provider_detail(response)}); "
+            f"{self._advice(status)}."
+        )
+
+    def _advice(self, status: int) -> str:
+        if status == 401:
+            return f"check {self._key_env}"
+        if status == 403:
+            return f"check that the key in {self._key_env} may use this model"
+        if status == 404:
+            return f"check the model name and the base URL {self.base_url}"
+        if status == 429:
+            return "wait a while or lower the request rate, then try again"
+        if status >= 500:
+            return "the provider is having trouble, so try again later or choose another --model"
+        return "check the model name and the request's parameters"
+
+    def _error(self, message: str) -> ModelError:
+        if self._secret:
+            message = message.replace(self._secret, "***")
+        return ModelError(message)
+
+
+def _after(attempts: int) -> str:
+    return f" after {attempts} attempt{'s' if attempts > 1 else ''}"
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc).rstrip(".")
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """The numeric `Retry-After` seconds, if any; HTTP-date values fall back to backoff."""
+    try:
+        seconds = float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _provider_detail(response: httpx.Response) -> str:
+    """The provider's own error message, from the OpenAI, Anthropic or a plain-text body."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    detail = ""
+    if isinstance(body, dict):
+        # OpenAI and Anthropic nest the error; vLLM puts it at the top; Ollama uses a string.
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            message, kind = error.get("message"), error.get("type")
+            if message:
+                detail = f"{kind}: {message}" if isinstance(kind, str) and kind else str(message)
+        elif isinstance(error, str):
+            detail = error
+    if not detail:
+        detail = response.text or response.reason_phrase or "no error message"
+    detail = " ".join(detail.split()).rstrip(".")
+    return detail if len(detail) <= _DETAIL_LIMIT else detail[: _DETAIL_LIMIT - 1] + "…"

@@ -1,0 +1,173 @@
+"""Memory units: one Markdown file each, with YAML front matter (DESIGN.md §4).
+
+A unit file is ``---\\n<front matter>---\\n<body>\\n``. The serialization is canonical (fixed
+key order, no empty fields, one trailing newline), so a unit that did not change produces no
+diff. A malformed file is reported with its path; it is never dropped or rewritten.
+
+A Markdown file without front matter is a hand-written note: it is rendered for every scope
+as it is, which is how a person adds a fact without learning the format.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from evolve.errors import EvolveError
+
+UNIT_SCHEMA = 1
+Status = Literal["active", "revoked", "pending", "tombstoned"]
+GLOBAL_SCOPE = "global"
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_SCOPE = re.compile(r"^(global|user:[a-z0-9][a-z0-9_-]{0,39})$")
+
+
+class MalformedUnit(EvolveError):
+    """A unit file that cannot be read; the message names the path."""
+
+
+class MemoryUnit(BaseModel):
+    """One unit of memory. Recipe-specific fields are optional and typed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    schema_version: int = Field(default=UNIT_SCHEMA, alias="schema")
+    recipe: str
+    kind: str
+    status: Status = "active"
+    scope: str = GLOBAL_SCOPE
+    created_episode: int | None = None
+    updated_episode: int | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    # ACE
+    helpful: int | None = Field(default=None, ge=0)
+    harmful: int | None = Field(default=None, ge=0)
+    # TEPA
+    key: str | None = None
+    revoked_at: int | None = None
+    revoked_by: str | None = None
+    # TRACE
+    api: str | None = None
+    argument: str | None = None
+    predicate: str | None = None
+    value: str | None = None
+    # Beta posterior (topl)
+    alpha: float | None = Field(default=None, gt=0)
+    beta: float | None = Field(default=None, gt=0)
+    # review / provenance visible to people (never rule provenance)
+    source_task: str | None = None
+    complaint: str | None = None
+    text: str = ""
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        if not _ID.match(v):
+            raise ValueError("must be 1-64 letters, digits, '.', '_' or '-'")
+        return v
+
+    @field_validator("scope")
+    @classmethod
+    def _scope(cls, v: str) -> str:
+        if not _SCOPE.match(v):
+            raise ValueError("must be 'global' or 'user:<name>'")
+        return v
+
+    @property
+    def is_hand_written(self) -> bool:
+        return self.recipe == "hand"
+
+    def path(self) -> PurePosixPath:
+        """Where the unit lives: `memory/<user>/<id>.md`, or `memory/<id>.md` if global."""
+        return unit_path(self.scope, self.id)
+
+    def with_(self, **changes: Any) -> MemoryUnit:
+        return self.model_copy(update=changes)
+
+
+def scope_for(persona: str) -> str:
+    return f"user:{persona}"
+
+
+def unit_path(scope: str, unit_id: str) -> PurePosixPath:
+    if scope == GLOBAL_SCOPE:
+        return PurePosixPath("memory") / f"{unit_id}.md"
+    return PurePosixPath("memory") / scope.removeprefix("user:") / f"{unit_id}.md"
+
+
+_ORDER = [name for name in MemoryUnit.model_fields if name != "text"]
+
+
+def dump_unit(unit: MemoryUnit) -> str:
+    """The canonical file text of a unit."""
+    data = unit.model_dump(by_alias=True, exclude_none=True)
+    text = str(data.pop("text", "")).strip()
+    ordered = {}
+    for name in _ORDER:
+        alias = "schema" if name == "schema_version" else name
+        if alias in data:
+            ordered[alias] = data[alias]
+    front = yaml.safe_dump(ordered, sort_keys=False, allow_unicode=True, width=10_000)
+    return f"---\n{front}---\n{text}\n"
+
+
+def parse_unit(path: str, raw: str) -> MemoryUnit:
+    """Parse a unit file; `path` is workspace-relative (e.g. ``memory/alex/u-1.md``).
+
+    Raises:
+        MalformedUnit: for bad YAML, an unknown field, a wrong type, or a scope that does not
+            match the folder.
+    """
+    rel = PurePosixPath(path)
+    if not raw.startswith("---\n"):
+        return MemoryUnit(
+            id=_hand_id(rel), recipe="hand", kind="note", scope=_folder_scope(rel) or GLOBAL_SCOPE, text=raw.strip()
+        )
+    end = raw.find("\n---\n", 3)
+    if end < 0:
+        end_at_eof = raw.rstrip().endswith("\n---")
+        if not end_at_eof:
+            raise MalformedUnit(f"{path}: the front matter is not closed with a '---' line.")
+        end = raw.rstrip().rfind("\n---")
+    front_text, body = raw[4:end], raw[end + 5 :]
+    try:
+        front = yaml.safe_load(front_text)
+    except yaml.YAMLError as exc:
+        raise MalformedUnit(f"{path}: the front matter is not valid YAML.") from exc
+    if not isinstance(front, dict):
+        raise MalformedUnit(f"{path}: the front matter must be a mapping of fields.")
+    if "text" in front:
+        raise MalformedUnit(f"{path}: 'text' is the file's body, not a front-matter field.")
+    try:
+        unit = MemoryUnit.model_validate({**front, "text": body.strip()})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "?"
+        what = "unknown field" if err.get("type") == "extra_forbidden" else err.get("msg", "invalid")
+        raise MalformedUnit(f"{path}: field '{loc}': {what}.") from exc
+    folder = _folder_scope(rel)
+    if folder is not None and folder != unit.scope:
+        raise MalformedUnit(f"{path}: scope '{unit.scope}' does not match its folder ({folder}).")
+    if rel.stem != unit.id:
+        raise MalformedUnit(f"{path}: the file name does not match the unit id '{unit.id}'.")
+    return unit
+
+
+def _folder_scope(rel: PurePosixPath) -> str | None:
+    parts = rel.parts
+    if len(parts) == 2:
+        return GLOBAL_SCOPE
+    if len(parts) == 3:
+        return f"user:{parts[1]}"
+    return None
+
+
+def _hand_id(rel: PurePosixPath) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "-", rel.stem)[:64] or "note"
+    return stem

@@ -1,0 +1,20 @@
+"""`sim`: the offline, seeded model simulator (docs/sim.md)."""
+
+from evolve.sim._agent import SimAgent, read_directives, read_stats
+from evolve.sim._model import ROLES, SimLLM, role
+from evolve.sim._rates import SimRates
+from evolve.sim._updater import Proposal, complaint_of, proposals_from_complaint, slot_of
+
+__all__ = [
+    "ROLES",
+    "Proposal",
+    "SimAgent",
+    "SimLLM",
+    "SimRates",
+    "complaint_of",
+    "proposals_from_complaint",
+    "read_directives",
+    "read_stats",
+    "role",
+    "slot_of",
+]

@@ -1,0 +1,257 @@
+"""The sim's agent role.
+
+It reads statements from the rendered system prompt (prompt files and `<memory>`, never
+`<api_docs>`), lets the last directive per slot win, fills slots from directives and leaves
+the others at the world's default, and computes computed values at the calibrated rates:
+correctly from `<stats>` when the harness gives a value, else from the transactions it looks
+up. Everything it knows about the user comes from the prompt and the tool results.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evolve.agent import RESULT_PREFIX, section, without_sections
+from evolve.envs.persona_world import (
+    CONTACTS,
+    MAIN_TOOL,
+    RULES,
+    Card,
+    CheckContext,
+    Computed,
+    Directive,
+    Payment,
+    PersonaWorldEnv,
+    Profile,
+    Ref,
+    contact_of,
+    recognize,
+    reference_args,
+    split_sentences,
+)
+from evolve.envs.persona_world._rules import Rule
+from evolve.envs.persona_world._tasks import Task
+from evolve.llm import Message
+from evolve.sim._rates import SimRates
+
+_COMPUTED_RATES = {
+    "payment.card": ("habitual_card_stated", "habitual_card_given"),
+    "payment.note_total": ("running_total_stated", "running_total_given"),
+    "note.checksum": ("checksum_stated", "checksum_given"),
+}
+
+
+def read_directives(system_prompt: str) -> dict[str, Directive]:
+    """The directive in force for each slot: the last one stated wins."""
+    readable = without_sections(system_prompt, ("api_docs", "stats"))
+    found: dict[str, Directive] = {}
+    for sentence in split_sentences(readable):
+        for directive in recognize(sentence):
+            found[directive.slot] = directive
+    return found
+
+
+@dataclass(frozen=True)
+class Stats:
+    habitual_card: int | None = None
+    paid_before: float | None = None
+    checksum: int | None = None
+
+
+def read_stats(system_prompt: str) -> Stats:
+    import re
+
+    body = section(system_prompt, "stats") or ""
+    card = re.search(r"most used: .*?\(payment_card_id (\d+)\)", body)
+    paid = re.search(r"Paid so far to .*?: \$(\d+(?:\.\d+)?)", body)
+    checksum = re.search(r"Checksum of this note's items: (\d+)", body)
+    return Stats(
+        int(card.group(1)) if card else None,
+        float(paid.group(1)) if paid else None,
+        int(checksum.group(1)) if checksum else None,
+    )
+
+
+def _results(messages: Sequence[Message]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for m in messages:
+        if m.role == "user" and m.content.startswith(RESULT_PREFIX):
+            head, _, body = m.content.partition(":\n")
+            tool = head[len(RESULT_PREFIX) :]
+            try:
+                out[tool] = json.loads(body)
+            except json.JSONDecodeError:
+                continue
+    return out
+
+
+def _plan(task: Task, need_history: bool) -> list[str]:
+    steps = ["supervisor__show_profile"]
+    if task.kind == "payment":
+        steps += ["supervisor__show_account_passwords", "venmo__login", "venmo__show_payment_cards"]
+        if need_history:
+            steps.append("venmo__show_transactions")
+    if task.kind in ("sms", "payment", "email"):
+        steps.append("phone__search_contacts")
+    steps += [MAIN_TOOL[task.kind], "supervisor__complete_task"]
+    return steps
+
+
+class SimAgent:
+    """Chooses the next API call for a task, deterministically from the seed."""
+
+    def __init__(self, env: PersonaWorldEnv, rates: SimRates) -> None:
+        self.env = env
+        self.rates = rates
+
+    def act(self, messages: Sequence[Message], seed: int) -> dict[str, Any]:
+        system = messages[0].content
+        first_user = next((m.content for m in messages if m.role == "user"), "")
+        instruction = first_user.split("\n", 1)[0].removeprefix("Task: ").strip()
+        task = self.env.task_by_instruction(instruction)
+        if task is None:
+            return {"tool": "supervisor__complete_task", "arguments": {"answer": "unknown task"}}
+        directives = read_directives(system)
+        stats = read_stats(system)
+        need_history = self._needs_history(task, directives, stats)
+        steps = _plan(task, need_history)
+        turn = sum(1 for m in messages if m.role == "assistant")
+        if turn >= len(steps):
+            return {"tool": "supervisor__complete_task", "arguments": {}}
+        tool = steps[turn]
+        results = _results(messages)
+        return {"tool": tool, "arguments": self._arguments(tool, task, results, directives, stats, seed)}
+
+    @staticmethod
+    def _needs_history(task: Task, directives: dict[str, Directive], stats: Stats) -> bool:
+        if task.kind != "payment":
+            return False
+        card = directives.get("payment.card")
+        total = directives.get("payment.note_total")
+        need_card = card is not None and isinstance(card.value, Computed) and stats.habitual_card is None
+        need_total = total is not None and not total.negated and stats.paid_before is None
+        return need_card or need_total
+
+    def _arguments(
+        self,
+        tool: str,
+        task: Task,
+        results: dict[str, Any],
+        directives: dict[str, Directive],
+        stats: Stats,
+        seed: int,
+    ) -> dict[str, Any]:
+        profile = results.get("supervisor__show_profile") or {}
+        token = (results.get("venmo__login") or {}).get("access_token", "")
+        if tool == "venmo__login":
+            passwords = results.get("supervisor__show_account_passwords") or []
+            password = next((p["password"] for p in passwords if p.get("account_name") == "venmo"), "")
+            return {"username": profile.get("email", ""), "password": password}
+        if tool in ("venmo__show_payment_cards", "venmo__show_transactions"):
+            return {"access_token": token}
+        if tool == "phone__search_contacts":
+            contact = contact_of(task)
+            return {"query": contact.name if contact else ""}
+        if tool == MAIN_TOOL[task.kind]:
+            args = reference_args(task)
+            if task.kind == "payment":
+                args["access_token"] = token
+            self._apply_preferences(task, args, results, directives, stats, seed)
+            return args
+        return {}
+
+    def _apply_preferences(
+        self,
+        task: Task,
+        args: dict[str, Any],
+        results: dict[str, Any],
+        directives: dict[str, Directive],
+        stats: Stats,
+        seed: int,
+    ) -> None:
+        rng = random.Random(f"{seed}|agent|{task.id}")
+        ctx = self._context(task, results)
+        # Format slots first, computed ones after, so appended lines land at the end.
+        for rule in sorted(RULES, key=lambda r: r.rule_class == "computed"):
+            lapse = rng.random()
+            draw = rng.random()
+            if rule.kind != task.kind:
+                continue
+            directive = directives.get(rule.slot)
+            if directive is None or lapse < self.rates.lapse:
+                continue
+            if directive.negated:
+                rule.render_negated(ctx, args, directive.value)
+                continue
+            value = self._value(rule, directive, ctx, stats, draw, args)
+            if value:
+                rule.render(ctx, args, value)
+
+    def _context(self, task: Task, results: dict[str, Any]) -> CheckContext:
+        p = results.get("supervisor__show_profile") or {}
+        profile = Profile(
+            p.get("first_name", ""), p.get("last_name", ""), p.get("email", ""), p.get("phone_number", ""), ""
+        )
+        cards = tuple(
+            Card(int(c["payment_card_id"]), str(c["name"]))
+            for c in results.get("venmo__show_payment_cards") or []
+        )
+        by_email = {c.email: c.key for c in CONTACTS}
+        history = tuple(
+            Payment(by_email.get(str(t["receiver_email"]), ""), float(t["amount"]), int(t["payment_card_id"]))
+            for t in results.get("venmo__show_transactions") or []
+        )
+        return CheckContext(task, profile, cards, history, contact_of(task))
+
+    def _value(
+        self,
+        rule: Rule,
+        directive: Directive,
+        ctx: CheckContext,
+        stats: Stats,
+        draw: float,
+        args: dict[str, Any],
+    ) -> str:
+        value = directive.value
+        if isinstance(value, Ref):
+            return rule.resolve(ctx, value)
+        if not isinstance(value, Computed):
+            return rule.resolve(ctx, value)
+        stated, given = _COMPUTED_RATES[rule.slot]
+        truth, have = self._computed_truth(rule, ctx, stats)
+        fail = getattr(self.rates, given if have else stated)
+        if draw >= fail:
+            return truth
+        return self._computed_error(rule, ctx, truth, draw)
+
+    def _computed_truth(self, rule: Rule, ctx: CheckContext, stats: Stats) -> tuple[str, bool]:
+        if rule.slot == "payment.card":
+            if stats.habitual_card is not None:
+                return str(stats.habitual_card), True
+            return rule.compute(ctx), False
+        if rule.slot == "payment.note_total":
+            amount = float(ctx.params.get("amount", 0.0))
+            if stats.paid_before is not None:
+                return f"{stats.paid_before + amount:.2f}", True
+            return rule.compute(ctx), False
+        if stats.checksum is not None:
+            return str(stats.checksum), True
+        return rule.compute(ctx), False
+
+    @staticmethod
+    def _computed_error(rule: Rule, ctx: CheckContext, truth: str, draw: float) -> str:
+        """A plausible wrong value: the most recent card, a total without this payment, an
+        off-by-a-few checksum."""
+        if rule.slot == "payment.card":
+            recent = [p.card for p in reversed(ctx.history) if str(p.card) != truth]
+            others = [c.payment_card_id for c in ctx.cards if str(c.payment_card_id) != truth]
+            pick = recent[0] if recent else (others[0] if others else None)
+            return str(pick) if pick is not None else truth
+        if rule.slot == "payment.note_total":
+            amount = float(ctx.params.get("amount", 0.0))
+            return f"{max(0.0, float(truth or 0) - amount):.2f}"
+        return str(int(truth or 0) + 1 + int(draw * 1000) % 5)

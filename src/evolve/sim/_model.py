@@ -1,0 +1,79 @@
+"""`sim`: a deterministic, seeded simulation of a competent model (see docs/sim.md).
+
+Its numbers are not a claim about any real model: it exists so that evolve runs end to end
+offline and so that harness mechanics (what a recipe writes, dedup, revoke, caps, tombstones,
+revert, review, the gate) change measured scores.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from evolve._io import derive_seed
+from evolve.errors import ModelError
+from evolve.envs import Environment
+from evolve.llm import Completion, JsonSchema, Message, Usage, estimate_tokens
+from evolve.sim._agent import SimAgent
+from evolve.sim._rates import SimRates
+from evolve.sim._updater import complaint_of, proposals_from_complaint
+
+Role = Callable[["SimLLM", Sequence[Message], random.Random], Any]
+
+ROLES: dict[str, Role] = {}
+
+
+def role(name: str) -> Callable[[Role], Role]:
+    """Register the sim's answer to requests whose JSON schema is named `name`."""
+
+    def wrap(func: Role) -> Role:
+        ROLES[name] = func
+        return func
+
+    return wrap
+
+
+@role("statements")
+def _statements(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+    return {"statements": [p.statement for p in proposals_from_complaint(complaint_of(list(messages)))]}
+
+
+class SimLLM:
+    """The `sim` backend. Randomness is keyed by (seed, role, task, run, episode)."""
+
+    def __init__(self, env: Environment, *, rates: SimRates | None = None, seed: int = 0) -> None:
+        from evolve.envs.persona_world import PersonaWorldEnv
+
+        if not isinstance(env, PersonaWorldEnv):
+            raise ModelError("the sim model only knows the persona_world environment.")
+        self.name = "sim"
+        self.env = env
+        self.rates = rates or SimRates()
+        self.seed = seed
+        self._agent = SimAgent(env, self.rates)
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: JsonSchema | None = None,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        name = json_schema.name if json_schema is not None else "text"
+        key = f"{self.seed}|{seed}"
+        if name == "agent_action":
+            payload: Any = self._agent.act(messages, derive_seed(key))
+        elif name in ROLES:
+            rng = random.Random(f"{key}|{name}|{len(messages)}|{messages[-1].content if messages else ''}")
+            payload = ROLES[name](self, messages, rng)
+        else:
+            raise ModelError(f"the sim model does not play the role {name!r}.")
+        text = json.dumps(payload, ensure_ascii=False)
+        prompt = sum(estimate_tokens(m.content) for m in messages)
+        return Completion(text=text, usage=Usage(prompt, estimate_tokens(text)), model=self.name)
+
+

@@ -1,0 +1,28 @@
+"""The sim's calibrated rates (seed 000, Q1, claude-haiku-4.5); see docs/sim.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SimRates:
+    """Failure rates of the simulated model.
+
+    `lapse` is the chance per slot of ignoring a directive that is in the prompt. The
+    `*_stated` rates apply when the memory states a computed preference but the harness gives
+    no value; the `*_given` rates when `<stats>` gives the value.
+    """
+
+    lapse: float = 0.03
+    habitual_card_stated: float = 0.78
+    habitual_card_given: float = 0.0
+    running_total_stated: float = 0.44
+    running_total_given: float = 0.0
+    checksum_stated: float = 0.50
+    checksum_given: float = 0.17
+    # Updater roles: chance that a rewrite drops a line, that ACE modifies rather than adds,
+    # that TEPA invents an off-vocabulary key.
+    rewrite_drop: float = 0.15
+    ace_modify: float = 0.5
+    tepa_off_vocabulary: float = 0.2

@@ -1,0 +1,68 @@
+"""The sim's learner roles: they answer from the complaint text only.
+
+A corrective complaint line carries the rule's correction template, which is written back as
+a statement. An instance line names the failure without the target value; the learner
+guesses a value from what the line shows, so part of the gap stays unreachable (as in
+seed 000's Q3).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from evolve.agent import section
+from evolve.envs.persona_world import RULES, recognize
+from evolve.llm import Message
+
+_INSTANCE = [(rule, rule.instance_regex()) for rule in RULES]
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A statement the learner would write, and the slot it is about (sim-internal)."""
+
+    slot: str
+    statement: str
+
+
+def complaint_of(messages: list[Message] | tuple[Message, ...]) -> str:
+    """The text inside `<complaint>` of the last user message that has one."""
+    for m in reversed(messages):
+        if m.role == "user":
+            found = section(m.content, "complaint")
+            if found is not None:
+                return found
+    return ""
+
+
+def proposals_from_complaint(complaint: str) -> list[Proposal]:
+    """What a learner writes from a complaint: one statement per line it can read."""
+    out: list[Proposal] = []
+    for line in complaint.splitlines():
+        line = line.strip().lstrip("-* ").strip()
+        if not line:
+            continue
+        directives = recognize(line)
+        if directives:
+            out.append(Proposal(directives[0].slot, line))
+            continue
+        for rule, pattern in _INSTANCE:
+            match = pattern.fullmatch(line)
+            if match:
+                out.append(Proposal(rule.slot, rule.guess(match)))
+                break
+    return out
+
+
+def slot_of(statement: str) -> str | None:
+    """The slot a statement is about, if the sim recognizes it."""
+    found = recognize(statement)
+    return found[0].slot if found else None
+
+
+_ID = re.compile(r"\[([A-Za-z0-9_.:-]+)\]")
+
+
+def ids_in(text: str) -> list[str]:
+    return _ID.findall(text)

@@ -1,0 +1,144 @@
+"""The `evolve.yaml` configuration model.
+
+Every section is a pydantic model with ``extra="forbid"``, so a misspelt key is an error that
+names the key instead of a setting that silently does nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from evolve.errors import ConfigError
+
+CONFIG_NAME = "evolve.yaml"
+CONFIG_VERSION = 1
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelRoles(_Section):
+    """Which model backend plays each role (see `evolve.llm`)."""
+
+    agent: str = "sim"
+    updater: str = "sim"
+    reflector: str = "sim"
+
+
+class MemoryConfig(_Section):
+    """How memory is injected into the agent's prompt."""
+
+    inject: Literal["none", "recipe", "oracle", "fixed"] = "recipe"
+    stats: bool = Field(
+        default=False,
+        description="Put harness-computed counts (card use, running totals) in <stats>.",
+    )
+    max_memory_chars: int = Field(default=1200, ge=100, le=100_000)
+
+
+class AgentConfig(_Section):
+    max_turns: int = Field(default=12, ge=2, le=100)
+
+
+class RunConfig(_Section):
+    runs: int = Field(default=1, ge=1, le=50)
+    seed: int = 0
+    concurrency: int = Field(default=1, ge=1, le=64)
+
+
+class TrainConfig(_Section):
+    recipe: str = "ace"
+    episodes: int = Field(default=24, ge=1, le=100_000)
+    feedback: Literal["instance", "corrective"] = "instance"
+    seed: int = 0
+    review: bool = False
+
+
+class GateConfig(_Section):
+    """The accept rule of the evolve loop (DESIGN.md §7)."""
+
+    runs: int = Field(default=3, ge=1, le=20)
+    min_gain: float = Field(default=0.0, ge=-1.0, le=1.0)
+    confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
+    bootstrap_samples: int = Field(default=2000, ge=100, le=100_000)
+    max_prompt_chars: int = Field(default=6000, ge=100)
+    max_token_factor: float = Field(default=1.5, ge=1.0)
+    generations: int = Field(default=5, ge=1)
+    max_generations: int = Field(default=5, ge=1, le=50)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> GateConfig:
+        if self.generations > self.max_generations:
+            raise ValueError(
+                f"generations ({self.generations}) exceeds max_generations ({self.max_generations})"
+            )
+        return self
+
+
+DEFAULT_PROTECTED = ("evalset/", "tests/", "evolve.yaml", ".gitignore")
+
+
+class EvolveConfig(_Section):
+    """The whole of `evolve.yaml`."""
+
+    version: Literal[1] = CONFIG_VERSION
+    environment: str = "persona_world"
+    persona: str = "alex"
+    models: ModelRoles = ModelRoles()
+    memory: MemoryConfig = MemoryConfig()
+    agent: AgentConfig = AgentConfig()
+    run: RunConfig = RunConfig()
+    train: TrainConfig = TrainConfig()
+    gate: GateConfig = GateConfig()
+    protected: tuple[str, ...] = DEFAULT_PROTECTED
+
+
+def _describe_error(err: dict[str, Any]) -> str:
+    loc = ".".join(str(part) for part in err.get("loc", ())) or "(top level)"
+    kind = err.get("type", "")
+    if kind == "extra_forbidden":
+        return f"unknown key '{loc}'"
+    if kind == "missing":
+        return f"missing key '{loc}'"
+    got = err.get("input")
+    shown = repr(got) if not isinstance(got, dict | list) else type(got).__name__
+    return f"key '{loc}': {err.get('msg', 'invalid value')} (got {shown})"
+
+
+def parse_config(text: str, *, source: str = CONFIG_NAME) -> EvolveConfig:
+    """Parse and validate the text of an `evolve.yaml`.
+
+    Raises:
+        ConfigError: one sentence naming the offending key and what was expected.
+    """
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{source} is not valid YAML{where}; fix the syntax and retry.") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source} must be a mapping of keys to values, not a {type(data).__name__}.")
+    try:
+        return EvolveConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        more = len(exc.errors()) - 1
+        extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        raise ConfigError(f"{source}: {_describe_error(dict(first))}{extra}.") from exc
+
+
+def load_config(path: Path) -> EvolveConfig:
+    """Read and validate `evolve.yaml` at `path`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path} does not exist; run `evolve init` to create a workspace.") from exc
+    return parse_config(text, source=str(path))

@@ -1,0 +1,96 @@
+"""`evolve init`: scaffold a workspace from the default harness and make the first commit."""
+
+from __future__ import annotations
+
+import shutil
+from importlib import resources
+from pathlib import Path
+
+from evolve._io import atomic_write
+from evolve.errors import EvolveError
+from evolve.store import GitStore
+from evolve.workspace._config import CONFIG_NAME, parse_config
+from evolve.workspace._workspace import Workspace
+
+# What a workspace takes from the harness, relative to the harness root.
+HARNESS_ITEMS = (CONFIG_NAME, "prompts", "memory", "evalset", "generations", "tests/health")
+
+GITIGNORE = """\
+# evolve: run logs and generation records never make the tree dirty
+/generations/runs/
+/generations/*.json
+/generations/*.md
+__pycache__/
+.pytest_cache/
+"""
+
+
+def harness_root() -> Path:
+    """Where the default harness lives: inside an installed wheel, or the project checkout."""
+    packaged = Path(str(resources.files("evolve"))) / "_harness"
+    if (packaged / CONFIG_NAME).is_file():
+        return packaged
+    checkout = Path(__file__).resolve().parents[3]
+    if (checkout / CONFIG_NAME).is_file() and (checkout / "evalset").is_dir():
+        return checkout
+    raise EvolveError("the default harness is missing from this installation; reinstall evolve.")
+
+
+def init_workspace(target: Path, *, persona: str | None = None) -> Workspace:
+    """Create a workspace at `target` (which must not exist or be empty) and commit it.
+
+    Raises:
+        EvolveError: if `target` is a non-empty folder or already a workspace.
+    """
+    target = target.resolve()
+    if (target / CONFIG_NAME).exists():
+        raise EvolveError(f"{target} is already an evolve workspace; use it, or pick another folder.")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise EvolveError(f"{target} exists and is not empty; pick a new or empty folder.")
+    source = harness_root()
+    created = not target.exists()
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for item in HARNESS_ITEMS:
+            src = source / item
+            dst = target / item
+            if src.is_dir():
+                shutil.copytree(
+                    src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "runs")
+                )
+            elif src.is_file():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dst)
+        for folder in ("memory", "prompts", "generations"):
+            keep = target / folder / ".gitkeep"
+            if not any((target / folder).iterdir()):
+                keep.touch()
+        if persona is not None:
+            config_path = target / CONFIG_NAME
+            text = config_path.read_text(encoding="utf-8")
+            lines = [
+                f"persona: {persona}" if line.startswith("persona:") else line
+                for line in text.splitlines()
+            ]
+            new_text = "\n".join(lines) + "\n"
+            parse_config(new_text)
+            atomic_write(config_path, new_text)
+        atomic_write(target / ".gitignore", GITIGNORE)
+        store = GitStore.init(target)
+        paths = sorted(
+            str(p.relative_to(target))
+            for p in target.rglob("*")
+            if p.is_file() and ".git" not in p.relative_to(target).parts
+        )
+        store.commit(paths, "evolve: initialize workspace", trailers={"Evolve-Kind": "init"})
+    except BaseException:
+        if created:
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            for child in target.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+        raise
+    return Workspace(target)

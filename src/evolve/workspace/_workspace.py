@@ -1,0 +1,92 @@
+"""The workspace: a git repository whose root holds `evolve.yaml`."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+
+from evolve.errors import NotAWorkspace, PathRefused
+from evolve.store import GitStore
+from evolve.workspace._config import CONFIG_NAME, EvolveConfig, load_config
+from evolve.workspace._lock import LOCK_NAME, WriterLock
+from evolve.workspace._paths import is_under, normalize_relpath, resolve
+
+PROMPTS = "prompts"
+MEMORY = "memory"
+EVALSET = "evalset"
+TESTS = "tests"
+GENERATIONS = "generations"
+RUNS = "generations/runs"
+
+
+def find_root(start: Path | None = None) -> Path:
+    """Walk up from `start` (default: the current directory) to the folder holding `evolve.yaml`.
+
+    Raises:
+        NotAWorkspace: when no folder up to the file-system root has one.
+    """
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return folder
+    raise NotAWorkspace(
+        f"no {CONFIG_NAME} found in {here} or any parent folder; run `evolve init DIR` to create "
+        "a workspace, or pass --workspace."
+    )
+
+
+class Workspace:
+    """An opened workspace: its root, configuration, git store and paths."""
+
+    def __init__(self, root: Path, config: EvolveConfig | None = None) -> None:
+        self.root = root.resolve()
+        self.config = config if config is not None else load_config(self.root / CONFIG_NAME)
+
+    @classmethod
+    def find(cls, start: Path | None = None) -> Workspace:
+        return cls(find_root(start))
+
+    @cached_property
+    def store(self) -> GitStore:
+        return GitStore(self.root)
+
+    def resolve(self, path: str | PurePosixPath) -> Path:
+        """Confine a workspace-relative path (see :func:`evolve.workspace.resolve`)."""
+        return resolve(self.root, path)
+
+    def is_protected(self, path: str | PurePosixPath) -> bool:
+        """Whether `path` lies under a protected prefix of the configuration."""
+        rel = normalize_relpath(path)
+        return any(is_under(rel, prefix) for prefix in self.config.protected)
+
+    def check_writable(self, path: str | PurePosixPath, allowed: tuple[str, ...]) -> Path:
+        """Resolve `path` and refuse it unless it lies under one of `allowed` and is not protected."""
+        full = self.resolve(path)
+        rel = normalize_relpath(path)
+        if self.is_protected(rel):
+            raise PathRefused(f"refusing to modify protected path: {path}")
+        if not any(is_under(rel, prefix) for prefix in allowed):
+            raise PathRefused(
+                f"refusing path {path}: only {', '.join(allowed)} may be changed here."
+            )
+        return full
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.root / MEMORY
+
+    @property
+    def prompts_dir(self) -> Path:
+        return self.root / PROMPTS
+
+    @property
+    def evalset_dir(self) -> Path:
+        return self.root / EVALSET
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.root / RUNS
+
+    def lock(self, command: str) -> WriterLock:
+        """The writer lock (taken with `with ws.lock("evolve train"):`)."""
+        return WriterLock(self.store.git_dir / LOCK_NAME, command)

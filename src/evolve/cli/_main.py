@@ -9,6 +9,7 @@ import click
 
 from evolve.cli._init import demo_cmd, init_cmd
 from evolve.cli._run import run_cmd
+from evolve.cli._train import train_cmd
 from evolve.errors import EvolveError
 
 
@@ -22,7 +23,7 @@ def cli() -> None:
     """
 
 
-for command in (init_cmd, demo_cmd, run_cmd):
+for command in (init_cmd, demo_cmd, run_cmd, train_cmd):
     cli.add_command(command)
 
 

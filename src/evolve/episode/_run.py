@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from evolve.agent import PromptFile, Trace, build_system_prompt, run_agent, task_message
-from evolve.envs import Environment, Judgement, Task
+from evolve.envs import ApiCall, Environment, Judgement, Task
 from evolve.episode._records import CallRecord, EpisodeRecord, TurnRecord
 from evolve.episode._redact import redact
 from evolve.llm import LLM
@@ -22,6 +23,9 @@ class EpisodeSetup:
     persona: str
     stats: bool
     max_turns: int
+    # Enforced checks (TRACE): failures of an attempt retry the episode in a fresh world.
+    verifier: Callable[[Sequence[ApiCall]], list[str]] | None = None
+    max_attempts: int = 3
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,33 @@ def _final_state(world: Any) -> dict[str, Any]:
 
 
 def run_episode(
+    env: Environment,
+    llm: LLM,
+    task: Task,
+    setup: EpisodeSetup,
+    *,
+    history: Any,
+    seed: int,
+    run: int = 0,
+    episode: int | None = None,
+) -> EpisodeResult:
+    """Run `task` and judge it; with a verifier, retry failed attempts (up to `max_attempts`)."""
+    result = _attempt(env, llm, task, setup, history=history, seed=seed, run=run, episode=episode)
+    if setup.verifier is None:
+        return result
+    for attempt in range(2, setup.max_attempts + 1):
+        failures = setup.verifier(result.trace.calls)
+        if not failures:
+            break
+        note = "Your previous attempt at this task failed these checks:\n" + "\n".join(f"- {f}" for f in failures)
+        result = _attempt(
+            env, llm, task, setup, history=history, seed=seed, run=run, episode=episode,
+            attempt=attempt, extra_memory=note,
+        )  # fmt: skip
+    return result
+
+
+def _attempt(
     env: Environment,
     llm: LLM,
     task: Task,

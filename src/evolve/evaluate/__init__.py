@@ -2,7 +2,13 @@
 
 from evolve.evaluate._report import RuleRate, SplitReport
 from evolve.evaluate._run import episode_seed, open_env, run_split, score_tasks, write_run_log
-from evolve.evaluate._setup import INJECT_MODES, InjectMode, agent_memory, episode_setup
+from evolve.evaluate._setup import (
+    INJECT_MODES,
+    InjectMode,
+    agent_memory,
+    episode_setup,
+    make_verifier,
+)
 
 __all__ = [
     "INJECT_MODES",
@@ -12,6 +18,7 @@ __all__ = [
     "agent_memory",
     "episode_seed",
     "episode_setup",
+    "make_verifier",
     "open_env",
     "run_split",
     "score_tasks",

@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from evolve.agent import read_prompt_files
-from evolve.envs import Environment
+from evolve.envs import ApiCall, Environment
 from evolve.episode import EpisodeSetup
-from evolve.memory import fixed_block, load_units, render_memory, scope_for
+from evolve.memory import MemoryUnit, fixed_block, in_scope, load_units, render_memory, scope_for
+from evolve.updaters import MAX_ATTEMPTS, RECIPES, get_recipe
 from evolve.workspace import Workspace
 
 InjectMode = Literal["none", "recipe", "oracle", "fixed"]
 INJECT_MODES: tuple[InjectMode, ...] = ("none", "recipe", "oracle", "fixed")
+
+
+def make_verifier(units: Sequence[MemoryUnit]) -> Callable[[Sequence[ApiCall]], list[str]] | None:
+    """The enforced checks of the recipes whose active units are in memory, if any.
+
+    Only TRACE enforces checks today; other recipes' `verify` accepts every attempt.
+    """
+    recipes = sorted({u.recipe for u in units if u.status == "active" and u.recipe in RECIPES})
+    if not recipes:
+        return None
+    checkers = [get_recipe(name) for name in recipes]
+
+    def verify(calls: Sequence[ApiCall]) -> list[str]:
+        return [failure for recipe in checkers for failure in recipe.verify(units, calls)]
+
+    return verify
 
 
 def agent_memory(ws: Workspace, env: Environment, persona: str, mode: InjectMode) -> str:
@@ -35,10 +53,14 @@ def episode_setup(
     ws: Workspace, env: Environment, persona: str, mode: InjectMode | None = None
 ) -> EpisodeSetup:
     cfg = ws.config
+    mode = mode or cfg.memory.inject
+    units = in_scope(load_units(ws.root), scope_for(persona)) if mode == "recipe" else []
     return EpisodeSetup(
         prompt_files=tuple(read_prompt_files(ws.prompts_dir)),
-        memory=agent_memory(ws, env, persona, mode or cfg.memory.inject),
+        memory=agent_memory(ws, env, persona, mode),
         persona=persona,
         stats=cfg.memory.stats,
         max_turns=cfg.agent.max_turns,
+        verifier=make_verifier(units),
+        max_attempts=MAX_ATTEMPTS,
     )

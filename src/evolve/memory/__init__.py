@@ -1,6 +1,6 @@
 """Memory: unit files, reading them (now or at any revision), and rendering them."""
 
-from evolve.memory._files import MEMORY_PREFIX, in_scope, load_units, load_units_at
+from evolve.memory._files import MEMORY_PREFIX, UnitReader, in_scope, load_units, load_units_at
 from evolve.memory._render import RENDERERS, fixed_block, register_renderer, render_memory
 from evolve.memory._unit import (
     GLOBAL_SCOPE,
@@ -19,6 +19,7 @@ __all__ = [
     "MEMORY_PREFIX",
     "RENDERERS",
     "UNIT_SCHEMA",
+    "UnitReader",
     "MalformedUnit",
     "MemoryUnit",
     "Status",

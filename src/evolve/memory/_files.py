@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -16,17 +17,46 @@ def _is_unit_path(rel: str) -> bool:
     return rel.endswith(".md") and not name.startswith(".")
 
 
+class UnitReader:
+    """Reads the units of a working tree, re-parsing only files whose stat changed.
+
+    Training reads the whole of `memory/` before every episode (so that a hand edit or a
+    revert takes effect at once); with a thousand units, parsing only what changed keeps
+    that read to a directory walk.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._cache: dict[str, tuple[tuple[int, int, int], MemoryUnit]] = {}
+
+    def load(self) -> list[MemoryUnit]:
+        folder = self.root / "memory"
+        seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]] = {}
+        if folder.is_dir():
+            self._walk(folder, "memory", seen)
+        self._cache = seen
+        return [seen[rel][1] for rel in sorted(seen)]
+
+    def _walk(self, folder: Path, prefix: str, seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]]) -> None:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                rel = f"{prefix}/{entry.name}"
+                if entry.is_dir(follow_symlinks=False):
+                    self._walk(Path(entry.path), rel, seen)
+                elif _is_unit_path(rel) and entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    key = (st.st_mtime_ns, st.st_size, st.st_ino)
+                    cached = self._cache.get(rel)
+                    if cached is not None and cached[0] == key:
+                        seen[rel] = cached
+                    else:
+                        raw = Path(entry.path).read_text(encoding="utf-8")
+                        seen[rel] = (key, parse_unit(rel, raw))
+
+
 def load_units(root: Path) -> list[MemoryUnit]:
     """Every unit under `root/memory/` in the working tree, sorted by path."""
-    folder = root / "memory"
-    if not folder.is_dir():
-        return []
-    units = []
-    for path in sorted(folder.rglob("*.md")):
-        rel = path.relative_to(root).as_posix()
-        if _is_unit_path(rel):
-            units.append(parse_unit(rel, path.read_text(encoding="utf-8")))
-    return units
+    return UnitReader(root).load()
 
 
 def load_units_at(store: GitStore, rev: str) -> list[MemoryUnit]:

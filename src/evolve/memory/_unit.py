@@ -20,6 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evolve.errors import EvolveError
 
 UNIT_SCHEMA = 1
+# libyaml when available: unit files are read on every training episode.
+_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 Status = Literal["active", "revoked", "pending", "tombstoned"]
 GLOBAL_SCOPE = "global"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -60,6 +63,11 @@ class MemoryUnit(BaseModel):
     # Beta posterior (topl)
     alpha: float | None = Field(default=None, gt=0)
     beta: float | None = Field(default=None, gt=0)
+    # history between units
+    supersedes: str | None = None
+    # tombstones (a reverted or rejected unit's text/key, refused if proposed again)
+    reason: str | None = None
+    reverted_commit: str | None = None
     # review / provenance visible to people (never rule provenance)
     source_task: str | None = None
     complaint: str | None = None
@@ -113,7 +121,7 @@ def dump_unit(unit: MemoryUnit) -> str:
         alias = "schema" if name == "schema_version" else name
         if alias in data:
             ordered[alias] = data[alias]
-    front = yaml.safe_dump(ordered, sort_keys=False, allow_unicode=True, width=10_000)
+    front = yaml.dump(ordered, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, width=10_000)
     return f"---\n{front}---\n{text}\n"
 
 
@@ -137,7 +145,7 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
         end = raw.rstrip().rfind("\n---")
     front_text, body = raw[4:end], raw[end + 5 :]
     try:
-        front = yaml.safe_load(front_text)
+        front = yaml.load(front_text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         raise MalformedUnit(f"{path}: the front matter is not valid YAML.") from exc
     if not isinstance(front, dict):

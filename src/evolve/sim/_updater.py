@@ -43,15 +43,22 @@ def proposals_from_complaint(complaint: str) -> list[Proposal]:
         line = line.strip().lstrip("-* ").strip()
         if not line:
             continue
+        # An instance complaint is matched first: it may mention a value (the one that was
+        # wrong, e.g. "was public"), which is not a statement of the preference.
+        guessed = next(
+            (
+                Proposal(rule.slot, rule.guess(match))
+                for rule, pattern in _INSTANCE
+                if (match := pattern.fullmatch(line)) is not None
+            ),
+            None,
+        )
+        if guessed is not None:
+            out.append(guessed)
+            continue
         directives = recognize(line)
         if directives:
             out.append(Proposal(directives[0].slot, line))
-            continue
-        for rule, pattern in _INSTANCE:
-            match = pattern.fullmatch(line)
-            if match:
-                out.append(Proposal(rule.slot, rule.guess(match)))
-                break
     return out
 
 

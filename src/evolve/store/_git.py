@@ -82,7 +82,7 @@ class GitStore:
                 f"{root} is not a git repository; run `evolve init` to create a workspace."
             ) from exc
         self._git = self.repo.git
-        self._identity: tuple[str, str] | None = None
+        self._config_identity: tuple[str, str] | None = None
         self._trees: dict[str, str] = {}
         self._tree_cache: dict[str, dict[str, tuple[int, bytes]]] = {}
         self.objects_dir = Path(self.repo.git_dir) / "objects"
@@ -138,15 +138,20 @@ class GitStore:
             blob = self.repo.commit(rev).tree / path
         except KeyError:
             return None
+        if blob.type != "blob":
+            return None
         data: bytes = blob.data_stream.read()
         return data
 
     def list_files(self, rev: str, prefix: str) -> list[str]:
         """Paths of the files under `prefix` at `rev` (sorted)."""
+        root = self.repo.commit(rev).tree
         try:
-            tree = self.repo.commit(rev).tree / prefix.rstrip("/")
+            tree = root / prefix.rstrip("/") if prefix.strip("/") else root
         except KeyError:
             return []
+        if tree.type == "blob":
+            return [str(tree.path)]
         return sorted(str(b.path) for b in tree.traverse() if getattr(b, "type", "") == "blob")
 
     def log(
@@ -156,15 +161,21 @@ class GitStore:
         max_count: int | None = None,
         rev: str = "HEAD",
         grep_trailer: str | None = None,
+        grep_value: str | None = None,
     ) -> Iterator[CommitInfo]:
-        """Walk history newest first; git does the walking and the path filtering."""
+        """Walk history newest first; git does the walking and the path filtering.
+
+        `grep_trailer` (and `grep_value`) keep only commits whose message contains the line
+        ``<trailer>: <value>`` (matched as a fixed string; callers check the parsed trailer).
+        """
         if self.head() is None:
             return
         args = [f"--format={_LOG_FORMAT}", rev]
         if max_count is not None:
             args.insert(0, f"--max-count={max_count}")
         if grep_trailer:
-            args.insert(0, f"--grep=^{grep_trailer}:")
+            needle = f"{grep_trailer}: {grep_value}" if grep_value is not None else f"{grep_trailer}:"
+            args[:0] = ["--fixed-strings", f"--grep={needle}"]
         if paths:
             args += ["--", *paths]
         out = self._git.log(*args, strip_newline_in_stdout=False)
@@ -173,24 +184,38 @@ class GitStore:
             if not record:
                 continue
             sha, parents, when, subject, body, trailers = record.split(_FIELD)
+            body = body.strip()
+            if trailers.strip():
+                # %b includes the trailer block: keep it out of the body.
+                head, sep, last = body.rpartition("\n\n")
+                if parse_trailers(last) and sep:
+                    body = head.strip()
+                elif parse_trailers(body):
+                    body = ""
             yield CommitInfo(
                 sha=sha,
                 parents=tuple(parents.split()),
                 time=when,
                 subject=subject,
-                body=body.strip(),
+                body=body,
                 trailers=parse_trailers(trailers),
             )
 
     # --- writing -----------------------------------------------------------------------
 
-    def _author(self) -> tuple[str, str]:
-        if self._identity is None:
+    def _identity_of(self, role: str) -> tuple[str, str]:
+        """Who `role` ("AUTHOR" or "COMMITTER") is: the environment, then git config."""
+        if self._config_identity is None:
             reader = self.repo.config_reader()
-            name = os.environ.get("GIT_AUTHOR_NAME") or reader.get_value("user", "name", "")
-            email = os.environ.get("GIT_AUTHOR_EMAIL") or reader.get_value("user", "email", "")
-            self._identity = (str(name) or "evolve", str(email) or "evolve@localhost")
-        return self._identity
+            name = str(reader.get_value("user", "name", "")) or "evolve"
+            email = str(reader.get_value("user", "email", "")) or "evolve@localhost"
+            self._config_identity = (name, email)
+        name = os.environ.get(f"GIT_{role}_NAME") or self._config_identity[0]
+        email = os.environ.get(f"GIT_{role}_EMAIL") or self._config_identity[1]
+        return name, email
+
+    def _author(self) -> tuple[str, str]:
+        return self._identity_of("AUTHOR")
 
     def commit(
         self,
@@ -203,8 +228,8 @@ class GitStore:
     ) -> str | None:
         """Commit the working-tree state of `paths` (added, changed or deleted) on top of HEAD.
 
-        Other paths are committed as the index has them, so only what the caller names is
-        taken from the working tree. Returns the new commit's sha, or None when nothing
+        The new tree is HEAD's tree with exactly these paths changed (like `git commit --only`):
+        anything else staged in the index stays staged and is not committed. Returns the new commit's sha, or None when nothing
         changed and `allow_empty` is false.
         """
         message = format_message(subject, body, trailers)
@@ -217,12 +242,13 @@ class GitStore:
         if parent is not None and not allow_empty and tree == base_tree:
             return None
         name, email = self._author()
+        cname, cemail = self._identity_of("COMMITTER")
         stamp = f"{int(time.time())} {time.strftime('%z')}"
         lines = [f"tree {tree}"]
         if parent is not None:
             lines.append(f"parent {parent}")
         lines.append(f"author {name} <{email}> {stamp}")
-        lines.append(f"committer {name} <{email}> {stamp}")
+        lines.append(f"committer {cname} <{cemail}> {stamp}")
         sha = self._store(b"commit", ("\n".join(lines) + "\n\n" + message).encode("utf-8"))
         self._update_head(sha, parent, subject)
         self._trees[sha] = tree
@@ -337,7 +363,7 @@ class GitStore:
                 os.close(fd)
             lock_path.unlink(missing_ok=True)
             raise
-        name, email = self._author()
+        name, email = self._identity_of("COMMITTER")
         stamp = f"{int(time.time())} {time.strftime('%z')}"
         entry = f"{old or '0' * 40} {new} {name} <{email}> {stamp}\tevolve: {subject}\n"[:400]
         for log_name in ("HEAD", head.reference.path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -14,6 +15,8 @@ from evolve.workspace._workspace import Workspace
 
 # What a workspace takes from the harness, relative to the harness root.
 HARNESS_ITEMS = (CONFIG_NAME, "prompts", "memory", "evalset", "generations", "tests/health")
+
+PERSONA_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
 GITIGNORE = """\
 # evolve: run logs and generation records never make the tree dirty
@@ -43,6 +46,10 @@ def init_workspace(target: Path, *, persona: str | None = None) -> Workspace:
         EvolveError: if `target` is a non-empty folder or already a workspace.
     """
     target = target.resolve()
+    if persona is not None and not PERSONA_NAME.match(persona):
+        raise EvolveError(
+            f"persona {persona!r} is not a valid name; use lower-case letters, digits, '-' or '_'."
+        )
     if (target / CONFIG_NAME).exists():
         raise EvolveError(f"{target} is already an evolve workspace; use it, or pick another folder.")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):

@@ -85,8 +85,8 @@ class WriterLock:
     def _held_message(self, holder: dict[str, object] | None) -> str:
         if holder is None:
             return (
-                f"the workspace is locked by another evolve process ({self.path}); "
-                "wait for it to finish."
+                f"the workspace is locked by another evolve process ({self.path}); wait for it "
+                "to finish, or delete that file if no evolve process is running."
             )
         return (
             f"the workspace is locked by `{holder.get('command')}` (pid {holder.get('pid')} on "

@@ -19,6 +19,11 @@ GENERATIONS = "generations"
 RUNS = "generations/runs"
 
 
+def _exactly_under(path: PurePosixPath, prefix: str) -> bool:
+    want = PurePosixPath(prefix.rstrip("/")).parts
+    return path.parts[: len(want)] == want
+
+
 def find_root(start: Path | None = None) -> Path:
     """Walk up from `start` (default: the current directory) to the folder holding `evolve.yaml`.
 
@@ -60,15 +65,22 @@ class Workspace:
         return any(is_under(rel, prefix) for prefix in self.config.protected)
 
     def check_writable(self, path: str | PurePosixPath, allowed: tuple[str, ...]) -> Path:
-        """Resolve `path` and refuse it unless it lies under one of `allowed` and is not protected."""
+        """Resolve `path` and refuse it unless it lies under one of `allowed` and is not protected.
+
+        Both the path as named and the file it resolves to (through symlinks) are checked.
+        The allow-list matches exactly; the protected list folds case and Unicode forms, so
+        neither `TESTS/` nor a symlink into `evalset/` gets through.
+        """
         full = self.resolve(path)
-        rel = normalize_relpath(path)
-        if self.is_protected(rel):
-            raise PathRefused(f"refusing to modify protected path: {path}")
-        if not any(is_under(rel, prefix) for prefix in allowed):
-            raise PathRefused(
-                f"refusing path {path}: only {', '.join(allowed)} may be changed here."
-            )
+        named = normalize_relpath(path)
+        target = PurePosixPath(full.relative_to(self.root).as_posix())
+        for rel in (named, target):
+            if self.is_protected(rel):
+                raise PathRefused(f"refusing to modify protected path: {path}")
+            if not any(_exactly_under(rel, prefix) for prefix in allowed):
+                raise PathRefused(
+                    f"refusing path {path}: only {', '.join(allowed)} may be changed here."
+                )
         return full
 
     @property

@@ -460,7 +460,10 @@ class PrivateNoteFormat(Rule):
     rule_class = "format"
     instance_template = "My note '{title}' wasn't laid out the way I keep my notes."
     default_guess = "bullets"
-    _topic = re.compile(r"\b(list|lists|items?|bullet(ed|s)?|numbered|checklist|check-?box(es)?|layout|format)\b", re.I)
+    _topic = re.compile(
+        r"\b(list|lists|items?|bullet(ed|s)?|numbered|checklist|check-?box(es)?|layout|format|content)\b",
+        re.I,
+    )
 
     def on_topic(self, sentence: str) -> bool:
         low = sentence.lower()
@@ -589,7 +592,7 @@ class EmailSignoff(Rule):
     def find_value(self, clause: str) -> Value | None:
         quoted = _QUOTED.search(clause)
         if quoted:
-            word = quoted.group(1).strip().rstrip(",")
+            word = re.split(r",|\\n|\n", quoted.group(1).strip())[0].strip()
             return word or None
         for word in re.findall(r"[A-Za-z]+", clause):
             if word.lower() in _CLOSINGS and word[0].isupper():
@@ -642,14 +645,20 @@ class EmailCcSelf(Rule):
     default_guess = "self"
     _copy = re.compile(r"\b(cc|copy|copies|carbon copy)\b", re.I)
     _self = re.compile(r"\b(me|myself|my own|my address|my email)\b", re.I)
+    _address = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 
     def on_topic(self, sentence: str) -> bool:
         return bool(EMAIL_TOPIC.search(sentence) or self._copy.search(sentence)) and bool(self._copy.search(sentence))
 
     def find_value(self, clause: str) -> Value | None:
+        address = self._address.search(clause)
+        if address:
+            return address.group(0)
         return "self" if self._copy.search(clause) and self._self.search(clause) else None
 
     def statement(self, value: Value) -> str:
+        if value != "self":
+            return f"CC {value} on every email I send."
         return "CC me on every email I send."
 
     def check(self, ctx: CheckContext, args: Mapping[str, Any], value: Value) -> str | None:
@@ -657,7 +666,7 @@ class EmailCcSelf(Rule):
         return None if isinstance(cc, list) and ctx.profile.email in cc else self.instance(ctx)
 
     def render(self, ctx: CheckContext, args: dict[str, Any], value: str) -> None:
-        args["cc"] = [ctx.profile.email]
+        args["cc"] = [ctx.profile.email if value == "self" else value]
 
 
 class EmailGreeting(Rule):

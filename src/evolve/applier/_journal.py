@@ -1,0 +1,57 @@
+"""The apply journal: a half-applied episode never survives a crash.
+
+Before the applier writes, it records HEAD and the paths it will touch in
+`.git/evolve-journal.json`; after the store commits, the journal is removed. If a process dies
+in between, the next writer restores those paths to HEAD: if the commit happened that is a
+no-op, and if it did not, the half-written files are undone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from evolve._io import atomic_write
+from evolve.store import GitStore
+
+JOURNAL = "evolve-journal.json"
+
+
+def journal_path(store: GitStore) -> Path:
+    return store.git_dir / JOURNAL
+
+
+def begin(store: GitStore, paths: Sequence[str]) -> None:
+    atomic_write(
+        journal_path(store),
+        json.dumps({"head": store.head(), "paths": sorted(set(paths))}),
+        fsync=True,
+    )
+
+
+def end(store: GitStore) -> None:
+    journal_path(store).unlink(missing_ok=True)
+
+
+def recover(store: GitStore) -> list[str]:
+    """Undo what a crashed writer left half-applied; returns the paths restored."""
+    path = journal_path(store)
+    if not path.exists():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        paths = [str(p) for p in data.get("paths", [])]
+    except (ValueError, AttributeError):
+        paths = []
+    head = store.head()
+    if head is not None and paths:
+        tracked = set(store.list_files(head, "memory")) | set(store.list_files(head, "prompts"))
+        restore = [p for p in paths if p in tracked]
+        if restore:
+            store.checkout_paths(head, restore)
+        for p in paths:
+            if p not in tracked:
+                (store.root / p).unlink(missing_ok=True)
+    path.unlink(missing_ok=True)
+    return paths

@@ -1,0 +1,46 @@
+"""Typed operations: what a proposer returns and the applier writes (DESIGN.md §3)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from evolve.memory import MemoryUnit
+
+OpName = Literal[
+    "add", "modify", "revoke", "reactivate", "evict", "rewrite", "tag", "tombstone", "approve"
+]
+# Ops that put (possibly new) text in front of the agent: tombstones are checked for these.
+TEXT_OPS: frozenset[str] = frozenset({"add", "modify", "reactivate", "rewrite"})
+
+
+class Op(BaseModel):
+    """One change to one memory unit.
+
+    `unit` is the unit's full new state (for `evict`, the state it had), so a record of
+    operations says exactly what was written.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    op: OpName
+    unit: MemoryUnit
+    reason: str = ""
+
+    @property
+    def id(self) -> str:
+        return self.unit.id
+
+
+class Refusal(BaseModel):
+    """A proposal that was not written, and why (logged in the episode's commit)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    op: str
+    what: str
+    reason: str
+
+    def line(self) -> str:
+        return f"refused {self.op} {self.what!r}: {self.reason}"

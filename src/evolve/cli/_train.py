@@ -1,0 +1,61 @@
+"""`evolve train`: learn from the training stream, one commit per changing episode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from evolve.cli._common import emit_json, json_option, open_workspace, progress_bar, stdout, workspace_option
+from evolve.train import train
+from evolve.updaters import RECIPES
+
+
+@click.command("train")
+@click.option("--recipe", type=click.Choice(sorted(RECIPES)), help="Update recipe (default: train.recipe).")
+@click.option("--episodes", type=click.IntRange(1, 100_000), help="Train up to this episode of the stream (default: train.episodes).")
+@click.option("--feedback", type=click.Choice(["instance", "corrective"]), help="Complaint tier (default: train.feedback).")
+@click.option("--review", is_flag=True, default=None, help="Write new and changed units as pending, for `evolve review`.")
+@click.option("--seed", type=int, help="Stream seed (default: train.seed).")
+@click.option("--persona", help="Whose preferences to learn (default: persona in evolve.yaml).")
+@json_option
+@workspace_option
+def train_cmd(
+    recipe: str | None,
+    episodes: int | None,
+    feedback: Any,
+    review: bool | None,
+    seed: int | None,
+    persona: str | None,
+    as_json: bool,
+    workspace: Path | None,
+) -> None:
+    """Run the training stream: each rejected episode's complaint becomes memory.
+
+    Every episode that changes memory is one commit with Evolve-* trailers; episodes that
+    change nothing make no commit. A stopped run resumes where its stream's history ends.
+    """
+    ws = open_workspace(workspace)
+    with progress_bar("training") as progress:
+        report = train(
+            ws, recipe=recipe, episodes=episodes, feedback=feedback, seed=seed, review=review,
+            persona=persona, progress=progress,
+        )  # fmt: skip
+    if as_json:
+        emit_json(report.to_json())
+        return
+    if report.start >= report.end:
+        stdout.print(f"stream {report.stream} is already at episode {report.start}; nothing to do.")
+        return
+    accepted = sum(o.accepted for o in report.outcomes)
+    stdout.print(
+        f"[bold]{report.recipe}[/bold] persona={report.persona} episodes {report.start}..{report.end - 1}: "
+        f"{accepted}/{len(report.outcomes)} accepted, {len(report.commits)} memory commits "
+        f"in {report.duration_s:.2f}s"
+    )
+    for o in report.outcomes:
+        if o.commit:
+            ops = ", ".join(f"{k} {v}" for k, v in sorted(o.ops.items()))
+            stdout.print(f"  {o.commit[:10]} episode {o.episode} {o.task_id}: {ops}")
+    stdout.print("see `git log` or `evolve log` for the memory diffs.")

@@ -1,0 +1,44 @@
+"""Human review: in review mode new and changed units are written as `pending`.
+
+Pending units are never rendered. A pending unit that replaces another names it in
+`supersedes`; the replaced unit stays active until the pending one is approved, so nothing a
+person has not seen takes anything away from the agent either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evolve.applier import Op
+from evolve.memory import MemoryUnit
+from evolve.memory._similarity import normalize
+
+
+def as_pending(ops: Sequence[Op], units: Sequence[MemoryUnit]) -> list[Op]:
+    """Turn a recipe's ops into their review-mode form."""
+    waiting = {normalize(u.text) for u in units if u.status == "pending"}
+    replaced: dict[str, str] = {}  # replacing id -> replaced id
+    for op in ops:
+        if op.op == "revoke" and op.unit.revoked_by:
+            replaced.setdefault(op.unit.revoked_by, op.unit.id)
+    out: list[Op] = []
+    for op in ops:
+        unit = op.unit
+        if op.op in ("add", "reactivate"):
+            if normalize(unit.text) in waiting:
+                continue  # the same statement already awaits review
+            waiting.add(normalize(unit.text))
+            supersedes = unit.supersedes or replaced.get(unit.id)
+            out.append(op.model_copy(update={"unit": unit.with_(status="pending", supersedes=supersedes)}))
+        elif op.op in ("modify", "rewrite"):
+            if normalize(unit.text) in waiting:
+                continue
+            waiting.add(normalize(unit.text))
+            suffix = f"-p{unit.updated_episode if unit.updated_episode is not None else 0}"
+            proposal = unit.with_(id=unit.id[: 64 - len(suffix)] + suffix, status="pending", supersedes=unit.id)
+            out.append(Op(op="add", unit=proposal, reason=f"proposed change to {unit.id}"))
+        elif op.op == "revoke":
+            continue  # deferred: applied when the unit that replaces it is approved
+        else:
+            out.append(op)
+    return out

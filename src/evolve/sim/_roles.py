@@ -1,0 +1,185 @@
+"""The sim's answers for each update recipe's request (by JSON schema name).
+
+Every answer starts from :func:`proposals_from_complaint`: what a learner can read from the
+complaint text. The recipe-specific parts reproduce the behaviour SIM.md asks for (ACE
+modifies an existing bullet about half the time, TEPA now and then invents a key, rewrites are
+lossy, TRACE compiles what can be compiled).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from evolve.agent import section
+from evolve.envs.persona_world import RULES_BY_SLOT, Computed, Ref, recognize, split_sentences
+from evolve.envs.persona_world._rules import resolve_ref
+from evolve.envs.persona_world._world import Profile
+from evolve.llm import Message
+from evolve.sim._model import SimLLM, role
+from evolve.sim._updater import complaint_of, proposals_from_complaint, slot_of
+
+# TEPA: the vocabulary key for each slot, and off-vocabulary keys a model might invent
+# (the first of each list folds back by alias; the second names no vocabulary detail).
+TEPA_KEYS = {
+    "sms.signoff": ("sms.signoff", ("text.closing", "sms.final_words")),
+    "sms.greeting": ("sms.greeting", ("texts.opening_line", "sms.hello_style")),
+    "payment.visibility": ("payment.visibility", ("venmo.privacy", "payment.audience_level")),
+    "payment.card": ("payment.card", ("venmo.funding_source", "payment.wallet")),
+    "payment.note_total": ("payment.note", ("venmo.memo", "payment.running_sum")),
+    "note.body_format": ("note.format", ("notes.layout", "note.style")),
+    "note.title_format": ("note.title", ("notes.heading", "note.naming")),
+    "note.checksum": ("note.checksum", ("notes.checksum", "note.integrity")),
+    "email.signoff": ("email.signoff", ("mail.closing", "email.farewell")),
+    "email.subject_prefix": ("email.subject", ("gmail.subject_line", "email.prefix")),
+    "email.cc": ("email.cc", ("mail.copy", "email.self_copy")),
+    "email.greeting": ("email.greeting", ("mail.salutation", "email.opener")),
+}
+
+
+def _user(messages: Sequence[Message]) -> str:
+    return next((m.content for m in reversed(messages) if m.role == "user"), "")
+
+
+def _profile(actions: str) -> Profile | None:
+    match = re.search(r"supervisor__show_profile\(\{\}\) -> (\{.*\})", actions)
+    if not match:
+        return None
+    try:
+        p = json.loads(match.group(1))
+    except json.JSONDecodeError:
+        return None
+    return Profile(p.get("first_name", ""), p.get("last_name", ""), p.get("email", ""), "", "")
+
+
+def _task_kind(sim: SimLLM, prompt: str) -> str | None:
+    instruction = section(prompt, "task") or ""
+    task = sim.env.task_by_instruction(instruction)
+    return task.kind if task is not None else None
+
+
+@role("ace_deltas")
+def _ace(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+    prompt = _user(messages)
+    bullets = []
+    for line in (section(prompt, "bullets") or "").splitlines():
+        m = re.match(r"\[([^\]]+)\]\s*(.*)", line.strip())
+        if m:
+            bullets.append((m.group(1), m.group(2), slot_of(m.group(2))))
+    proposals = proposals_from_complaint(complaint_of(list(messages)))
+    operations: list[dict[str, str]] = []
+    for p in proposals:
+        same = [b for b in bullets if b[2] == p.slot]
+        if same and rng.random() < sim.rates.ace_modify:
+            operations.append({"op": "modify", "id": same[-1][0], "text": p.statement})
+        else:
+            operations.append({"op": "add", "text": p.statement})
+    complained = {p.slot for p in proposals}
+    kind = _task_kind(sim, prompt)
+    tags = []
+    for ident, _, slot in bullets:
+        if slot is None:
+            continue
+        if slot in complained:
+            tags.append({"id": ident, "tag": "harmful"})
+        elif kind is not None and RULES_BY_SLOT[slot].kind == kind:
+            tags.append({"id": ident, "tag": "helpful"})
+    return {"operations": operations, "bullet_tags": tags}
+
+
+@role("tepa_precedent")
+def _tepa(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+    out = []
+    for p in proposals_from_complaint(complaint_of(list(messages))):
+        key, variants = TEPA_KEYS[p.slot]
+        if rng.random() < sim.rates.tepa_off_vocabulary:
+            key = variants[rng.randrange(len(variants))]
+        out.append({"key": key, "sentence": p.statement})
+    return {"precedents": out}
+
+
+def _compile(slot: str, statement: str, profile: Profile | None) -> dict[str, str] | None:
+    directive = next((d for d in recognize(statement) if d.slot == slot), None)
+    if directive is None or directive.negated:
+        return None
+    value = directive.value
+    if isinstance(value, Ref):
+        if profile is None:
+            return None
+        value = resolve_ref(value, profile)
+    first = profile.first_name if profile else ""
+    table: dict[str, tuple[str, str, str, str] | None] = {
+        "sms.signoff": ("phone__send_text_message", "message", "endswith", f"- {value}"),
+        "sms.greeting": ("phone__send_text_message", "message", "startswith", f"{value} "),
+        "payment.visibility": ("venmo__send_payment", "visibility", "equals", str(value)),
+        "payment.note_total": ("venmo__send_payment", "note", "contains", "(total to "),
+        "note.body_format": (
+            "simple_note__create_note",
+            "content",
+            "startswith",
+            {"bullets": "- ", "numbered": "1. ", "checkbox": "[ ] "}.get(str(value), ""),
+        ),
+        "note.checksum": ("simple_note__create_note", "content", "contains", "Checksum:"),
+        "email.signoff": ("gmail__send_email", "body", "endswith", f"{value},\n{first}"),
+        "email.subject_prefix": ("gmail__send_email", "subject", "startswith", str(value)),
+        "email.cc": (
+            ("gmail__send_email", "cc", "equals", profile.email if value == "self" else str(value))
+            if profile is not None
+            else None
+        ),
+        "email.greeting": ("gmail__send_email", "body", "startswith", f"{value} "),
+    }
+    entry = table.get(slot)
+    if entry is None or isinstance(value, Computed) and slot not in ("payment.note_total", "note.checksum"):
+        return None
+    api, argument, predicate, val = entry
+    return {"api": api, "argument": argument, "predicate": predicate, "value": val}
+
+
+@role("trace_checks")
+def _trace(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+    profile = _profile(section(_user(messages), "actions") or "")
+    checks = []
+    for p in proposals_from_complaint(complaint_of(list(messages))):
+        check = _compile(p.slot, p.statement, profile)
+        if check is not None:
+            checks.append(check)
+    return {"checks": checks}
+
+
+@role("reflection")
+def _reflection(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+    statements = [p.statement for p in proposals_from_complaint(complaint_of(list(messages)))]
+    if not statements:
+        return {"reflection": "I should check the finished task against what was asked before completing it."}
+    return {"reflection": " ".join(statements[:2])}
+
+
+@role("memory_rewrite")
+def _rewrite(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+    prompt = _user(messages)
+    current = section(prompt, "memory") or ""
+    cap_match = re.search(r"in at most (\d+) characters", prompt)
+    cap = int(cap_match.group(1)) if cap_match else 1200
+    lines: list[tuple[str | None, str]] = []
+    for line in split_sentences("" if current.strip() == "(empty)" else current):
+        lines.append((slot_of(line), line))
+    # Lossy: an older line is now and then dropped when the document is rewritten.
+    kept = [(slot, line) for slot, line in lines if rng.random() >= sim.rates.rewrite_drop]
+    for p in proposals_from_complaint(complaint_of(list(messages))):
+        kept = [(slot, line) for slot, line in kept if slot != p.slot]
+        kept.append((p.slot, p.statement))
+    text = ""
+    for _, line in kept:
+        if len(text) + len(line) + 1 > cap:
+            break
+        text += line + "\n"
+    return {"memory": text.strip()}
+
+
+@role("assertions")
+def _assertions(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+    return {"assertions": [p.statement for p in proposals_from_complaint(complaint_of(list(messages)))]}

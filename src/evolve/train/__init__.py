@@ -1,0 +1,23 @@
+"""Training: the episode stream that turns complaints into memory commits."""
+
+from evolve.train._stream import history_before, stream_id, stream_tasks
+from evolve.train._train import (
+    STREAM,
+    EpisodeOutcome,
+    TrainReport,
+    commit_message,
+    last_episode,
+    train,
+)
+
+__all__ = [
+    "STREAM",
+    "EpisodeOutcome",
+    "TrainReport",
+    "commit_message",
+    "history_before",
+    "last_episode",
+    "stream_id",
+    "stream_tasks",
+    "train",
+]

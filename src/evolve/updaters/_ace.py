@@ -1,0 +1,223 @@
+"""`ace`: a playbook of bullets (seed 000 §5–7), with the owed fixes.
+
+- Similar bullets are found by surface similarity (a protocol; trigram cosine by default) and
+  judged for polarity separately: a newer bullet that negates or changes an older similar one
+  *replaces* it (the older is revoked, not silently kept); a true duplicate is dropped.
+- Ids are opaque. A modify revokes the old bullet and adds the corrected one with a new id
+  that `supersedes` it, so no id ever names text it no longer has. Re-adding a superseded text
+  reactivates that bullet and revokes the one that replaced it: the newest statement wins.
+- `helpful` / `harmful` move with the episode's tags and the cap evicts by them before age.
+- The commit records what dedup and the cap actually did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from evolve.applier import Op, Refusal
+from evolve.envs import ApiCall
+from evolve.llm import JsonSchema
+from evolve.memory import MemoryUnit
+from evolve.memory._similarity import Similarity, conflicts, normalize, trigram_cosine
+from evolve.updaters._base import (
+    MAX_STATEMENT,
+    RecipeContext,
+    Update,
+    ask,
+    items,
+    load_prompt,
+)
+
+SCHEMA = JsonSchema(
+    "ace_deltas",
+    {
+        "type": "object",
+        "properties": {
+            "operations": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "op": {"enum": ["add", "modify"]},
+                        "id": {"type": "string"},
+                        "text": {"type": "string"},
+                    },
+                    "required": ["op", "text"],
+                },
+            },
+            "bullet_tags": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"id": {"type": "string"}, "tag": {"enum": ["helpful", "harmful", "neutral"]}},
+                    "required": ["id", "tag"],
+                },
+            },
+        },
+        "required": ["operations"],
+    },
+)
+
+
+def _age(u: MemoryUnit) -> tuple[int, str]:
+    return (u.created_episode if u.created_episode is not None else -1, u.id)
+
+
+class _Playbook:
+    """The bullets while one episode's proposals are merged; records what actually happened."""
+
+    def __init__(self, ctx: RecipeContext, recipe: AceRecipe, units: Sequence[MemoryUnit]) -> None:
+        self.ctx = ctx
+        self.recipe = recipe
+        self.update = Update()
+        self.active = {u.id: u for u in sorted((u for u in units if u.status == "active"), key=_age)}
+        self.revoked = {u.id: u for u in units if u.status == "revoked"}
+        self.existing = {u.id for u in units}
+        self.changed: dict[str, tuple[str, MemoryUnit]] = {}
+
+    def put(self, op: str, unit: MemoryUnit, reason: str = "") -> None:
+        prev = self.changed.get(unit.id)
+        # A unit born this episode stays an add whatever happens to it next; a reactivated
+        # one keeps that label through later tags.
+        label = op
+        if prev is not None and (prev[0] == "add" or (prev[0] == "reactivate" and op == "tag")):
+            label = prev[0]
+        self.changed[unit.id] = (label, unit)
+        if unit.status == "active":
+            self.active[unit.id] = unit
+            self.revoked.pop(unit.id, None)
+        else:
+            self.active.pop(unit.id, None)
+            if unit.status == "revoked":
+                self.revoked[unit.id] = unit
+        if reason:
+            self.update.notes.append(f"{op} {unit.id}: {reason}")
+
+    def tag(self, ident: str, kind: str) -> None:
+        u = self.active[ident]
+        if kind == "helpful":
+            self.put("tag", self.ctx.touched(u, helpful=(u.helpful or 0) + 1))
+        elif kind == "harmful":
+            self.put("tag", self.ctx.touched(u, harmful=(u.harmful or 0) + 1))
+
+    def place(self, text: str, supersedes: str | None) -> None:
+        """Dedup with polarity: a duplicate is dropped; a similar bullet that the new one
+        negates or changes is revoked in its favour; a superseded text comes back."""
+        ctx, sim, threshold = self.ctx, self.recipe.similarity, self.recipe.threshold
+        old = self.active.get(supersedes) if supersedes is not None else None
+        similar = [
+            u for u in self.active.values() if u.id != supersedes and sim(text, u.text) >= threshold
+        ]
+        duplicate = next((u for u in similar if not conflicts(text, u.text)), None)
+        if duplicate is not None:
+            if old is not None:
+                self.put("revoke", ctx.revoked(old, by=duplicate.id), f"modified into a duplicate of {duplicate.id}")
+            self.update.notes.append(f"dedup: dropped new bullet {text[:60]!r}, duplicate of {duplicate.id}")
+            return
+        back = next(
+            (
+                r
+                for r in self.revoked.values()
+                if normalize(r.text) == normalize(text)
+                or (sim(text, r.text) >= threshold and not conflicts(text, r.text))
+            ),
+            None,
+        )
+        target = back.id if back is not None else ctx.new_id(self.recipe.name)
+        for u in similar:
+            self.put("revoke", ctx.revoked(u, by=target), f"negated or changed by newer bullet {target}")
+        if old is not None:
+            self.put("revoke", ctx.revoked(old, by=target), f"modified into {target}")
+        if back is not None:
+            restored = ctx.touched(
+                back, status="active", revoked_at=None, revoked_by=None, valid_to=None, valid_from=ctx.now
+            )
+            self.put("reactivate", restored, "re-added: the newest statement wins")
+            return
+        unit = ctx.new_unit(self.recipe.name, "bullet", text, helpful=0, harmful=0, supersedes=supersedes)
+        self.put("add", unit.with_(id=target))
+
+    def cap(self) -> None:
+        """Evict beyond the cap by (helpful - harmful), then age; bound the archive too."""
+        while len(self.active) > self.recipe.cap:
+            victim = min(self.active.values(), key=lambda u: ((u.helpful or 0) - (u.harmful or 0), _age(u)))
+            del self.active[victim.id]
+            self._drop(victim, f"cap: evicted {victim.id} (helpful {victim.helpful or 0}, harmful {victim.harmful or 0})")
+        archive = sorted(self.revoked.values(), key=_age)
+        for victim in archive[: max(0, len(archive) - self.recipe.archive_cap)]:
+            del self.revoked[victim.id]
+            self._drop(victim, f"cap: dropped archived bullet {victim.id}")
+
+    def _drop(self, victim: MemoryUnit, note: str) -> None:
+        if victim.id in self.existing:
+            self.changed[victim.id] = ("evict", victim)
+        else:
+            self.changed.pop(victim.id, None)  # born this episode: never written
+        self.update.notes.append(note)
+
+    def ops(self) -> list[Op]:
+        return [Op(op=label, unit=unit) for label, unit in self.changed.values()]  # type: ignore[arg-type]
+
+
+class AceRecipe:
+    name = "ace"
+    cap: ClassVar[int] = 12
+    archive_cap: ClassVar[int] = 12
+    threshold: ClassVar[float] = 0.85
+
+    def __init__(self, similarity: Similarity = trigram_cosine) -> None:
+        self.similarity = similarity
+
+    def render(self, units: Sequence[MemoryUnit]) -> str:
+        active = sorted((u for u in units if u.status == "active"), key=_age)
+        return "\n".join(f"[{u.id}] {u.text}" for u in active)
+
+    def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
+        return []
+
+    def observe(self, ctx: RecipeContext) -> Update:
+        book = _Playbook(ctx, self, ctx.mine(self.name))
+        update = book.update
+        prompt = load_prompt("ace").safe_substitute(
+            instruction=ctx.episode.instruction,
+            actions=ctx.episode.actions,
+            complaint=ctx.episode.complaint,
+            bullets=self.render(list(book.active.values())) or "(empty)",
+        )
+        data = ask(ctx, SCHEMA, load_prompt("system").template, prompt, update)
+        if data is None:
+            return update
+        rendered = set(book.active)
+        for tag in items(data, "bullet_tags", update):
+            ident, kind = tag.get("id"), tag.get("tag")
+            if not isinstance(ident, str) or ident not in rendered or ident not in book.active:
+                update.refused.append(Refusal(op="tag", what=str(ident), reason="unknown bullet id"))
+            elif kind not in ("helpful", "harmful", "neutral"):
+                update.refused.append(Refusal(op="tag", what=ident, reason=f"unknown tag {kind!r}"))
+            else:
+                book.tag(ident, kind)
+        for proposal in items(data, "operations", update):
+            op, text = proposal.get("op"), proposal.get("text")
+            if op not in ("add", "modify"):
+                update.refused.append(
+                    Refusal(op=str(op), what=str(text)[:80], reason="the ace recipe has only add and modify")
+                )
+                continue
+            if not isinstance(text, str) or not text.strip() or len(text) > MAX_STATEMENT:
+                update.refused.append(Refusal(op=op, what=str(text)[:80], reason="text must be 1-300 characters"))
+                continue
+            supersedes = None
+            if op == "modify":
+                ident = proposal.get("id")
+                if not isinstance(ident, str) or ident not in book.active:
+                    update.refused.append(Refusal(op="modify", what=str(ident), reason="unknown bullet id"))
+                    continue
+                if normalize(book.active[ident].text) == normalize(text):
+                    update.notes.append(f"modify {ident}: no change")
+                    continue
+                supersedes = ident
+            book.place(text.strip(), supersedes)
+        book.cap()
+        update.ops = book.ops()
+        return update

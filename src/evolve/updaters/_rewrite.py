@@ -1,0 +1,57 @@
+"""`rewrite`: the model rewrites the whole memory document, capped at `max_memory_chars`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evolve.applier import Op, Refusal
+from evolve.envs import ApiCall
+from evolve.llm import JsonSchema
+from evolve.memory import MemoryUnit
+from evolve.updaters._base import RecipeContext, Update, ask, load_prompt
+
+SCHEMA = JsonSchema(
+    "memory_rewrite", {"type": "object", "properties": {"memory": {"type": "string"}}, "required": ["memory"]}
+)
+DOCUMENT_ID = "rewrite-document"
+
+
+class RewriteRecipe:
+    name = "rewrite"
+
+    def render(self, units: Sequence[MemoryUnit]) -> str:
+        return "\n".join(u.text for u in units if u.status == "active" and u.kind == "document")
+
+    def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
+        return []
+
+    def observe(self, ctx: RecipeContext) -> Update:
+        update = Update()
+        current = next(
+            (u for u in ctx.mine(self.name) if u.status == "active" and u.kind == "document"), None
+        )
+        prompt = load_prompt("rewrite").safe_substitute(
+            instruction=ctx.episode.instruction,
+            actions=ctx.episode.actions,
+            complaint=ctx.episode.complaint,
+            memory=current.text if current is not None else "(empty)",
+            max_chars=str(ctx.max_memory_chars),
+        )
+        data = ask(ctx, SCHEMA, load_prompt("system").template, prompt, update)
+        if data is None:
+            return update
+        text = data.get("memory")
+        if not isinstance(text, str):
+            update.refused.append(Refusal(op="rewrite", what=str(text)[:80], reason="'memory' must be text"))
+            return update
+        text = text.strip()
+        if len(text) > ctx.max_memory_chars:
+            cut = text[: ctx.max_memory_chars]
+            text = cut[: cut.rfind("\n")] if "\n" in cut else cut
+            update.notes.append(f"rewrite truncated to {len(text)} of {ctx.max_memory_chars} characters")
+        if current is None:
+            unit = ctx.new_unit(self.name, "document", text).with_(id=DOCUMENT_ID)
+            update.ops = [Op(op="add", unit=unit)]
+        elif current.text.strip() != text:
+            update.ops = [Op(op="rewrite", unit=ctx.touched(current, text=text, status="active"))]
+        return update

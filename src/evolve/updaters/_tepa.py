@@ -1,0 +1,167 @@
+"""`tepa`: precedents keyed by attribute (seed 000 §7).
+
+One active precedent per key; a new one revokes it (kept with `revoked_at` / `revoked_by`);
+writing an archived text again under its key re-activates it; only active precedents render.
+
+Owed fix: keys are snapped to the vocabulary only when they name the *same detail* (after
+folding app and detail aliases). A key that prefix or substring matching would fold into a
+vocabulary key about a different detail is kept as `other.<key>` and the decision is logged,
+so it never revokes an unrelated precedent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from evolve.applier import Op, Refusal
+from evolve.envs import ApiCall
+from evolve.llm import JsonSchema
+from evolve.memory import MemoryUnit
+from evolve.memory._similarity import normalize
+from evolve.updaters._base import MAX_STATEMENT, RecipeContext, Update, ask, items, load_prompt, strict_fields
+
+VOCABULARY: tuple[str, ...] = (
+    "sms.signoff", "sms.greeting", "sms.tone", "sms.length",
+    "payment.visibility", "payment.card", "payment.note", "payment.amount_format",
+    "note.format", "note.title", "note.checksum", "note.tags",
+    "email.signoff", "email.subject", "email.cc", "email.greeting", "email.tone", "email.format",
+    "contact.lookup", "general.confirmation", "general.language", "general.timezone", "general.units",
+)  # fmt: skip
+
+_APP_ALIASES = {
+    "text": "sms", "texts": "sms", "message": "sms", "messages": "sms", "phone": "sms", "sms": "sms",
+    "venmo": "payment", "pay": "payment", "payments": "payment", "payment": "payment",
+    "mail": "email", "gmail": "email", "emails": "email", "email": "email",
+    "notes": "note", "simple_note": "note", "simplenote": "note", "note": "note",
+}  # fmt: skip
+_DETAIL_ALIASES = {
+    "signoff": "signoff", "sign": "signoff", "signature": "signoff", "closing": "signoff", "close": "signoff",
+    "greeting": "greeting", "salutation": "greeting", "opening": "greeting", "greet": "greeting",
+    "visibility": "visibility", "privacy": "visibility", "audience": "visibility", "visible": "visibility",
+    "card": "card", "funding": "card", "method": "card",
+    "note": "note", "memo": "note", "description": "note", "total": "note",
+    "format": "format", "layout": "format", "list": "format", "items": "format", "body": "format",
+    "title": "title", "heading": "title", "checksum": "checksum",
+    "subject": "subject", "cc": "cc", "copy": "cc", "bcc": "cc",
+}  # fmt: skip
+
+SCHEMA = JsonSchema(
+    "tepa_precedent",
+    {
+        "type": "object",
+        "properties": {
+            "precedents": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"key": {"type": "string"}, "sentence": {"type": "string"}},
+                    "required": ["key", "sentence"],
+                },
+            }
+        },
+        "required": ["precedents"],
+    },
+)
+
+
+def _clean(key: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "_", key.strip().lower()).strip("._")
+
+
+def naive_snap(key: str) -> str | None:
+    """The seed's snapping (prefix, then substring): kept only to log what it would have done."""
+    for vocab in VOCABULARY:
+        if vocab.startswith(key) or key.startswith(vocab.split(".")[0] + "."):
+            return vocab
+    for vocab in VOCABULARY:
+        if vocab.split(".")[1] in key:
+            return vocab
+    return None
+
+
+def snap(key: str) -> tuple[str, str | None]:
+    """The key to store under, and a log line when the key was not a vocabulary key."""
+    cleaned = _clean(key)
+    if cleaned in VOCABULARY:
+        return cleaned, None
+    app, _, detail = cleaned.partition(".")
+    app = _APP_ALIASES.get(app, app)
+    words = [w for w in re.split(r"[._]", detail) if w]
+    for candidate in (detail.replace(".", "_"), *words):
+        folded = _DETAIL_ALIASES.get(candidate)
+        if folded and f"{app}.{folded}" in VOCABULARY:
+            return f"{app}.{folded}", f"key {key!r} snapped to {app}.{folded} (same detail)"
+    kept = f"other.{cleaned or 'unnamed'}"
+    naive = naive_snap(cleaned)
+    extra = f"; prefix snapping would have folded it into {naive}" if naive else ""
+    return kept, f"key {key!r} kept as {kept}: no vocabulary key for that detail{extra}"
+
+
+class TepaRecipe:
+    name = "tepa"
+
+    def render(self, units: Sequence[MemoryUnit]) -> str:
+        active = sorted((u for u in units if u.status == "active"), key=lambda u: (u.key or "", u.id))
+        return "\n".join(f"[{u.key}] {u.text}" for u in active)
+
+    def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
+        return []
+
+    def observe(self, ctx: RecipeContext) -> Update:
+        update = Update()
+        mine = ctx.mine(self.name)
+        state: dict[str, MemoryUnit] = {u.id: u for u in mine}
+        changed: dict[str, tuple[str, MemoryUnit]] = {}
+
+        def put(op: str, unit: MemoryUnit) -> None:
+            prev = changed.get(unit.id)
+            changed[unit.id] = (prev[0] if prev is not None and prev[0] == "add" else op, unit)
+            state[unit.id] = unit
+
+        prompt = load_prompt("tepa").safe_substitute(
+            instruction=ctx.episode.instruction,
+            actions=ctx.episode.actions,
+            complaint=ctx.episode.complaint,
+            precedents=self.render(mine) or "(none)",
+            vocabulary=", ".join(VOCABULARY),
+        )
+        data = ask(ctx, SCHEMA, load_prompt("system").template, prompt, update)
+        if data is None:
+            return update
+        for entry in items(data, "precedents", update):
+            if not strict_fields(entry, {"key", "sentence"}, {"key", "sentence"}, update, "precedent"):
+                continue
+            sentence = str(entry["sentence"]).strip()
+            if len(sentence) > MAX_STATEMENT:
+                update.refused.append(Refusal(op="precedent", what=sentence[:80], reason="sentence over 300 characters"))
+                continue
+            key, log = snap(str(entry["key"]))
+            if log:
+                update.notes.append(log)
+            current = next((u for u in state.values() if u.key == key and u.status == "active"), None)
+            if current is not None and normalize(current.text) == normalize(sentence):
+                update.notes.append(f"duplicate of active precedent {current.id} under {key}")
+                continue
+            archived = next(
+                (
+                    u
+                    for u in state.values()
+                    if u.key == key and u.status == "revoked" and normalize(u.text) == normalize(sentence)
+                ),
+                None,
+            )
+            if archived is not None:
+                put(
+                    "reactivate",
+                    ctx.touched(archived, status="active", revoked_at=None, revoked_by=None, valid_to=None, valid_from=ctx.now),
+                )
+                if current is not None:
+                    put("revoke", ctx.revoked(current, by=archived.id))
+                continue
+            unit = ctx.new_unit(self.name, "precedent", sentence, key=key)
+            put("add", unit)
+            if current is not None:
+                put("revoke", ctx.revoked(current, by=unit.id))
+        update.ops = [Op(op=label, unit=unit) for label, unit in changed.values()]  # type: ignore[arg-type]
+        return update

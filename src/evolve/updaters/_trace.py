@@ -1,0 +1,156 @@
+"""`trace`: compiled checks on API arguments, enforced by retrying the episode (seed 000 §7).
+
+A check is (api, argument, predicate, value). Values over 24 characters are refused except
+with `equals`. After each attempt the active checks are evaluated on the recorded calls; a
+check whose API or argument is absent is inapplicable; a failing check retries the episode in
+a fresh world, up to three attempts, in training and in evaluation. FIFO cap of 12.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from evolve.applier import Op, Refusal
+from evolve.envs import ApiCall
+from evolve.llm import JsonSchema
+from evolve.memory import MemoryUnit
+from evolve.updaters._base import RecipeContext, Update, ask, items, load_prompt, strict_fields
+
+PREDICATES = ("equals", "contains", "startswith", "endswith", "not_contains")
+MAX_VALUE = 24
+MAX_ATTEMPTS = 3
+
+_API_PHRASES = {
+    "phone__send_text_message": "sending a text message",
+    "venmo__send_payment": "sending a Venmo payment",
+    "gmail__send_email": "sending an email",
+    "simple_note__create_note": "creating a note",
+}
+_PREDICATE_PHRASES = {
+    "equals": "equal",
+    "contains": "contain",
+    "startswith": "start with",
+    "endswith": "end with",
+    "not_contains": "not contain",
+}
+
+SCHEMA = JsonSchema(
+    "trace_checks",
+    {
+        "type": "object",
+        "properties": {
+            "checks": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "api": {"type": "string"},
+                        "argument": {"type": "string"},
+                        "predicate": {"enum": list(PREDICATES)},
+                        "value": {"type": "string"},
+                    },
+                    "required": ["api", "argument", "predicate", "value"],
+                },
+            }
+        },
+        "required": ["checks"],
+    },
+)
+
+
+def sentence(api: str, argument: str, predicate: str, value: str) -> str:
+    """A check as a sentence the agent reads."""
+    phrase = _API_PHRASES.get(api, f"calling {api}")
+    shown = value.replace("\n", "\\n")
+    return f"When {phrase}, the {argument} must {_PREDICATE_PHRASES[predicate]} '{shown}'."
+
+
+def holds(predicate: str, actual: object, value: str) -> bool:
+    if isinstance(actual, list):
+        text = "\n".join(str(a) for a in actual)
+        if predicate == "equals":
+            return value in [str(a) for a in actual]
+    else:
+        text = "" if actual is None else str(actual)
+    if predicate == "equals":
+        return text == value
+    if predicate == "contains":
+        return value in text
+    if predicate == "startswith":
+        return text.startswith(value)
+    if predicate == "endswith":
+        return text.rstrip().endswith(value)
+    return value not in text
+
+
+class TraceRecipe:
+    name = "trace"
+    cap: ClassVar[int] = 12
+
+    def render(self, units: Sequence[MemoryUnit]) -> str:
+        active = sorted((u for u in units if u.status == "active"), key=lambda u: (u.created_episode or 0, u.id))
+        return "\n".join(f"- {u.text}" for u in active)
+
+    def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
+        failures = []
+        for u in units:
+            if u.recipe != self.name or u.status != "active" or not (u.api and u.argument and u.predicate):
+                continue
+            relevant = [c for c in calls if c.ok and c.tool == u.api and u.argument in c.args]
+            if not relevant:
+                continue  # the API or the argument is absent: inapplicable
+            if not holds(u.predicate, relevant[-1].args[u.argument], u.value or ""):
+                failures.append(f"Check failed: {u.text}")
+        return failures
+
+    def observe(self, ctx: RecipeContext) -> Update:
+        update = Update()
+        mine = ctx.mine(self.name)
+        active = sorted((u for u in mine if u.status == "active"), key=lambda u: (u.created_episode or 0, u.id))
+        prompt = load_prompt("trace").safe_substitute(
+            instruction=ctx.episode.instruction,
+            actions=ctx.episode.actions,
+            complaint=ctx.episode.complaint,
+            checks=self.render(active) or "(none)",
+            tools=", ".join(ctx.tools),
+        )
+        data = ask(ctx, SCHEMA, load_prompt("system").template, prompt, update)
+        if data is None:
+            return update
+        ops: list[Op] = []
+        fields = {"api", "argument", "predicate", "value"}
+        for entry in items(data, "checks", update):
+            if not strict_fields(entry, fields, fields, update, "check"):
+                continue
+            api, argument, predicate, value = (str(entry[k]) for k in ("api", "argument", "predicate", "value"))
+            what = f"{api}.{argument} {predicate} {value!r}"
+            if predicate not in PREDICATES:
+                update.refused.append(Refusal(op="check", what=what, reason=f"unknown predicate {predicate!r}"))
+                continue
+            if ctx.tools and api not in ctx.tools:
+                update.refused.append(Refusal(op="check", what=what, reason=f"there is no API named {api!r}"))
+                continue
+            if len(value) > MAX_VALUE and predicate != "equals":
+                update.refused.append(
+                    Refusal(op="check", what=what, reason=f"values over {MAX_VALUE} characters are allowed only with equals")
+                )
+                continue
+            if any((u.api, u.argument, u.predicate, u.value) == (api, argument, predicate, value) for u in active):
+                update.notes.append(f"duplicate check {what}")
+                continue
+            unit = ctx.new_unit(
+                self.name, "check", sentence(api, argument, predicate, value),
+                api=api, argument=argument, predicate=predicate, value=value,
+            )  # fmt: skip
+            ops.append(Op(op="add", unit=unit))
+            active.append(unit)
+        while len(active) > self.cap:
+            victim = active.pop(0)
+            if any(op.unit.id == victim.id for op in ops):
+                ops = [op for op in ops if op.unit.id != victim.id]
+            else:
+                ops.append(Op(op="evict", unit=victim))
+            update.notes.append(f"cap: evicted oldest check {victim.id} (FIFO)")
+        update.ops = ops
+        return update

@@ -6,6 +6,7 @@ separate sections on purpose: they are different kinds of claims, and the prompt
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,21 +54,28 @@ def task_message(instruction: str, date: str | None = None) -> str:
     return text
 
 
-def section(prompt: str, tag: str) -> str | None:
-    """The body of `<tag>...</tag>` in a prompt, or None."""
-    start = prompt.find(f"<{tag}>")
-    end = prompt.find(f"</{tag}>", start + 1)
-    if start < 0 or end < 0:
+def _span(prompt: str, tag: str) -> tuple[int, int, int, int] | None:
+    """(start of open tag, start of body, end of body, end of close tag) of a section.
+
+    Tags count only on lines of their own, so prose that mentions `<stats>` is not a section.
+    """
+    match = re.search(rf"(?ms)^<{tag}>[ \t]*\n(.*?)^</{tag}>[ \t]*$", prompt)
+    if match is None:
         return None
-    return prompt[start + len(tag) + 2 : end].strip("\n")
+    return match.start(), match.start(1), match.end(1), match.end()
+
+
+def section(prompt: str, tag: str) -> str | None:
+    """The body of a `<tag>` ... `</tag>` section (tags on their own lines), or None."""
+    span = _span(prompt, tag)
+    return None if span is None else prompt[span[1] : span[2]].strip("\n")
 
 
 def without_sections(prompt: str, tags: Sequence[str]) -> str:
     """The prompt with the named sections cut out."""
     out = prompt
     for tag in tags:
-        start = out.find(f"<{tag}>")
-        end = out.find(f"</{tag}>", start + 1)
-        if start >= 0 and end >= 0:
-            out = out[:start] + out[end + len(tag) + 3 :]
+        span = _span(out, tag)
+        if span is not None:
+            out = out[: span[0]] + out[span[3] :]
     return out

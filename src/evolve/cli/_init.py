@@ -6,9 +6,12 @@ from pathlib import Path
 
 import click
 
-from evolve.cli._common import progress_bar, stdout
+from evolve.cli._common import progress_bar, stderr, stdout
+from evolve.cli._evolve import print_result
 from evolve.cli._run import print_report
 from evolve.evaluate import run_split
+from evolve.generations import evolve
+from evolve.train import train
 from evolve.workspace import init_workspace
 
 
@@ -24,17 +27,34 @@ def init_cmd(directory: Path, persona: str | None) -> None:
 
 @click.command("demo")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default="evolve-demo")
-def demo_cmd(directory: Path) -> None:
-    """Create a workspace in DIRECTORY and run the main job on the embedded default.
+@click.option("--episodes", type=click.IntRange(1, 1000), default=4, show_default=True, help="Training episodes before the gated generations.")
+@click.option("--generations", type=click.IntRange(1, 5), default=2, show_default=True, help="Gated generations to run.")
+def demo_cmd(directory: Path, episodes: int, generations: int) -> None:
+    """Create a workspace in DIRECTORY and run the main job on the embedded default:
+    score dev, train on the stream (one commit per changing episode), score dev again, then
+    run gated generations (each trains a batch and lets the reflector edit the prompt; the
+    gate keeps it only if dev improves by a paired bootstrap).
 
     The embedded default is the persona_world environment with the offline sim model
-    (docs/sim.md): its scores show the harness at work, not how good a real model is.
+    (docs/sim.md): its scores show the harness at work, not how good any real model is.
     """
     ws = init_workspace(directory)
-    stdout.print(f"created workspace {ws.root} (persona {ws.config.persona}, model sim)")
-    with progress_bar("dev, no memory") as progress:
-        before = run_split(ws, "dev", inject="none", progress=progress)
-    print_report(before, "dev split with no memory")
-    with progress_bar("dev, oracle memory") as progress:
-        oracle = run_split(ws, "dev", inject="oracle", progress=progress)
-    print_report(oracle, "dev split with the persona's own statements as memory (oracle)")
+    stdout.print(f"created workspace {ws.root} (persona {ws.config.persona}, model sim, recipe {ws.config.train.recipe})")
+    with progress_bar("dev before training") as progress:
+        before = run_split(ws, "dev", progress=progress)
+    print_report(before, "dev split before training (empty memory)")
+    with progress_bar("training") as progress:
+        report = train(ws, episodes=episodes, progress=progress)
+    stdout.print(
+        f"\ntrained {len(report.outcomes)} episodes: {sum(o.accepted for o in report.outcomes)} accepted, "
+        f"{len(report.commits)} memory commits (see `git log --oneline`)"
+    )
+    with progress_bar("dev after training") as progress:
+        after = run_split(ws, "dev", progress=progress)
+    print_report(after, "dev split after training")
+    stdout.print(f"\n{generations} gated generation(s) (train a batch, reflect, gate on dev; holdout reported):")
+    result = evolve(ws, generations=generations, progress=lambda m: stderr.print(m, style="dim"))
+    print_result(result)
+    stdout.print(
+        f"\nnext: cd {ws.root} && evolve log && evolve memory && evolve evolve --generations 1 --dry-run"
+    )

@@ -9,6 +9,15 @@ import click
 
 from evolve.cli._init import demo_cmd, init_cmd
 from evolve.cli._run import run_cmd
+from evolve.cli._evolve import evolve_cmd
+from evolve.cli._history import (
+    log_cmd,
+    memory_cmd,
+    report_cmd,
+    revert_cmd,
+    review_group,
+    show_cmd,
+)
 from evolve.cli._train import train_cmd
 from evolve.errors import EvolveError
 
@@ -23,7 +32,19 @@ def cli() -> None:
     """
 
 
-for command in (init_cmd, demo_cmd, run_cmd, train_cmd):
+for command in (
+    init_cmd,
+    demo_cmd,
+    run_cmd,
+    train_cmd,
+    evolve_cmd,
+    log_cmd,
+    show_cmd,
+    memory_cmd,
+    revert_cmd,
+    review_group,
+    report_cmd,
+):
     cli.add_command(command)
 
 

@@ -10,7 +10,7 @@ from evolve.envs import ApiCall, Environment
 from evolve.episode import EpisodeSetup
 from evolve.memory import MemoryUnit, fixed_block, in_scope, load_units, render_memory, scope_for
 from evolve.updaters import MAX_ATTEMPTS, RECIPES, get_recipe
-from evolve.workspace import Workspace
+from evolve.workspace import Workspace, max_turns
 
 InjectMode = Literal["none", "recipe", "oracle", "fixed"]
 INJECT_MODES: tuple[InjectMode, ...] = ("none", "recipe", "oracle", "fixed")
@@ -60,7 +60,7 @@ def episode_setup(
         memory=agent_memory(ws, env, persona, mode),
         persona=persona,
         stats=cfg.memory.stats,
-        max_turns=cfg.agent.max_turns,
+        max_turns=max_turns(ws.root, cfg),
         verifier=make_verifier(units),
         max_attempts=MAX_ATTEMPTS,
     )

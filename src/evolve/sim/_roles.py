@@ -183,3 +183,35 @@ def _rewrite(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> An
 @role("assertions")
 def _assertions(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
     return {"assertions": [p.statement for p in proposals_from_complaint(complaint_of(list(messages)))]}
+
+
+GENERIC_ADVICE = (
+    "Follow the user's preferences carefully.",
+    "Double-check every message before sending it.",
+    "Be thorough and complete in every task.",
+)
+
+
+@role("reflector_edits")
+def _reflector(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+    """Half the time, turn the most frequent complaints into guidance (which helps when the
+    guess is right); otherwise offer generic advice that no rule recognizes (flat)."""
+    prompt = _user(messages)
+    current = [ln.strip()[2:] for ln in (section(prompt, "guidance") or "").splitlines() if ln.strip().startswith("- ")]
+    failures = []
+    for line in (section(prompt, "failures") or "").splitlines():
+        count, _, text = line.partition("x ")
+        if count.strip().isdigit():
+            failures.append((int(count), text.strip()))
+    if rng.random() < 0.5:
+        lines = list(current)
+        slots = {slot_of(g) for g in current}
+        for _, text in sorted(failures, key=lambda f: -f[0]):
+            for p in proposals_from_complaint(text):
+                if p.slot not in slots:
+                    lines.append(p.statement)
+                    slots.add(p.slot)
+            if len(lines) >= len(current) + 2:
+                break
+        return {"guidance": lines}
+    return {"guidance": [*current, GENERIC_ADVICE[rng.randrange(len(GENERIC_ADVICE))]]}

@@ -201,6 +201,47 @@ class GitStore:
                 trailers=parse_trailers(trailers),
             )
 
+    def log_patches(
+        self, paths: Sequence[str], *, max_count: int | None = None
+    ) -> list[tuple[CommitInfo, str]]:
+        """Commits touching `paths`, newest first, each with its patch for those paths."""
+        if self.head() is None:
+            return []
+        fmt = "%x1e" + _FIELD.join(["%H", "%P", "%cI", "%s", "%b", "%(trailers:only,unfold)"]) + "%x1d"
+        args = [f"--format={fmt}", "-p", "--no-color", "HEAD", "--", *paths]
+        if max_count is not None:
+            args.insert(0, f"--max-count={max_count}")
+        out = self._git.log(*args, strip_newline_in_stdout=False)
+        result = []
+        for chunk in out.split("\x1e"):
+            if not chunk.strip():
+                continue
+            head, _, patch = chunk.partition("\x1d")
+            sha, parents, when, subject, body, trailers = head.split(_FIELD)
+            info = CommitInfo(sha, tuple(parents.split()), when, subject, body.strip(), parse_trailers(trailers))
+            result.append((info, patch.strip("\n")))
+        return result
+
+    def changed_paths(self, parent: str | None, commit: str, paths: Sequence[str] = ()) -> list[tuple[str, str]]:
+        """(status letter, path) of the files `commit` changed against `parent`."""
+        base = parent if parent is not None else "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # empty tree
+        out = self._git.diff_tree("-r", "--no-renames", "--name-status", base, commit, "--", *paths)
+        pairs = []
+        for line in out.splitlines():
+            status, _, path = line.partition("\t")
+            if path:
+                pairs.append((status[:1], path))
+        return pairs
+
+    def first_touch_after(self, commit: str, path: str) -> str | None:
+        """The oldest commit after `commit` (on HEAD's history) that changed `path`."""
+        out = self._git.log("--reverse", "--format=%H", f"{commit}..HEAD", "--", path).split()
+        return out[0] if out else None
+
+    def commit_info(self, rev: str) -> CommitInfo:
+        sha = self.rev_parse(rev)
+        return next(self.log(rev=sha, max_count=1))
+
     # --- writing -----------------------------------------------------------------------
 
     def _identity_of(self, role: str) -> tuple[str, str]:
@@ -371,6 +412,48 @@ class GitStore:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             with log_path.open("a", encoding="utf-8") as handle:
                 handle.write(entry if entry.endswith("\n") else entry + "\n")
+
+    def write_side_ref(self, ref: str, files: dict[str, bytes], subject: str) -> str:
+        """Commit `files` on top of `ref` (a history of its own, e.g. refs/evolve/records),
+        without touching HEAD, the index or the working tree."""
+        try:
+            parent: str | None = str(self._git.rev_parse("--verify", "--quiet", ref)).strip() or None
+        except git.GitCommandError:
+            parent = None
+        base = self._tree_of(parent) if parent else None
+        changes: dict[str, tuple[int, bytes] | None] = {
+            path: (0o100644, bytes.fromhex(self._store(b"blob", data))) for path, data in files.items()
+        }
+        tree = self._write_tree(base, changes) or self._store(b"tree", b"")
+        name, email = self._identity_of("COMMITTER")
+        stamp = f"{int(time.time())} {time.strftime('%z')}"
+        lines = [f"tree {tree}"] + ([f"parent {parent}"] if parent else [])
+        lines += [f"author {name} <{email}> {stamp}", f"committer {name} <{email}> {stamp}"]
+        sha = self._store(b"commit", ("\n".join(lines) + "\n\n" + format_message(subject)).encode("utf-8"))
+        args = [ref, sha] + ([parent] if parent else ["0" * 40])
+        self._git.update_ref(*args)
+        return sha
+
+    def read_side_ref(self, ref: str, prefix: str = "") -> dict[str, bytes]:
+        """Every file of the tree at `ref` (empty if the ref does not exist)."""
+        try:
+            sha = str(self._git.rev_parse("--verify", "--quiet", ref)).strip()
+        except git.GitCommandError:
+            return {}
+        if not sha:
+            return {}
+        out = {}
+        for path in self.list_files(sha, prefix):
+            data = self.read(sha, path)
+            if data is not None:
+                out[path] = data
+        return out
+
+    def protected_hash(self, rev: str, prefixes: Sequence[str]) -> str:
+        """A hash of the files under `prefixes` at `rev` (paths and blob ids)."""
+        paths = [p.rstrip("/") for p in prefixes]
+        out = self._git.ls_tree("-r", "--full-tree", rev, "--", *paths)
+        return hashlib.sha256(out.encode("utf-8")).hexdigest()
 
     def reset_hard(self, rev: str) -> None:
         """Move HEAD, the index and the working tree to `rev` (used to discard a generation)."""

@@ -31,7 +31,7 @@ from evolve.memory import UnitReader, in_scope, render_memory, scope_for
 from evolve.store import EPISODE, GENERATION, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
 from evolve.train._stream import history_before, stream_id, stream_tasks
 from evolve.updaters import MAX_ATTEMPTS, EpisodeView, RecipeContext, Update, get_recipe, summarize_actions
-from evolve.workspace import Workspace
+from evolve.workspace import Workspace, max_turns
 
 STREAM = "Evolve-Stream"
 Progress = Callable[[int, int], None]
@@ -125,6 +125,7 @@ def train(
     progress: Progress | None = None,
     generation: int | None = None,
     take_lock: bool = True,
+    start_at: int | None = None,
 ) -> TrainReport:
     """Run the training stream up to episode `episodes` (resuming after the last commit).
 
@@ -150,8 +151,9 @@ def train(
         lock.acquire()
     try:
         return _train(
-            ws, env, recipe_impl, name, total, tier, seed, review, persona, agent_llm, updater_llm, progress, generation
-        )
+            ws, env, recipe_impl, name, total, tier, seed, review, persona, agent_llm, updater_llm, progress,
+            generation, start_at,
+        )  # fmt: skip
     finally:
         if lock is not None:
             lock.release()
@@ -171,6 +173,7 @@ def _train(
     updater_llm: LLM,
     progress: Progress | None,
     generation: int | None,
+    start_at: int | None,
 ) -> TrainReport:
     from evolve.review import as_pending
 
@@ -183,6 +186,8 @@ def _train(
     sid = stream_id(persona, name, seed, tier)
     last = last_episode(ws, sid)
     start = 0 if last is None else last + 1
+    if start_at is not None:
+        start = max(start, start_at)  # the evolve loop skips a batch a rejected generation used
     tasks = stream_tasks(env, seed, max(total, start))
     history = history_before(env, tasks, persona, start)
     scope = scope_for(persona)
@@ -202,7 +207,7 @@ def _train(
             memory=render_memory(visible, scope),
             persona=persona,
             stats=ws.config.memory.stats,
-            max_turns=ws.config.agent.max_turns,
+            max_turns=max_turns(ws.root, ws.config),
             verifier=make_verifier(visible),
             max_attempts=MAX_ATTEMPTS,
         )

@@ -7,12 +7,19 @@ from evolve.workspace._config import (
     GateConfig,
     MemoryConfig,
     ModelRoles,
+    ParameterRange,
     RunConfig,
     TrainConfig,
     load_config,
     parse_config,
 )
 from evolve.workspace._init import harness_root, init_workspace
+from evolve.workspace._parameters import (
+    PARAMETERS_FILE,
+    check_parameter,
+    load_parameters,
+    max_turns,
+)
 from evolve.workspace._lock import WriterLock
 from evolve.workspace._paths import is_under, normalize_relpath, resolve
 from evolve.workspace._workspace import (
@@ -27,6 +34,11 @@ from evolve.workspace._workspace import (
 )
 
 __all__ = [
+    "PARAMETERS_FILE",
+    "ParameterRange",
+    "check_parameter",
+    "load_parameters",
+    "max_turns",
     "CONFIG_NAME",
     "EVALSET",
     "GENERATIONS",

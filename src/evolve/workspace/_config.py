@@ -70,6 +70,8 @@ class GateConfig(_Section):
     max_token_factor: float = Field(default=1.5, ge=1.0)
     generations: int = Field(default=5, ge=1)
     max_generations: int = Field(default=5, ge=1, le=50)
+    train_episodes: int = Field(default=8, ge=0, le=10_000)
+    seed: int = 0
 
     @model_validator(mode="after")
     def _bounded(self) -> GateConfig:
@@ -81,6 +83,23 @@ class GateConfig(_Section):
 
 
 DEFAULT_PROTECTED = ("evalset/", "tests/", "evolve.yaml", ".gitignore")
+
+
+class ParameterRange(_Section):
+    """A numeric parameter the evolve loop may tune, and its bounds (inclusive)."""
+
+    min: float
+    max: float
+    integer: bool = True
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ParameterRange:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is above max ({self.max})")
+        return self
+
+
+DEFAULT_PARAMETERS = {"agent.max_turns": ParameterRange(min=4, max=30)}
 
 
 class EvolveConfig(_Section):
@@ -96,6 +115,7 @@ class EvolveConfig(_Section):
     train: TrainConfig = TrainConfig()
     gate: GateConfig = GateConfig()
     protected: tuple[str, ...] = DEFAULT_PROTECTED
+    parameters: dict[str, ParameterRange] = Field(default_factory=lambda: dict(DEFAULT_PARAMETERS))
 
 
 def _describe_error(err: dict[str, Any]) -> str:

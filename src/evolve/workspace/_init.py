@@ -23,6 +23,7 @@ GITIGNORE = """\
 /generations/runs/
 /generations/*.json
 /generations/*.md
+/generations/report/
 __pycache__/
 .pytest_cache/
 """

@@ -31,9 +31,14 @@ from evolve.envs.persona_world._world import VISIBILITIES, Card, Contact, Paymen
 
 RuleClass = Literal["format", "choice", "computed"]
 
-_NEGATION = re.compile(r"\b(not|never|don'?t|doesn'?t|no longer|stop|avoid|without)\b|\bno\s", re.I)
-_QUOTED = re.compile(r"['\"“‘]([^'\"”’]+)['\"”’]")
-_CLAUSE_SPLIT = re.compile(r"[;,]|\bbut\b|\binstead\b", re.I)
+_NEGATION = re.compile(
+    r"\b(not|never|no longer|stop|avoid|without|dont|doesnt)\b|\b\w+n['’]t\b|\bno\s", re.I
+)
+# A quote opens only where no letter precedes it, so the apostrophe of "don't" is no quote.
+_QUOTED = re.compile(r"(?<!\w)['\"“‘]([^'\"”’]+)['\"”’](?!\w)")
+# Segments reset polarity ("..., but ..."); commas only separate clauses within a segment.
+_SEGMENT_SPLIT = re.compile(r";|\bbut\b", re.I)
+_CONTRAST = re.compile(r"\b(instead|rather)\b", re.I)
 
 SMS_TOPIC = re.compile(r"\b(text|texts|texting|sms)\b", re.I)
 EMAIL_TOPIC = re.compile(r"\be-?mails?\b", re.I)
@@ -83,8 +88,21 @@ def note_checksum(items: Sequence[str]) -> int:
     return sum(len(item) for item in items)
 
 
-def _clauses(sentence: str) -> list[str]:
-    return [c for c in _CLAUSE_SPLIT.split(sentence) if c.strip()]
+def _clauses(sentence: str) -> list[tuple[str, bool]]:
+    """(clause, negated) pairs: a clause inherits the negation of an earlier clause of its
+    segment, so "Do not write notes as a list, one '- ' item per line" stays negated, unless
+    it says "instead" or "rather" ("Do not sign with 'B', sign with 'Alex' instead")."""
+    out = []
+    for segment in _SEGMENT_SPLIT.split(sentence):
+        inherited = False
+        for clause in segment.split(","):
+            if not clause.strip():
+                continue
+            own = bool(_NEGATION.search(clause))
+            negated = own if _CONTRAST.search(clause) else (own or inherited)
+            inherited = inherited or own
+            out.append((clause, negated))
+    return out
 
 
 @dataclass(frozen=True)
@@ -121,10 +139,10 @@ class Rule(ABC):
         if not self.on_topic(sentence):
             return None
         found: list[_Found] = []
-        for clause in _clauses(sentence):
+        for clause, negated in _clauses(sentence):
             value = self.find_value(clause)
             if value is not None:
-                found.append(_Found(value, bool(_NEGATION.search(clause))))
+                found.append(_Found(value, negated))
         if not found:
             whole = self.find_value(sentence)
             if whole is None:
@@ -339,7 +357,9 @@ class HabitualCard(Rule):
     default_guess = Computed("habitual_card")
     _topic = re.compile(r"\bcards?\b", re.I)
     _habit = re.compile(r"\b(usual|usually|most|often|habitual|normally|typically|regular|favou?rite)\b", re.I)
-    _last4 = re.compile(r"(?:ending(?: in)?|last four|x{2,4}|\*{2,4}|card)\s*(\d{4})\b", re.I)
+    _last4 = re.compile(
+        r"(?:end(?:s|ing)?(?: in| with)?|last four|x{2,4}|\*{2,4}|card)\s*(\d{4})\b", re.I
+    )
 
     def on_topic(self, sentence: str) -> bool:
         return bool(self._topic.search(sentence) and (PAYMENT_TOPIC.search(sentence) or "card" in sentence.lower()))
@@ -617,7 +637,7 @@ class EmailSubjectPrefix(Rule):
     rule_class = "format"
     instance_template = "The subject of my email to {name} was missing my usual tag."
     default_guess = "[Personal]"
-    _tag = re.compile(r"\[[^\]]+\]")
+    _tag = re.compile(r"(?<![\w\]])\[[^\]]+\]")
 
     def on_topic(self, sentence: str) -> bool:
         return bool(EMAIL_TOPIC.search(sentence) and re.search(r"\bsubjects?\b", sentence, re.I))

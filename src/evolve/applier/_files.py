@@ -1,0 +1,39 @@
+"""The applier for whole files (prompt edits, reverts): the same containment, the same journal."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from evolve._io import atomic_write
+from evolve.applier import _journal
+from evolve.workspace import Workspace
+
+EVOLVABLE = ("memory/", "prompts/")
+
+
+def check_files(ws: Workspace, changes: Mapping[str, bytes | None], allowed: tuple[str, ...] = EVOLVABLE) -> None:
+    """Refuse (raise PathRefused) if any path is protected, escapes, or is not evolvable."""
+    for path in changes:
+        ws.check_writable(path, allowed=allowed)
+
+
+def write_files(
+    ws: Workspace, changes: Mapping[str, bytes | None], allowed: tuple[str, ...] = EVOLVABLE
+) -> list[str]:
+    """Check every path first, then write them all under the journal; None deletes a file.
+
+    Returns the paths to commit; the caller commits them and then calls `_journal.end`.
+    """
+    check_files(ws, changes, allowed)
+    paths = sorted(changes)
+    if not paths:
+        return []
+    _journal.begin(ws.store, paths)
+    for path in paths:
+        full = ws.resolve(path)
+        data = changes[path]
+        if data is None:
+            full.unlink(missing_ok=True)
+        else:
+            atomic_write(full, data)
+    return paths

@@ -1,0 +1,101 @@
+"""The applier for prompt proposals: guidance, prompt-file edits and tuned parameters.
+
+Only `prompts/` may change. Each prompt file is capped in size; the reflector's guidance lives
+in one marked block of `prompts/system.md` that each proposal *replaces* (never appends to),
+so the prompt cannot grow by accretion. Parameters are checked against the ranges declared in
+the protected `evolve.yaml`. A refused part is logged with its reason and never written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from evolve.applier._ops import Refusal
+from evolve.errors import ConfigError, PathRefused
+from evolve.workspace import PARAMETERS_FILE, Workspace, check_parameter, load_parameters
+
+SYSTEM = "prompts/system.md"
+START = "<!-- evolve:guidance:start -->"
+END = "<!-- evolve:guidance:end -->"
+
+
+@dataclass
+class PromptChanges:
+    files: dict[str, bytes] = field(default_factory=dict)
+    refused: list[Refusal] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def guidance_of(text: str) -> list[str]:
+    """The guidance lines inside the marked block of a system prompt."""
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        return []
+    body = text[start + len(START) : end]
+    return [line.strip()[2:].strip() if line.strip().startswith("- ") else line.strip()
+            for line in body.splitlines() if line.strip()]  # fmt: skip
+
+
+def with_guidance(text: str, lines: Sequence[str]) -> str:
+    """`text` with its guidance block replaced by `lines` (added at the end if absent)."""
+    block = START + "\n" + "".join(f"- {line}\n" for line in lines) + END
+    start, end = text.find(START), text.find(END)
+    if start >= 0 and end > start:
+        return text[:start] + block + text[end + len(END) :]
+    return text.rstrip("\n") + "\n\n" + block + "\n"
+
+
+def plan_prompt_changes(
+    ws: Workspace,
+    *,
+    guidance: Sequence[str] | None,
+    edits: Sequence[Mapping[str, Any]],
+    parameters: Mapping[str, Any],
+    max_chars: int,
+) -> PromptChanges:
+    """Validate a reflector's proposal; return the file contents to write and what was refused."""
+    out = PromptChanges()
+    if guidance is not None:
+        current = (ws.root / SYSTEM).read_text(encoding="utf-8")
+        clean = [" ".join(str(g).split()) for g in guidance if str(g).strip()]
+        new = with_guidance(current, clean)
+        if len(new) > max_chars:
+            out.refused.append(Refusal(op="guidance", what=SYSTEM, reason=f"{SYSTEM} would be {len(new)} characters, over the cap of {max_chars}"))
+        elif new != current:
+            out.files[SYSTEM] = new.encode("utf-8")
+    for edit in edits:
+        path, content = edit.get("path"), edit.get("content")
+        if not isinstance(path, str) or not isinstance(content, str):
+            out.refused.append(Refusal(op="edit", what=str(path)[:80], reason="an edit needs a path and text content"))
+            continue
+        try:
+            ws.check_writable(path, allowed=("prompts/",))
+        except PathRefused as exc:
+            out.refused.append(Refusal(op="edit", what=path, reason=str(exc)))
+            continue
+        if not path.endswith(".md") or path == PARAMETERS_FILE:
+            out.refused.append(Refusal(op="edit", what=path, reason="only Markdown prompt files may be edited"))
+            continue
+        if len(content) > max_chars:
+            out.refused.append(Refusal(op="edit", what=path, reason=f"{len(content)} characters, over the cap of {max_chars}"))
+            continue
+        out.files[path] = content.encode("utf-8")
+    if parameters:
+        values: dict[str, Any] = dict(load_parameters(ws.root, ws.config))
+        changed = False
+        for name, value in parameters.items():
+            try:
+                checked = check_parameter(ws.config, str(name), value)
+            except ConfigError as exc:
+                out.refused.append(Refusal(op="parameter", what=str(name), reason=str(exc)))
+                continue
+            if values.get(str(name)) != checked:
+                values[str(name)] = checked
+                changed = True
+        if changed:
+            out.files[PARAMETERS_FILE] = yaml.safe_dump(values, sort_keys=True).encode("utf-8")
+    return out

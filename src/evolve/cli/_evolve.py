@@ -1,0 +1,68 @@
+"""`evolve evolve`: gated generations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from evolve.cli._common import emit_json, json_option, open_workspace, stderr, stdout, workspace_option
+from evolve.generations import EvolveResult, GenerationRecord, evolve
+
+
+def _score(r: GenerationRecord, which: str) -> str:
+    base, cand = getattr(r, f"{which}_base"), getattr(r, which)
+    if base is None or cand is None:
+        return "-"
+    return f"{base.score:.3f} -> {cand.score:.3f}"
+
+
+def print_result(result: EvolveResult) -> None:
+    title = "dry run: the workspace was not changed" if result.dry_run else None
+    table = Table(show_header=True, header_style="bold", title=title)
+    for col in ("gen", "dev", "holdout (reported)", "verdict"):
+        table.add_column(col, no_wrap=True)
+    for r in result.records:
+        verdict = "[green]accepted[/green]" if r.verdict == "accepted" else "[red]rejected[/red]"
+        table.add_row(str(r.number), _score(r, "dev"), _score(r, "holdout"), verdict)
+    stdout.print(table)
+    for r in result.records:
+        stdout.print(f"generation {r.number}: {escape(r.reason)}")
+        if r.refused:
+            stdout.print(f"generation {r.number} refused proposals:")
+            for line in r.refused:
+                stdout.print(f"  {escape(line)}")
+    if result.dry_run:
+        for number, diff in sorted(result.diffs.items()):
+            stdout.print(f"\n[bold]proposed diff of generation {number}[/bold]")
+            stdout.print(escape(diff) if diff else "(no change)", highlight=False)
+    else:
+        stdout.print("records: generations/gen-NNNN.json (also under refs/evolve/records)")
+
+
+@click.command("evolve")
+@click.option("--generations", type=click.IntRange(1, 50), help="How many generations (default: gate.generations, at most gate.max_generations).")
+@click.option("--dry-run", is_flag=True, help="Run in a temporary clone; print the diff and the verdict; change nothing.")
+@json_option
+@workspace_option
+def evolve_cmd(generations: int | None, dry_run: bool, as_json: bool, workspace: Path | None) -> None:
+    """Run gated generations: train a batch, let the reflector propose prompt edits, and keep
+    the generation only if the workspace tests pass and the dev score improves by a paired
+    bootstrap; otherwise reset to its base. Holdout is scored and reported, never used to
+    accept."""
+    ws = open_workspace(workspace)
+    result = evolve(
+        ws, generations=generations, dry_run=dry_run, progress=None if as_json else (lambda m: stderr.print(m, style="dim"))
+    )
+    if as_json:
+        emit_json(
+            {
+                "dry_run": result.dry_run,
+                "generations": [r.model_dump(mode="json") for r in result.records],
+                "diffs": {str(k): v for k, v in result.diffs.items()},
+            }
+        )
+        return
+    print_result(result)

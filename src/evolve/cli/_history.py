@@ -1,0 +1,183 @@
+"""`evolve log`, `show`, `memory`, `revert`, `review` and `report`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from evolve.cli._common import emit_json, json_option, open_workspace, stdout, workspace_option
+from evolve.errors import EvolveError
+from evolve.history import history, memory_as_of, revert, show_unit
+from evolve.memory import scope_for
+from evolve.report import write_report
+from evolve.review import approve, list_pending, reject
+
+
+@click.command("log")
+@click.argument("paths", nargs=-1)
+@click.option("-n", "--max-count", type=click.IntRange(0), default=50, show_default=True, help="How many commits (0: all).")
+@json_option
+@workspace_option
+def log_cmd(paths: tuple[str, ...], max_count: int, as_json: bool, workspace: Path | None) -> None:
+    """Memory and prompt history, newest first (or of the given PATHS).
+
+    Each entry: commit, time, episode, recipe, task, the complaint's first line and the
+    operations with unit ids. --json returns the trailers parsed.
+    """
+    ws = open_workspace(workspace)
+    entries = history(ws.store, paths, max_count=max_count or None)
+    if as_json:
+        emit_json([e.to_json() for e in entries])
+        return
+    if not entries:
+        stdout.print("no memory or prompt commits yet; run `evolve train`.")
+    for e in entries:
+        stdout.print(f"[yellow]{e.commit[:10]}[/yellow] {e.time}  {escape(e.subject)}")
+        meta = []
+        if e.episode is not None:
+            meta.append(f"episode {e.episode}")
+        if e.task:
+            meta.append(f"task {e.task}")
+        if meta:
+            stdout.print("    " + ", ".join(meta))
+        if e.complaint:
+            stdout.print(f"    complaint: {escape(e.complaint)}")
+        if e.ops:
+            stdout.print("    ops: " + " ".join(f"{op}={ident}" for op, ident in e.ops))
+
+
+@click.command("show")
+@click.argument("unit_id")
+@json_option
+@workspace_option
+def show_cmd(unit_id: str, as_json: bool, workspace: Path | None) -> None:
+    """A memory unit as it is now (or its tombstone) and every commit that touched it."""
+    ws = open_workspace(workspace)
+    h = show_unit(ws, unit_id)
+    if as_json:
+        emit_json(h.to_json())
+        return
+    u = h.unit
+    if u is None:
+        stdout.print(f"[bold]{h.unit_id}[/bold] ({h.path}) no longer exists (evicted or removed).")
+    else:
+        stdout.print(f"[bold]{u.id}[/bold] {u.recipe}/{u.kind} [{u.status}] scope {u.scope}  ({h.path})")
+        stdout.print(f"  {escape(u.text)}")
+        held = f"held from {u.valid_from or '?'}" + (f" to {u.valid_to}" if u.valid_to else " (still holds)")
+        stdout.print(f"  {held}; created at episode {u.created_episode}, updated at episode {u.updated_episode}")
+        if u.status == "tombstoned":
+            stdout.print(f"  tombstone: {escape(u.reason or '')} (reverted commit {(u.reverted_commit or '-')[:10]})")
+        if u.revoked_by:
+            stdout.print(f"  revoked by {u.revoked_by} at episode {u.revoked_at}")
+    for info, patch in h.commits:
+        stdout.print(f"\n[yellow]{info.sha[:10]}[/yellow] {info.time} (learned) {escape(info.subject)}")
+        stdout.print(escape(patch), highlight=False)
+
+
+@click.command("memory")
+@click.option("--as-of", "as_of", default="HEAD", show_default=True, help="A commit, or a date (YYYY-MM-DD or ISO time).")
+@click.option("--scope", help="user:<persona> or global (default: the workspace's persona).")
+@click.option("--persona", help="Shorthand for --scope user:<persona>.")
+@json_option
+@workspace_option
+def memory_cmd(as_of: str, scope: str | None, persona: str | None, as_json: bool, workspace: Path | None) -> None:
+    """Memory exactly as the agent receives it, now or at any earlier commit or date."""
+    ws = open_workspace(workspace)
+    if scope is not None and persona is not None:
+        raise EvolveError("give --scope or --persona, not both.")
+    chosen = scope or scope_for(persona or ws.config.persona)
+    commit, text = memory_as_of(ws.store, as_of, chosen)
+    if as_json:
+        emit_json({"commit": commit, "scope": chosen, "memory": text})
+        return
+    stdout.print(f"# memory for {chosen} at {commit[:10]}", style="dim")
+    stdout.print(escape(text) if text else "(empty)", highlight=False)
+
+
+@click.command("revert")
+@click.argument("rev")
+@click.option("--reason", help="Why it is reverted (kept in the tombstones and the commit).")
+@json_option
+@workspace_option
+def revert_cmd(rev: str, reason: str | None, as_json: bool, workspace: Path | None) -> None:
+    """Undo a memory or prompt commit as a new commit, and tombstone what it added or changed.
+
+    Updaters that propose a tombstoned text again are refused, and the refusal is logged in
+    the episode's commit.
+    """
+    ws = open_workspace(workspace)
+    result = revert(ws, rev, reason=reason)
+    if as_json:
+        emit_json(
+            {
+                "reverted": result.reverted,
+                "commit": result.commit,
+                "restored": result.restored,
+                "tombstones": [{"id": t.id, "text": t.text} for t in result.tombstones],
+            }
+        )
+        return
+    stdout.print(f"reverted {result.reverted[:10]} in {result.commit[:10]}")
+    for t in result.tombstones:
+        stdout.print(f"  tombstoned {t.id}: {escape(t.text)}")
+
+
+@click.group("review")
+def review_group() -> None:
+    """Review learned units: `evolve train --review` leaves new units pending."""
+
+
+@review_group.command("list")
+@json_option
+@workspace_option
+def review_list(as_json: bool, workspace: Path | None) -> None:
+    """Pending units, with the complaint that produced each."""
+    ws = open_workspace(workspace)
+    items = list_pending(ws)
+    if as_json:
+        emit_json(
+            [
+                {"id": i.unit.id, "scope": i.unit.scope, "text": i.unit.text, "supersedes": i.unit.supersedes,
+                 "complaint": i.complaint, "commit": i.commit}
+                for i in items
+            ]  # fmt: skip
+        )
+        return
+    if not items:
+        stdout.print("nothing is pending review.")
+    for i in items:
+        stdout.print(f"[bold]{i.unit.id}[/bold] ({i.unit.scope}) {escape(i.unit.text)}")
+        if i.unit.supersedes:
+            stdout.print(f"    would replace {i.unit.supersedes}")
+        if i.complaint:
+            stdout.print(f"    from the complaint: {escape(i.complaint)}")
+
+
+@review_group.command("approve")
+@click.argument("unit_id")
+@workspace_option
+def review_approve(unit_id: str, workspace: Path | None) -> None:
+    """Make a pending unit active (one commit)."""
+    sha = approve(open_workspace(workspace), unit_id)
+    stdout.print(f"approved {unit_id} in {sha[:10]}")
+
+
+@review_group.command("reject")
+@click.argument("unit_id")
+@workspace_option
+def review_reject(unit_id: str, workspace: Path | None) -> None:
+    """Tombstone a pending unit so it is refused if proposed again (one commit)."""
+    sha = reject(open_workspace(workspace), unit_id)
+    stdout.print(f"rejected {unit_id} in {sha[:10]}")
+
+
+@click.command("report")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), help="Folder for report.html (default: generations/report/).")
+@workspace_option
+def report_cmd(out_dir: Path | None, workspace: Path | None) -> None:
+    """Write a self-contained HTML report: violations per rule over training, dev and holdout
+    per generation, memory size over time, and recent memory commits with their diffs."""
+    path = write_report(open_workspace(workspace), out_dir)
+    stdout.print(f"wrote {path}")

@@ -1,0 +1,113 @@
+"""The gate: a mechanical accept rule that the evolving side cannot reach.
+
+It imports no proposer. Its decision reads only the evidence below: the protected-file hashes,
+the workspace tests' result, the paired dev gain and the constraints. The holdout score is
+never part of the evidence: it is recorded beside dev by the loop and cannot influence this
+function.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from evolve.gate._bootstrap import PairedGain
+from evolve.store import GitStore
+
+
+@dataclass(frozen=True)
+class GateEvidence:
+    base_protected_hash: str
+    candidate_protected_hash: str
+    protected_dirty: tuple[str, ...]
+    tests_passed: bool
+    tests_output: str
+    dev_gain: PairedGain
+    min_gain: float
+    prompt_chars: int
+    max_prompt_chars: int
+    base_tokens: float
+    candidate_tokens: float
+    max_token_factor: float
+    changed: bool
+
+
+@dataclass(frozen=True)
+class Verdict:
+    accepted: bool
+    reason: str
+
+
+class Gate:
+    """Accept only if every condition holds; the first failing one is the reason."""
+
+    def decide(self, e: GateEvidence) -> Verdict:
+        if not e.changed:
+            return Verdict(False, "the generation changed nothing")
+        if e.base_protected_hash != e.candidate_protected_hash or e.protected_dirty:
+            what = ", ".join(e.protected_dirty) if e.protected_dirty else "a committed change"
+            return Verdict(False, f"protected files changed during the generation ({what})")
+        if not e.tests_passed:
+            lines = e.tests_output.strip().splitlines()
+            return Verdict(False, "workspace tests failed" + (f": {lines[-1]}" if lines else ""))
+        g = e.dev_gain
+        interval = f"dev gain {g.mean:+.3f} [{g.low:+.3f}, {g.high:+.3f}]"
+        if g.low <= e.min_gain:
+            return Verdict(False, f"score did not improve: {interval}; the lower bound must exceed {e.min_gain:+.3f}")
+        if e.prompt_chars > e.max_prompt_chars:
+            return Verdict(False, f"prompt size {e.prompt_chars} exceeds the cap {e.max_prompt_chars}")
+        if e.base_tokens > 0 and e.candidate_tokens > e.max_token_factor * e.base_tokens:
+            return Verdict(
+                False,
+                f"tokens per episode {e.candidate_tokens:.0f} exceed {e.max_token_factor:g}x the base "
+                f"({e.base_tokens:.0f})",
+            )
+        return Verdict(True, f"accepted: {interval}")
+
+
+def run_workspace_tests(store: GitStore, base: str, candidate: str, protected: tuple[str, ...]) -> tuple[bool, str]:
+    """Run the workspace's `tests/` as they were at `base`, against the candidate's files.
+
+    The candidate tree is exported to a temporary folder and every protected path is
+    replaced by the base's copy, so a generation cannot weaken the tests that judge it.
+    """
+    with tempfile.TemporaryDirectory(prefix="evolve-gate-") as tmp:
+        root = Path(tmp) / "ws"
+        root.mkdir()
+        _export(store, candidate, root, None)
+        for prefix in protected:
+            target = root / prefix.rstrip("/")
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+        _export(store, base, root, [p.rstrip("/") for p in protected])
+        if not (root / "tests").is_dir():
+            return True, "no workspace tests"
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+            cwd=root, capture_output=True, text=True, timeout=600, env=env,
+        )  # fmt: skip
+        output = (proc.stdout + proc.stderr)[-4000:]
+        return proc.returncode == 0, output
+
+
+def _export(store: GitStore, rev: str, root: Path, paths: list[str] | None) -> None:
+    """Write the files of `rev` (optionally only under `paths`) into `root`."""
+    args = ["--format=tar", rev]
+    if paths:
+        existing = [p for p in paths if store.list_files(rev, p)]
+        if not existing:
+            return
+        args += ["--", *existing]
+    data = store.repo.git.archive(*args, stdout_as_string=False)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(root, filter="data")

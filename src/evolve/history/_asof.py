@@ -1,0 +1,51 @@
+"""Memory as it was: read from git at any commit or date, never reconstructed."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+
+import git
+
+from evolve.errors import EvolveError
+from evolve.memory import load_units_at, render_memory
+from evolve.store import GitStore
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.]+([+-]\d{2}:?\d{2}|Z)?)?$")
+
+
+def resolve_as_of(store: GitStore, rev: str) -> str:
+    """A commit for `rev`: a revision, or a date/time (the last commit at or before it).
+
+    Raises:
+        EvolveError: for an unknown revision, or a date before the workspace's first commit.
+    """
+    if _DATE.match(rev.strip()):
+        when = _parse_when(rev.strip())
+        try:
+            out = store.repo.git.rev_list("-1", f"--before={when.isoformat()}", "HEAD").strip()
+        except git.GitCommandError:
+            out = ""
+        if not out:
+            raise EvolveError(f"the workspace has no commit at or before {rev}; it did not exist yet.")
+        return str(out)
+    return store.rev_parse(rev)
+
+
+def _parse_when(text: str) -> datetime:
+    try:
+        if len(text) == 10:
+            d = date.fromisoformat(text)
+            return datetime(d.year, d.month, d.day, 23, 59, 59, tzinfo=UTC)
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise EvolveError(f"{text!r} is not a date (YYYY-MM-DD) or ISO time.") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def memory_as_of(store: GitStore, rev: str, scope: str) -> tuple[str, str]:
+    """(commit, the rendered memory for `scope` at that commit)."""
+    import evolve.updaters  # noqa: F401  (registers each recipe's renderer)
+
+    commit = resolve_as_of(store, rev)
+    return commit, render_memory(load_units_at(store, commit), scope)

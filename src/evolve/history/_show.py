@@ -1,0 +1,58 @@
+"""`evolve show UNIT_ID`: a unit as it is now (or its tombstone) and every commit that touched it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from evolve.errors import EvolveError
+from evolve.memory import MemoryUnit, parse_unit
+from evolve.store import CommitInfo
+from evolve.workspace import Workspace
+
+
+@dataclass
+class UnitHistory:
+    unit_id: str
+    path: str
+    unit: MemoryUnit | None
+    commits: list[tuple[CommitInfo, str]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.unit_id,
+            "path": self.path,
+            "unit": self.unit.model_dump(by_alias=True, exclude_none=True) if self.unit else None,
+            "commits": [
+                {"commit": c.sha, "time": c.time, "subject": c.subject, "trailers": c.trailers, "diff": patch}
+                for c, patch in self.commits
+            ],
+        }
+
+
+def _find_path(ws: Workspace, unit_id: str) -> str | None:
+    for candidate in ws.memory_dir.rglob(f"{unit_id}.md"):
+        return candidate.relative_to(ws.root).as_posix()
+    # Evicted or never in the working tree: ask git where such a file ever lived.
+    out = ws.store.repo.git.log(
+        "--format=", "--name-only", "--diff-filter=A", "HEAD", "--", f":(glob)memory/**/{unit_id}.md", f"memory/{unit_id}.md"
+    )
+    names = [line for line in out.splitlines() if line.strip()]
+    return names[0] if names else None
+
+
+def show_unit(ws: Workspace, unit_id: str) -> UnitHistory:
+    """The unit and its history.
+
+    Raises:
+        EvolveError: when no unit with that id exists now or in the history.
+    """
+    if "/" in unit_id or not unit_id or unit_id.startswith("."):
+        raise EvolveError(f"{unit_id!r} is not a unit id; ids look like ace-1a2b3c4d5e (see `evolve log`).")
+    path = _find_path(ws, unit_id)
+    if path is None:
+        raise EvolveError(f"no unit with id {unit_id!r} in memory/ or its history; see `evolve log` for ids.")
+    full = ws.root / PurePosixPath(path)
+    unit = parse_unit(path, full.read_text(encoding="utf-8")) if full.is_file() else None
+    return UnitHistory(unit_id, path, unit, ws.store.log_patches([path]))

@@ -1,0 +1,143 @@
+"""`evolve report`: one self-contained HTML page (inline SVG, no scripts, no network).
+
+It shows the violation rate per rule over training episodes (from the training logs), dev
+and holdout score per generation (from the generation records), the number of memory unit
+files over time (from git), and the recent memory and prompt commits with their diffs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import UTC, datetime
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from evolve._io import atomic_write
+from evolve.history import history
+from evolve.report._svg import line_chart
+from evolve.workspace import Workspace
+
+WINDOW = 8
+
+
+def _training_series(ws: Workspace) -> list[tuple[str, list[tuple[float, float]]]]:
+    """Violation rate per rule over training episodes (a moving window), across train logs."""
+    per_rule: dict[str, list[tuple[int, bool]]] = defaultdict(list)
+    for log in sorted(ws.runs_dir.glob("train-*.jsonl")) if ws.runs_dir.is_dir() else []:
+        for line in log.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            episode = record.get("episode")
+            if episode is None:
+                continue
+            for rule in record.get("applicable_rules", []):
+                per_rule[rule].append((int(episode), rule in record.get("violations", {})))
+    series = []
+    for rule, events in sorted(per_rule.items()):
+        events.sort()
+        pts = []
+        for i in range(len(events)):
+            window = events[max(0, i - WINDOW + 1) : i + 1]
+            pts.append((float(events[i][0]), sum(v for _, v in window) / len(window)))
+        series.append((rule, pts))
+    return series
+
+
+def _generation_series(ws: Workspace) -> tuple[list[tuple[str, list[tuple[float, float]]]], list[dict[str, Any]]]:
+    from evolve.generations import load_records
+
+    records = load_records(ws)
+    dev = [(float(r.number), r.dev.score) for r in records if r.dev is not None]
+    holdout = [(float(r.number), r.holdout.score) for r in records if r.holdout is not None]
+    rows = [
+        {"number": r.number, "verdict": r.verdict, "reason": r.reason,
+         "dev": r.dev.score if r.dev else None, "holdout": r.holdout.score if r.holdout else None}
+        for r in records
+    ]  # fmt: skip
+    return [("dev", dev), ("holdout", holdout)], rows
+
+
+def _memory_size_series(ws: Workspace) -> list[tuple[str, list[tuple[float, float]]]]:
+    """Unit files in memory/ after each commit that changed them (one git call)."""
+    out = ws.store.repo.git.log("--reverse", "--format=@%ct", "--name-status", "--no-renames", "HEAD", "--", "memory")
+    count, pts, n = 0, [], 0
+    for line in out.splitlines():
+        if line.startswith("@"):
+            if n:
+                pts.append((float(n), float(count)))
+            n += 1
+        elif line[:1] in ("A", "D") and line.rstrip().endswith(".md") and "/." not in line:
+            count += 1 if line[0] == "A" else -1
+    if n:
+        pts.append((float(n), float(count)))
+    return [("unit files", pts)]
+
+
+def build_report(ws: Workspace, *, commits: int = 10) -> str:
+    training = _training_series(ws)
+    gen_series, gen_rows = _generation_series(ws)
+    size = _memory_size_series(ws)
+    recent = ws.store.log_patches(["memory", "prompts"], max_count=commits)
+    entries = {e.commit: e for e in history(ws.store, max_count=commits)}
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    html = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>evolve report: {escape(ws.root.name)}</title>",
+        "<style>body{font-family:system-ui,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#222}"
+        "h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ddd}"
+        "pre{background:#f6f8fa;padding:.8em;overflow-x:auto;font-size:12px}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:4px 8px;font-size:13px}"
+        ".add{color:#1a7f37}.del{color:#cf222e}.empty{color:#777;font-style:italic}</style>",
+        "</head><body>",
+        f"<h1>evolve report: {escape(ws.root.name)}</h1>",
+        f"<p>persona <b>{escape(ws.config.persona)}</b>, environment {escape(ws.config.environment)}, "
+        f"agent model {escape(ws.config.models.agent)}; made {now}.</p>",
+        '<h2 id="training">Violation rate per rule over training episodes</h2>',
+        line_chart(f"moving average over {WINDOW} applicable episodes", training, y_label="violation rate",
+                   x_label="training episode", y_max=1.0),
+        '<h2 id="generations">Dev and holdout score per generation</h2>',
+        line_chart("score (holdout is reported, never used to accept)", gen_series, y_label="score",
+                   x_label="generation", y_max=1.0),
+    ]  # fmt: skip
+    if gen_rows:
+        html.append("<table><tr><th>generation</th><th>verdict</th><th>dev</th><th>holdout</th><th>reason</th></tr>")
+        for row in gen_rows:
+            dev = "" if row["dev"] is None else f"{row['dev']:.3f}"
+            hold = "" if row["holdout"] is None else f"{row['holdout']:.3f}"
+            html.append(
+                f"<tr><td>{row['number']}</td><td>{escape(row['verdict'])}</td><td>{dev}</td>"
+                f"<td>{hold}</td><td>{escape(row['reason'])}</td></tr>"
+            )
+        html.append("</table>")
+    html += [
+        '<h2 id="memory-size">Memory size over time</h2>',
+        line_chart("unit files in memory/", size, y_label="files", x_label="memory commit"),
+        '<h2 id="commits">Recent memory and prompt commits</h2>',
+    ]
+    if not recent:
+        html.append('<p class="empty">No memory or prompt commits yet.</p>')
+    for info, patch in recent:
+        entry = entries.get(info.sha)
+        complaint = f"<br>complaint: {escape(entry.complaint)}" if entry and entry.complaint else ""
+        html.append(f"<h3><code>{info.sha[:10]}</code> {escape(info.subject)}</h3><p>{escape(info.time)}{complaint}</p>")
+        lines = []
+        for line in patch.splitlines():
+            cls = "add" if line.startswith("+") and not line.startswith("+++") else (
+                "del" if line.startswith("-") and not line.startswith("---") else "")
+            lines.append(f'<span class="{cls}">{escape(line)}</span>' if cls else escape(line))
+        html.append("<pre>" + "\n".join(lines) + "</pre>")
+    html.append("</body></html>")
+    return "\n".join(html) + "\n"
+
+
+def write_report(ws: Workspace, out_dir: Path | None = None) -> Path:
+    """Write `report.html` to `out_dir` (default: generations/report/, ignored by git)."""
+    folder = out_dir if out_dir is not None else ws.root / "generations" / "report"
+    path = folder / "report.html"
+    atomic_write(path, build_report(ws))
+    return path

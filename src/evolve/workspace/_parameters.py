@@ -1,0 +1,47 @@
+"""Tunable numeric parameters: ranges in `evolve.yaml` (protected), values in
+`prompts/parameters.yaml` (evolvable), so the evolve loop can change a value but never its
+bounds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evolve.errors import ConfigError
+from evolve.workspace._config import EvolveConfig, ParameterRange
+
+PARAMETERS_FILE = "prompts/parameters.yaml"
+
+
+def check_parameter(config: EvolveConfig, name: str, value: Any) -> float | int:
+    """The value if `name` is declared and `value` lies in its range, else ConfigError."""
+    spec: ParameterRange | None = config.parameters.get(name)
+    if spec is None:
+        raise ConfigError(f"parameter {name!r} is not declared under parameters: in evolve.yaml.")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"parameter {name!r} must be a number, not {value!r}.")
+    if spec.integer and float(value) != int(value):
+        raise ConfigError(f"parameter {name!r} must be a whole number, not {value!r}.")
+    if not spec.min <= value <= spec.max:
+        raise ConfigError(f"parameter {name!r} = {value} is outside its range [{spec.min:g}, {spec.max:g}].")
+    return int(value) if spec.integer else float(value)
+
+
+def load_parameters(root: Path, config: EvolveConfig) -> dict[str, float | int]:
+    """The tuned values in `prompts/parameters.yaml`, each checked against its range."""
+    path = root / PARAMETERS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{PARAMETERS_FILE} is not valid YAML.") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{PARAMETERS_FILE} must map parameter names to numbers.")
+    return {str(k): check_parameter(config, str(k), v) for k, v in data.items()}
+
+
+def max_turns(root: Path, config: EvolveConfig) -> int:
+    return int(load_parameters(root, config).get("agent.max_turns", config.agent.max_turns))

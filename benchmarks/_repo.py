@@ -33,9 +33,7 @@ def build_repo(root: Path, *, files: int, commits: int, prefix: str = "memory/")
             i = n % files
             stream.append(b"M 100644 inline %sunit-%04d.md\n" % (prefix.encode(), i))
             data(b"---\nid: unit-%04d\n---\nstatement %d revised at %d\n" % (i, i, n))
-    subprocess.run(
-        ["git", "fast-import", "--quiet"], input=b"".join(stream), cwd=root, check=True
-    )
+    subprocess.run(["git", "fast-import", "--quiet"], input=b"".join(stream), cwd=root, check=True)
     subprocess.run(["git", "checkout", "-q", "-f", "main"], cwd=root, check=True)
     for key, value in (("user.name", "bench"), ("user.email", "bench@localhost")):
         subprocess.run(["git", "config", key, value], cwd=root, check=True)

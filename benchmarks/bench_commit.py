@@ -33,7 +33,9 @@ def main() -> None:
         root = Path(tmp) / "repo"
         t0 = time.perf_counter()
         build_repo(root, files=args.files, commits=args.commits)
-        print(f"built {args.files} files / {args.commits} commits in {time.perf_counter() - t0:.1f}s")
+        print(
+            f"built {args.files} files / {args.commits} commits in {time.perf_counter() - t0:.1f}s"
+        )
         store = GitStore(root)
         cli: list[float] = []
         ours: list[float] = []

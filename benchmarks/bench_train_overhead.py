@@ -49,10 +49,18 @@ def run(count: int, episodes: int) -> tuple[float, float, dict[str, float]]:
         reader = UnitReader(ws.root)
         applier = MemoryApplier(ws, SCOPE)
         reader.load()  # the first read parses every file; later episodes re-read changes only
-        steps: dict[str, list[float]] = {k: [] for k in ("read", "render", "update", "apply", "commit")}
+        steps: dict[str, list[float]] = {
+            k: [] for k in ("read", "render", "update", "apply", "commit")
+        }
         totals, plain = [], []
         for n in range(episodes):
-            reply = json.dumps({"precedents": [{"key": "sms.signoff", "sentence": f"Sign texts with variant {n}."}]})
+            reply = json.dumps(
+                {
+                    "precedents": [
+                        {"key": "sms.signoff", "sentence": f"Sign texts with variant {n}."}
+                    ]
+                }
+            )
             t0 = time.perf_counter()
             units = reader.load()
             visible = in_scope(units, SCOPE)
@@ -71,14 +79,18 @@ def run(count: int, episodes: int) -> tuple[float, float, dict[str, float]]:
             ws.store.commit(result.paths, f"tepa: episode {n}", trailers={"Evolve-Episode": str(n)})
             applier.done()
             t5 = time.perf_counter()
-            for key, (a, b) in zip(steps, ((t0, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5)), strict=True):
+            for key, (a, b) in zip(
+                steps, ((t0, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5)), strict=True
+            ):
                 steps[key].append(b - a)
             totals.append(t5 - t0)
             # The same shape of change (one new file, one changed file) through the git CLI.
             new = ws.root / "memory" / "alex" / f"plain-{n}.md"
             new.write_text(f"plain {n}\n", encoding="utf-8")
             changed = ws.root / "memory" / "alex" / f"tepa-seed{n % max(count, 1):05d}.md"
-            changed.write_text(changed.read_text(encoding="utf-8") + f"\nplain {n}\n", encoding="utf-8")
+            changed.write_text(
+                changed.read_text(encoding="utf-8") + f"\nplain {n}\n", encoding="utf-8"
+            )
             t6 = time.perf_counter()
             subprocess.run(["git", "add", "--", str(new), str(changed)], cwd=ws.root, check=True)
             subprocess.run(["git", "commit", "-q", "-m", f"plain {n}"], cwd=ws.root, check=True)
@@ -92,7 +104,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=30)
     parser.add_argument("--sizes", type=int, nargs="*", default=[10, 100, 1000])
     args = parser.parse_args()
-    print(f"{'units':>6} {'harness ms':>11} {'git add+commit ms':>18} {'ratio':>6}   steps (median ms)")
+    print(
+        f"{'units':>6} {'harness ms':>11} {'git add+commit ms':>18} {'ratio':>6}   steps (median ms)"
+    )
     for count in args.sizes:
         total, plain, steps = run(count, args.episodes)
         detail = " ".join(f"{k}={v:.2f}" for k, v in steps.items())

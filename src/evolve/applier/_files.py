@@ -11,7 +11,9 @@ from evolve.workspace import Workspace
 EVOLVABLE = ("memory/", "prompts/")
 
 
-def check_files(ws: Workspace, changes: Mapping[str, bytes | None], allowed: tuple[str, ...] = EVOLVABLE) -> None:
+def check_files(
+    ws: Workspace, changes: Mapping[str, bytes | None], allowed: tuple[str, ...] = EVOLVABLE
+) -> None:
     """Refuse (raise PathRefused) if any path is protected, escapes, or is not evolvable."""
     for path in changes:
         ws.check_writable(path, allowed=allowed)

@@ -45,7 +45,9 @@ class MemoryApplier:
         self.ws = ws
         self.scope = scope
 
-    def check(self, op: Op, existing: dict[str, MemoryUnit], tombstones: Sequence[MemoryUnit]) -> str | None:
+    def check(
+        self, op: Op, existing: dict[str, MemoryUnit], tombstones: Sequence[MemoryUnit]
+    ) -> str | None:
         """None if `op` may be written, else the reason it is refused."""
         unit = op.unit
         if unit.scope != self.scope:
@@ -81,12 +83,16 @@ class MemoryApplier:
         The caller commits `result.paths` and then calls :meth:`done`.
         """
         existing = {u.id: u for u in units if u.scope == self.scope}
-        tombstones = [u for u in units if u.status == "tombstoned" and u.scope in (self.scope, "global")]
+        tombstones = [
+            u for u in units if u.status == "tombstoned" and u.scope in (self.scope, "global")
+        ]
         result = ApplyResult()
         for op in ops:
             reason = self.check(op, existing, tombstones)
             if reason is not None:
-                result.refused.append(Refusal(op=op.op, what=op.unit.text[:80] or op.id, reason=reason))
+                result.refused.append(
+                    Refusal(op=op.op, what=op.unit.text[:80] or op.id, reason=reason)
+                )
                 continue
             result.applied.append(op)
             if op.op == "evict":

@@ -9,7 +9,15 @@ from pydantic import BaseModel, ConfigDict
 from evolve.memory import MemoryUnit
 
 OpName = Literal[
-    "add", "modify", "revoke", "reactivate", "evict", "rewrite", "tag", "tombstone", "approve",
+    "add",
+    "modify",
+    "revoke",
+    "reactivate",
+    "evict",
+    "rewrite",
+    "tag",
+    "tombstone",
+    "approve",
     "restore",
 ]
 # Ops that put (possibly new) text in front of the agent: tombstones are checked for these.

@@ -64,13 +64,23 @@ def plan_prompt_changes(
         clean = [" ".join(str(g).split()) for g in guidance if str(g).strip()]
         new = with_guidance(current, clean)
         if len(new) > max_chars:
-            out.refused.append(Refusal(op="guidance", what=SYSTEM, reason=f"{SYSTEM} would be {len(new)} characters, over the cap of {max_chars}"))
+            out.refused.append(
+                Refusal(
+                    op="guidance",
+                    what=SYSTEM,
+                    reason=f"{SYSTEM} would be {len(new)} characters, over the cap of {max_chars}",
+                )
+            )
         elif new != current:
             out.files[SYSTEM] = new.encode("utf-8")
     for edit in edits:
         path, content = edit.get("path"), edit.get("content")
         if not isinstance(path, str) or not isinstance(content, str):
-            out.refused.append(Refusal(op="edit", what=str(path)[:80], reason="an edit needs a path and text content"))
+            out.refused.append(
+                Refusal(
+                    op="edit", what=str(path)[:80], reason="an edit needs a path and text content"
+                )
+            )
             continue
         try:
             ws.check_writable(path, allowed=("prompts/",))
@@ -78,10 +88,18 @@ def plan_prompt_changes(
             out.refused.append(Refusal(op="edit", what=path, reason=str(exc)))
             continue
         if not path.endswith(".md") or path == PARAMETERS_FILE:
-            out.refused.append(Refusal(op="edit", what=path, reason="only Markdown prompt files may be edited"))
+            out.refused.append(
+                Refusal(op="edit", what=path, reason="only Markdown prompt files may be edited")
+            )
             continue
         if len(content) > max_chars:
-            out.refused.append(Refusal(op="edit", what=path, reason=f"{len(content)} characters, over the cap of {max_chars}"))
+            out.refused.append(
+                Refusal(
+                    op="edit",
+                    what=path,
+                    reason=f"{len(content)} characters, over the cap of {max_chars}",
+                )
+            )
             continue
         out.files[path] = content.encode("utf-8")
     if parameters:

@@ -31,9 +31,9 @@ def workspace_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(
-        func
-    )
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON document on stdout."
+    )(func)
 
 
 def open_workspace(path: Path | None) -> Workspace:

@@ -8,7 +8,14 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from evolve.cli._common import emit_json, json_option, open_workspace, stderr, stdout, workspace_option
+from evolve.cli._common import (
+    emit_json,
+    json_option,
+    open_workspace,
+    stderr,
+    stdout,
+    workspace_option,
+)
 from evolve.generations import EvolveResult, GenerationRecord, evolve
 
 
@@ -43,18 +50,31 @@ def print_result(result: EvolveResult) -> None:
 
 
 @click.command("evolve")
-@click.option("--generations", type=click.IntRange(1, 50), help="How many generations (default: gate.generations, at most gate.max_generations).")
-@click.option("--dry-run", is_flag=True, help="Run in a temporary clone; print the diff and the verdict; change nothing.")
+@click.option(
+    "--generations",
+    type=click.IntRange(1, 50),
+    help="How many generations (default: gate.generations, at most gate.max_generations).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Run in a temporary clone; print the diff and the verdict; change nothing.",
+)
 @json_option
 @workspace_option
-def evolve_cmd(generations: int | None, dry_run: bool, as_json: bool, workspace: Path | None) -> None:
+def evolve_cmd(
+    generations: int | None, dry_run: bool, as_json: bool, workspace: Path | None
+) -> None:
     """Run gated generations: train a batch, let the reflector propose prompt edits, and keep
     the generation only if the workspace tests pass and the dev score improves by a paired
     bootstrap; otherwise reset to its base. Holdout is scored and reported, never used to
     accept."""
     ws = open_workspace(workspace)
     result = evolve(
-        ws, generations=generations, dry_run=dry_run, progress=None if as_json else (lambda m: stderr.print(m, style="dim"))
+        ws,
+        generations=generations,
+        dry_run=dry_run,
+        progress=None if as_json else (lambda m: stderr.print(m, style="dim")),
     )
     if as_json:
         emit_json(

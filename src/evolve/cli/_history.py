@@ -17,7 +17,14 @@ from evolve.review import approve, list_pending, reject
 
 @click.command("log")
 @click.argument("paths", nargs=-1)
-@click.option("-n", "--max-count", type=click.IntRange(0), default=50, show_default=True, help="How many commits (0: all).")
+@click.option(
+    "-n",
+    "--max-count",
+    type=click.IntRange(0),
+    default=50,
+    show_default=True,
+    help="How many commits (0: all).",
+)
 @json_option
 @workspace_option
 def log_cmd(paths: tuple[str, ...], max_count: int, as_json: bool, workspace: Path | None) -> None:
@@ -63,26 +70,44 @@ def show_cmd(unit_id: str, as_json: bool, workspace: Path | None) -> None:
     if u is None:
         stdout.print(f"[bold]{h.unit_id}[/bold] ({h.path}) no longer exists (evicted or removed).")
     else:
-        stdout.print(f"[bold]{u.id}[/bold] {u.recipe}/{u.kind} [{u.status}] scope {u.scope}  ({h.path})")
+        stdout.print(
+            f"[bold]{u.id}[/bold] {u.recipe}/{u.kind} [{u.status}] scope {u.scope}  ({h.path})"
+        )
         stdout.print(f"  {escape(u.text)}")
-        held = f"held from {u.valid_from or '?'}" + (f" to {u.valid_to}" if u.valid_to else " (still holds)")
-        stdout.print(f"  {held}; created at episode {u.created_episode}, updated at episode {u.updated_episode}")
+        held = f"held from {u.valid_from or '?'}" + (
+            f" to {u.valid_to}" if u.valid_to else " (still holds)"
+        )
+        stdout.print(
+            f"  {held}; created at episode {u.created_episode}, updated at episode {u.updated_episode}"
+        )
         if u.status == "tombstoned":
-            stdout.print(f"  tombstone: {escape(u.reason or '')} (reverted commit {(u.reverted_commit or '-')[:10]})")
+            stdout.print(
+                f"  tombstone: {escape(u.reason or '')} (reverted commit {(u.reverted_commit or '-')[:10]})"
+            )
         if u.revoked_by:
             stdout.print(f"  revoked by {u.revoked_by} at episode {u.revoked_at}")
     for info, patch in h.commits:
-        stdout.print(f"\n[yellow]{info.sha[:10]}[/yellow] {info.time} (learned) {escape(info.subject)}")
+        stdout.print(
+            f"\n[yellow]{info.sha[:10]}[/yellow] {info.time} (learned) {escape(info.subject)}"
+        )
         stdout.print(escape(patch), highlight=False)
 
 
 @click.command("memory")
-@click.option("--as-of", "as_of", default="HEAD", show_default=True, help="A commit, or a date (YYYY-MM-DD or ISO time).")
+@click.option(
+    "--as-of",
+    "as_of",
+    default="HEAD",
+    show_default=True,
+    help="A commit, or a date (YYYY-MM-DD or ISO time).",
+)
 @click.option("--scope", help="user:<persona> or global (default: the workspace's persona).")
 @click.option("--persona", help="Shorthand for --scope user:<persona>.")
 @json_option
 @workspace_option
-def memory_cmd(as_of: str, scope: str | None, persona: str | None, as_json: bool, workspace: Path | None) -> None:
+def memory_cmd(
+    as_of: str, scope: str | None, persona: str | None, as_json: bool, workspace: Path | None
+) -> None:
     """Memory exactly as the agent receives it, now or at any earlier commit or date."""
     ws = open_workspace(workspace)
     if scope is not None and persona is not None:
@@ -139,8 +164,14 @@ def review_list(as_json: bool, workspace: Path | None) -> None:
     if as_json:
         emit_json(
             [
-                {"id": i.unit.id, "scope": i.unit.scope, "text": i.unit.text, "supersedes": i.unit.supersedes,
-                 "complaint": i.complaint, "commit": i.commit}
+                {
+                    "id": i.unit.id,
+                    "scope": i.unit.scope,
+                    "text": i.unit.text,
+                    "supersedes": i.unit.supersedes,
+                    "complaint": i.complaint,
+                    "commit": i.commit,
+                }
                 for i in items
             ]  # fmt: skip
         )
@@ -174,7 +205,12 @@ def review_reject(unit_id: str, workspace: Path | None) -> None:
 
 
 @click.command("report")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), help="Folder for report.html (default: generations/report/).")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for report.html (default: generations/report/).",
+)
 @workspace_option
 def report_cmd(out_dir: Path | None, workspace: Path | None) -> None:
     """Write a self-contained HTML report: violations per rule over training, dev and holdout

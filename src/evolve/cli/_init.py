@@ -26,9 +26,23 @@ def init_cmd(directory: Path, persona: str | None) -> None:
 
 
 @click.command("demo")
-@click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default="evolve-demo")
-@click.option("--episodes", type=click.IntRange(1, 1000), default=4, show_default=True, help="Training episodes before the gated generations.")
-@click.option("--generations", type=click.IntRange(1, 5), default=2, show_default=True, help="Gated generations to run.")
+@click.argument(
+    "directory", type=click.Path(file_okay=False, path_type=Path), default="evolve-demo"
+)
+@click.option(
+    "--episodes",
+    type=click.IntRange(1, 1000),
+    default=4,
+    show_default=True,
+    help="Training episodes before the gated generations.",
+)
+@click.option(
+    "--generations",
+    type=click.IntRange(1, 5),
+    default=2,
+    show_default=True,
+    help="Gated generations to run.",
+)
 def demo_cmd(directory: Path, episodes: int, generations: int) -> None:
     """Create a workspace in DIRECTORY and run the main job on the embedded default:
     score dev, train on the stream (one commit per changing episode), score dev again, then
@@ -39,7 +53,9 @@ def demo_cmd(directory: Path, episodes: int, generations: int) -> None:
     (docs/sim.md): its scores show the harness at work, not how good any real model is.
     """
     ws = init_workspace(directory)
-    stdout.print(f"created workspace {ws.root} (persona {ws.config.persona}, model sim, recipe {ws.config.train.recipe})")
+    stdout.print(
+        f"created workspace {ws.root} (persona {ws.config.persona}, model sim, recipe {ws.config.train.recipe})"
+    )
     with progress_bar("dev before training") as progress:
         before = run_split(ws, "dev", progress=progress)
     print_report(before, "dev split before training (empty memory)")
@@ -52,7 +68,9 @@ def demo_cmd(directory: Path, episodes: int, generations: int) -> None:
     with progress_bar("dev after training") as progress:
         after = run_split(ws, "dev", progress=progress)
     print_report(after, "dev split after training")
-    stdout.print(f"\n{generations} gated generation(s) (train a batch, reflect, gate on dev; holdout reported):")
+    stdout.print(
+        f"\n{generations} gated generation(s) (train a batch, reflect, gate on dev; holdout reported):"
+    )
     result = evolve(ws, generations=generations, progress=lambda m: stderr.print(m, style="dim"))
     print_result(result)
     stdout.print(

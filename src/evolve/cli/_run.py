@@ -45,11 +45,22 @@ def print_report(report: SplitReport, title: str | None = None) -> None:
 
 @click.command("run")
 @click.option("--split", type=click.Choice(SPLITS), required=True, help="Which split to score.")
-@click.option("--model", help="Agent model (default: models.agent in evolve.yaml), e.g. sim, openai/gpt-4o-mini.")
+@click.option(
+    "--model",
+    help="Agent model (default: models.agent in evolve.yaml), e.g. sim, openai/gpt-4o-mini.",
+)
 @click.option("--runs", type=click.IntRange(1, 50), help="Runs per task (default: run.runs).")
-@click.option("--concurrency", type=click.IntRange(1, 64), help="Episodes in parallel (default: run.concurrency).")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 64),
+    help="Episodes in parallel (default: run.concurrency).",
+)
 @click.option("--persona", help="Whose preferences to score (default: persona in evolve.yaml).")
-@click.option("--inject", type=click.Choice(INJECT_MODES), help="Memory injection mode (default: memory.inject).")
+@click.option(
+    "--inject",
+    type=click.Choice(INJECT_MODES),
+    help="Memory injection mode (default: memory.inject).",
+)
 @json_option
 @workspace_option
 def run_cmd(

@@ -7,16 +7,38 @@ from typing import Any
 
 import click
 
-from evolve.cli._common import emit_json, json_option, open_workspace, progress_bar, stdout, workspace_option
+from evolve.cli._common import (
+    emit_json,
+    json_option,
+    open_workspace,
+    progress_bar,
+    stdout,
+    workspace_option,
+)
 from evolve.train import train
 from evolve.updaters import RECIPES
 
 
 @click.command("train")
-@click.option("--recipe", type=click.Choice(sorted(RECIPES)), help="Update recipe (default: train.recipe).")
-@click.option("--episodes", type=click.IntRange(1, 100_000), help="Train up to this episode of the stream (default: train.episodes).")
-@click.option("--feedback", type=click.Choice(["instance", "corrective"]), help="Complaint tier (default: train.feedback).")
-@click.option("--review", is_flag=True, default=None, help="Write new and changed units as pending, for `evolve review`.")
+@click.option(
+    "--recipe", type=click.Choice(sorted(RECIPES)), help="Update recipe (default: train.recipe)."
+)
+@click.option(
+    "--episodes",
+    type=click.IntRange(1, 100_000),
+    help="Train up to this episode of the stream (default: train.episodes).",
+)
+@click.option(
+    "--feedback",
+    type=click.Choice(["instance", "corrective"]),
+    help="Complaint tier (default: train.feedback).",
+)
+@click.option(
+    "--review",
+    is_flag=True,
+    default=None,
+    help="Write new and changed units as pending, for `evolve review`.",
+)
 @click.option("--seed", type=int, help="Stream seed (default: train.seed).")
 @click.option("--persona", help="Whose preferences to learn (default: persona in evolve.yaml).")
 @json_option

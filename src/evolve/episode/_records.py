@@ -31,7 +31,7 @@ class TurnRecord(_Record):
 class EpisodeRecord(_Record):
     """Everything one episode did and how it was judged. Credentials are redacted."""
 
-    schema_version: Literal[1] = EPISODE_SCHEMA
+    schema_version: Literal[1] = 1
     task_id: str
     family: str
     split: str

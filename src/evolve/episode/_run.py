@@ -68,7 +68,9 @@ def run_episode(
         failures = setup.verifier(result.trace.calls)
         if not failures:
             break
-        note = "Your previous attempt at this task failed these checks:\n" + "\n".join(f"- {f}" for f in failures)
+        note = "Your previous attempt at this task failed these checks:\n" + "\n".join(
+            f"- {f}" for f in failures
+        )
         result = _attempt(
             env, llm, task, setup, history=history, seed=seed, run=run, episode=episode,
             attempt=attempt, extra_memory=note,

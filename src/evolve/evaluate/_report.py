@@ -83,7 +83,11 @@ class SplitReport:
             "task_success_rate": round(self.task_success_rate, 4),
             "violation_rate": round(self.violation_rate, 4),
             "rules": {
-                rule: {"violations": r.violations, "applicable": r.applicable, "rate": round(r.rate, 4)}
+                rule: {
+                    "violations": r.violations,
+                    "applicable": r.applicable,
+                    "rate": round(r.rate, 4),
+                }
                 for rule, r in self.rule_rates().items()
             },
             "tokens": self.tokens,

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from evolve._io import canonical_json, derive_seed
 from evolve.envs import Environment, Split, Task, make_env
-from evolve.errors import UnknownName
 from evolve.episode import EpisodeRecord, EpisodeSetup, run_episode
+from evolve.errors import UnknownName
 from evolve.evaluate._report import SplitReport
 from evolve.evaluate._setup import InjectMode, episode_setup
 from evolve.llm import LLM, make_llm

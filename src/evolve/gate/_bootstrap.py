@@ -50,7 +50,9 @@ def paired_gain(
     rng = random.Random(f"bootstrap|{seed}")
     n = len(per_task)
     # Rounded so that float noise (a sum of thirds landing at 1e-17) never reads as a gain.
-    means = sorted(round(sum(per_task[rng.randrange(n)] for _ in range(n)) / n, 9) for _ in range(samples))
+    means = sorted(
+        round(sum(per_task[rng.randrange(n)] for _ in range(n)) / n, 9) for _ in range(samples)
+    )
     tail = (1.0 - confidence) / 2.0
     low = means[int(tail * (samples - 1))]
     high = means[int((1.0 - tail) * (samples - 1))]

@@ -12,8 +12,8 @@ import io
 import os
 import shutil
 import subprocess
-import tarfile
 import sys
+import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,9 +60,14 @@ class Gate:
         g = e.dev_gain
         interval = f"dev gain {g.mean:+.3f} [{g.low:+.3f}, {g.high:+.3f}]"
         if g.low <= e.min_gain:
-            return Verdict(False, f"score did not improve: {interval}; the lower bound must exceed {e.min_gain:+.3f}")
+            return Verdict(
+                False,
+                f"score did not improve: {interval}; the lower bound must exceed {e.min_gain:+.3f}",
+            )
         if e.prompt_chars > e.max_prompt_chars:
-            return Verdict(False, f"prompt size {e.prompt_chars} exceeds the cap {e.max_prompt_chars}")
+            return Verdict(
+                False, f"prompt size {e.prompt_chars} exceeds the cap {e.max_prompt_chars}"
+            )
         if e.base_tokens > 0 and e.candidate_tokens > e.max_token_factor * e.base_tokens:
             return Verdict(
                 False,
@@ -72,7 +77,9 @@ class Gate:
         return Verdict(True, f"accepted: {interval}")
 
 
-def run_workspace_tests(store: GitStore, base: str, candidate: str, protected: tuple[str, ...]) -> tuple[bool, str]:
+def run_workspace_tests(
+    store: GitStore, base: str, candidate: str, protected: tuple[str, ...]
+) -> tuple[bool, str]:
     """Run the workspace's `tests/` as they were at `base`, against the candidate's files.
 
     The candidate tree is exported to a temporary folder and every protected path is

@@ -112,7 +112,9 @@ def _generation(
         sid = stream_id(cfg.persona, cfg.train.recipe, cfg.train.seed, cfg.train.feedback)
         last = last_episode(ws, sid)
         start = max(0 if last is None else last + 1, stream_end or 0)
-        say(f"generation {number}: training episodes {start}..{start + cfg.gate.train_episodes - 1}")
+        say(
+            f"generation {number}: training episodes {start}..{start + cfg.gate.train_episodes - 1}"
+        )
         report = train(
             ws, episodes=start + cfg.gate.train_episodes, start_at=start, generation=number,
             take_lock=False, agent_llm=models.agent, updater_llm=models.updater,
@@ -120,10 +122,22 @@ def _generation(
         stream_end = start + cfg.gate.train_episodes
         for outcome in report.outcomes:
             if outcome.commit:
-                changes.append(ChangeRecord(kind="memory", commit=outcome.commit, subject=store.commit_info(outcome.commit).subject))
+                changes.append(
+                    ChangeRecord(
+                        kind="memory",
+                        commit=outcome.commit,
+                        subject=store.commit_info(outcome.commit).subject,
+                    )
+                )
 
-    say(f"generation {number}: reflecting on {sum(not e.accepted for e in dev_base.episodes)} failed dev episodes")
-    system = (ws.root / "prompts" / "system.md").read_text(encoding="utf-8") if (ws.root / "prompts" / "system.md").is_file() else ""
+    say(
+        f"generation {number}: reflecting on {sum(not e.accepted for e in dev_base.episodes)} failed dev episodes"
+    )
+    system = (
+        (ws.root / "prompts" / "system.md").read_text(encoding="utf-8")
+        if (ws.root / "prompts" / "system.md").is_file()
+        else ""
+    )
     proposal = Reflector(models.reflector).propose(
         _failures(dev_base),
         guidance_of(system),
@@ -145,7 +159,9 @@ def _generation(
         )  # fmt: skip
         journal_end(store)
         if sha:
-            changes.append(ChangeRecord(kind="prompt", commit=sha, subject=store.commit_info(sha).subject))
+            changes.append(
+                ChangeRecord(kind="prompt", commit=sha, subject=store.commit_info(sha).subject)
+            )
 
     candidate = store.head()
     assert candidate is not None
@@ -197,7 +213,9 @@ def _generation(
         dev=score_record(dev.summary()),
         holdout_base=score_record(hold_base.summary()),
         holdout=score_record(holdout.summary()),
-        dev_gain=GainRecord(mean=gain.mean, low=gain.low, high=gain.high, tasks=gain.tasks, pairs=gain.pairs),
+        dev_gain=GainRecord(
+            mean=gain.mean, low=gain.low, high=gain.high, tasks=gain.tasks, pairs=gain.pairs
+        ),
         prompt_sizes=sizes,
         protected_hash=base_hash,
         protected_hash_candidate=cand_hash,
@@ -236,7 +254,9 @@ def _run(
         record = _generation(ws, env, number, models, scorer, gate, stream_end, dry_run, say)
         stream_end = record.stream_end
         if diffs is not None and record.candidate != record.base:
-            diffs[number] = ws.store.repo.git.diff(record.base, record.candidate, "--", "memory", "prompts")
+            diffs[number] = ws.store.repo.git.diff(
+                record.base, record.candidate, "--", "memory", "prompts"
+            )
         if not dry_run:
             save_record(ws, record)
         say(f"generation {number}: {record.verdict} ({record.reason})")
@@ -248,7 +268,9 @@ def _check_clean(ws: Workspace) -> None:
     dirty = ws.store.dirty_paths()
     if dirty:
         shown = ", ".join(dirty[:8]) + (" ..." if len(dirty) > 8 else "")
-        raise EvolveError(f"the workspace has uncommitted changes ({shown}); commit or discard them before evolving.")
+        raise EvolveError(
+            f"the workspace has uncommitted changes ({shown}); commit or discard them before evolving."
+        )
 
 
 def evolve(
@@ -284,17 +306,31 @@ def evolve(
         first = (previous[-1].number + 1) if previous else 1
         stream_end = previous[-1].stream_end if previous else None
         if not dry_run:
-            records = _run(ws, count, first, stream_end, dry_run=False, gate=gate, models=models, say=say)
+            records = _run(
+                ws, count, first, stream_end, dry_run=False, gate=gate, models=models, say=say
+            )
             refresh_commit_graph(store)
             return EvolveResult(records)
         tmp = Path(tempfile.mkdtemp(prefix="evolve-dry-run-"))
         try:
             clone = tmp / "ws"
-            subprocess.run(["git", "clone", "--quiet", "--shared", str(ws.root), str(clone)], check=True, capture_output=True)
+            subprocess.run(
+                ["git", "clone", "--quiet", "--shared", str(ws.root), str(clone)],
+                check=True,
+                capture_output=True,
+            )
             inner = Workspace(clone)
             diffs: dict[int, str] = {}
             records = _run(
-                inner, count, first, stream_end, dry_run=True, gate=gate, models=models, say=say, diffs=diffs
+                inner,
+                count,
+                first,
+                stream_end,
+                dry_run=True,
+                gate=gate,
+                models=models,
+                say=say,
+                diffs=diffs,
             )
             return EvolveResult(records, dry_run=True, diffs=diffs)
         finally:

@@ -49,7 +49,7 @@ class ChangeRecord(_Record):
 class GenerationRecord(_Record):
     """Everything a person needs to audit one generation."""
 
-    schema_version: Literal[1] = GENERATION_SCHEMA
+    schema_version: Literal[1] = 1
     number: int
     started: str
     finished: str
@@ -84,7 +84,11 @@ class GenerationRecord(_Record):
             f"- reason: {self.reason}",
             f"- base {self.base[:10]} -> candidate {self.candidate[:10]}; HEAD after: {self.final[:10]}",
             f"- dev: {s(self.dev_base)} -> {s(self.dev)}"
-            + (f" (paired gain {gain.mean:+.3f}, interval [{gain.low:+.3f}, {gain.high:+.3f}])" if gain else ""),
+            + (
+                f" (paired gain {gain.mean:+.3f}, interval [{gain.low:+.3f}, {gain.high:+.3f}])"
+                if gain
+                else ""
+            ),
             f"- holdout (reported, never used to accept): {s(self.holdout_base)} -> {s(self.holdout)}",
             f"- workspace tests: {'passed' if self.tests_passed else 'FAILED'}",
             f"- prompt sizes: {', '.join(f'{k} {v}' for k, v in sorted(self.prompt_sizes.items()))}",
@@ -106,7 +110,10 @@ def save_record(ws: Workspace, record: GenerationRecord) -> None:
     atomic_write(folder / f"{name}.md", record.summary_markdown())
     ws.store.write_side_ref(
         RECORDS_REF,
-        {f"{name}.json": data.encode("utf-8"), f"{name}.md": record.summary_markdown().encode("utf-8")},
+        {
+            f"{name}.json": data.encode("utf-8"),
+            f"{name}.md": record.summary_markdown().encode("utf-8"),
+        },
         f"generation {record.number}: {record.verdict}",
     )
 
@@ -121,7 +128,9 @@ def load_records(ws: Workspace) -> list[GenerationRecord]:
         try:
             records.append(GenerationRecord.model_validate(json.loads(raw)))
         except (ValidationError, ValueError) as exc:
-            raise EvolveError(f"generation record {path} in {RECORDS_REF} is malformed: {exc}") from exc
+            raise EvolveError(
+                f"generation record {path} in {RECORDS_REF} is malformed: {exc}"
+            ) from exc
     return sorted(records, key=lambda r: r.number)
 
 

@@ -27,7 +27,9 @@ def resolve_as_of(store: GitStore, rev: str) -> str:
         except git.GitCommandError:
             out = ""
         if not out:
-            raise EvolveError(f"the workspace has no commit at or before {rev}; it did not exist yet.")
+            raise EvolveError(
+                f"the workspace has no commit at or before {rev}; it did not exist yet."
+            )
         return str(out)
     return store.rev_parse(rev)
 

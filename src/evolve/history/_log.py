@@ -60,7 +60,9 @@ def to_entry(info: CommitInfo) -> LogEntry:
     )
 
 
-def history(store: GitStore, paths: Sequence[str] = (), *, max_count: int | None = 50) -> list[LogEntry]:
+def history(
+    store: GitStore, paths: Sequence[str] = (), *, max_count: int | None = 50
+) -> list[LogEntry]:
     """Commits that touched `paths` (default: memory/ and prompts/), newest first."""
     return [to_entry(info) for info in store.log(list(paths) or list(TRACKED), max_count=max_count)]
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from evolve.applier import journal_end, recover, write_files
 from evolve.errors import EvolveError
+from evolve.history._log import refresh_commit_graph
 from evolve.memory import MemoryUnit, dump_unit, parse_unit, unit_path
 from evolve.memory._similarity import normalize
 from evolve.store import KIND, OPS, PERSONA, format_ops
@@ -48,7 +49,9 @@ def revert(ws: Workspace, rev: str, *, reason: str | None = None) -> RevertResul
         recover(store)
         dirty = store.dirty_paths(["memory", "prompts"])
         if dirty:
-            raise EvolveError(f"memory/ or prompts/ has uncommitted changes ({', '.join(dirty[:5])}); commit or discard them first.")
+            raise EvolveError(
+                f"memory/ or prompts/ has uncommitted changes ({', '.join(dirty[:5])}); commit or discard them first."
+            )
         info = store.commit_info(rev)
         short = info.sha[:10]
         if info.trailers.get(KIND) == "revert":
@@ -56,11 +59,15 @@ def revert(ws: Workspace, rev: str, *, reason: str | None = None) -> RevertResul
                 f"{short} is itself a revert; to bring its units back, edit memory/ by hand or retrain."
             )
         if len(info.parents) != 1 or info.trailers.get(KIND) == "init":
-            raise EvolveError(f"{short} is not a memory or prompt commit; pick one from `evolve log`.")
+            raise EvolveError(
+                f"{short} is not a memory or prompt commit; pick one from `evolve log`."
+            )
         parent = info.parents[0]
         changed = store.changed_paths(parent, info.sha, ["memory", "prompts"])
         if not changed:
-            raise EvolveError(f"{short} changed nothing in memory/ or prompts/; pick a commit from `evolve log`.")
+            raise EvolveError(
+                f"{short} changed nothing in memory/ or prompts/; pick a commit from `evolve log`."
+            )
         head = store.head()
         assert head is not None
         changes: dict[str, bytes | None] = {}
@@ -71,7 +78,11 @@ def revert(ws: Workspace, rev: str, *, reason: str | None = None) -> RevertResul
             before, after = store.read(parent, path), store.read(info.sha, path)
             if store.read(head, path) != after:
                 later = store.first_touch_after(info.sha, path)
-                name = f"{later[:10]} ({store.commit_info(later).subject})" if later else "a later commit"
+                name = (
+                    f"{later[:10]} ({store.commit_info(later).subject})"
+                    if later
+                    else "a later commit"
+                )
                 raise EvolveError(
                     f"cannot revert {short} cleanly: {name} changed {path} since; revert that commit first."
                 )
@@ -81,23 +92,42 @@ def revert(ws: Workspace, rev: str, *, reason: str | None = None) -> RevertResul
                 continue
             if old is not None and normalize(old.text) == normalize(new.text):
                 continue  # only counters or status changed: nothing taught to refuse
-            stone = new.with_(status="tombstoned", reason=why, reverted_commit=info.sha, valid_to=now)
+            stone = new.with_(
+                status="tombstoned", reason=why, reverted_commit=info.sha, valid_to=now
+            )
             if old is not None:
                 stone = stone.with_(id=f"{new.id[:55]}-t{info.sha[:7]}")
             tombstones.append(stone)
             changes[str(unit_path(stone.scope, stone.id))] = dump_unit(stone).encode("utf-8")
         paths = write_files(ws, changes)
-        ops = [("restore" if changes[p] is not None else "remove", p.rsplit("/", 1)[-1].removesuffix(".md")) for p in paths]
+        ops = [
+            (
+                "restore" if changes[p] is not None else "remove",
+                p.rsplit("/", 1)[-1].removesuffix(".md"),
+            )
+            for p in paths
+        ]
         ops = [op for op in ops if op[1] not in {s.id for s in tombstones}]
         ops += [("tombstone", s.id) for s in tombstones]
         body = [f"Reason: {why}", "", f"Reverts: {info.subject}"]
         if tombstones:
-            body += ["", "Tombstones (refused if proposed again):", *[f"- {s.id}: {s.text[:120]}" for s in tombstones]]
+            body += [
+                "",
+                "Tombstones (refused if proposed again):",
+                *[f"- {s.id}: {s.text[:120]}" for s in tombstones],
+            ]
         trailers = [(KIND, "revert"), (REVERTS, info.sha), (OPS, format_ops(ops))]
         if PERSONA in info.trailers:
             trailers.append((PERSONA, info.trailers[PERSONA]))
-        commit = store.commit(paths, f"revert {short}: {info.subject}"[:200], body="\n".join(body), trailers=trailers)
+        commit = store.commit(
+            paths, f"revert {short}: {info.subject}"[:200], body="\n".join(body), trailers=trailers
+        )
         journal_end(store)
+        refresh_commit_graph(store)
         if commit is None:
-            raise EvolveError(f"reverting {short} changed nothing; it may have been undone by hand already.")
-        return RevertResult(info.sha, commit, [p for p in paths if changes[p] is not None], tombstones)
+            raise EvolveError(
+                f"reverting {short} changed nothing; it may have been undone by hand already."
+            )
+        return RevertResult(
+            info.sha, commit, [p for p in paths if changes[p] is not None], tombstones
+        )

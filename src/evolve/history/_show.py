@@ -25,7 +25,13 @@ class UnitHistory:
             "path": self.path,
             "unit": self.unit.model_dump(by_alias=True, exclude_none=True) if self.unit else None,
             "commits": [
-                {"commit": c.sha, "time": c.time, "subject": c.subject, "trailers": c.trailers, "diff": patch}
+                {
+                    "commit": c.sha,
+                    "time": c.time,
+                    "subject": c.subject,
+                    "trailers": c.trailers,
+                    "diff": patch,
+                }
                 for c, patch in self.commits
             ],
         }
@@ -36,7 +42,13 @@ def _find_path(ws: Workspace, unit_id: str) -> str | None:
         return candidate.relative_to(ws.root).as_posix()
     # Evicted or never in the working tree: ask git where such a file ever lived.
     out = ws.store.repo.git.log(
-        "--format=", "--name-only", "--diff-filter=A", "HEAD", "--", f":(glob)memory/**/{unit_id}.md", f"memory/{unit_id}.md"
+        "--format=",
+        "--name-only",
+        "--diff-filter=A",
+        "HEAD",
+        "--",
+        f":(glob)memory/**/{unit_id}.md",
+        f"memory/{unit_id}.md",
     )
     names = [line for line in out.splitlines() if line.strip()]
     return names[0] if names else None
@@ -49,10 +61,14 @@ def show_unit(ws: Workspace, unit_id: str) -> UnitHistory:
         EvolveError: when no unit with that id exists now or in the history.
     """
     if "/" in unit_id or not unit_id or unit_id.startswith("."):
-        raise EvolveError(f"{unit_id!r} is not a unit id; ids look like ace-1a2b3c4d5e (see `evolve log`).")
+        raise EvolveError(
+            f"{unit_id!r} is not a unit id; ids look like ace-1a2b3c4d5e (see `evolve log`)."
+        )
     path = _find_path(ws, unit_id)
     if path is None:
-        raise EvolveError(f"no unit with id {unit_id!r} in memory/ or its history; see `evolve log` for ids.")
+        raise EvolveError(
+            f"no unit with id {unit_id!r} in memory/ or its history; see `evolve log` for ids."
+        )
     full = ws.root / PurePosixPath(path)
     unit = parse_unit(path, full.read_text(encoding="utf-8")) if full.is_file() else None
     return UnitHistory(unit_id, path, unit, ws.store.log_patches([path]))

@@ -37,7 +37,9 @@ class UnitReader:
         self._cache = seen
         return [seen[rel][1] for rel in sorted(seen)]
 
-    def _walk(self, folder: Path, prefix: str, seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]]) -> None:
+    def _walk(
+        self, folder: Path, prefix: str, seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]]
+    ) -> None:
         with os.scandir(folder) as entries:
             for entry in entries:
                 rel = f"{prefix}/{entry.name}"
@@ -61,13 +63,10 @@ def load_units(root: Path) -> list[MemoryUnit]:
 
 def load_units_at(store: GitStore, rev: str) -> list[MemoryUnit]:
     """Every unit under `memory/` as it was at commit `rev` (read from git, not rebuilt)."""
-    units = []
-    for rel in store.list_files(rev, "memory"):
-        if _is_unit_path(rel):
-            raw = store.read(rev, rel)
-            if raw is not None:
-                units.append(parse_unit(rel, raw.decode("utf-8")))
-    return units
+    files = store.read_tree_files(rev, "memory")
+    return [
+        parse_unit(rel, files[rel].decode("utf-8")) for rel in sorted(files) if _is_unit_path(rel)
+    ]
 
 
 def in_scope(units: Iterable[MemoryUnit], scope: str) -> list[MemoryUnit]:

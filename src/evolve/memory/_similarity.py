@@ -14,10 +14,49 @@ import re
 from functools import lru_cache
 from typing import Protocol
 
-_NEGATIONS = frozenset({"not", "never", "no", "don't", "dont", "doesn't", "stop", "avoid", "without"})
+_NEGATIONS = frozenset(
+    {"not", "never", "no", "don't", "dont", "doesn't", "stop", "avoid", "without"}
+)
 _STOP = frozenset(
-    "a an the my i me to of and or in on at for with every each all any be is are should "
-    "must always please when you your their them that this it as by from".split()
+    [
+        "a",
+        "an",
+        "the",
+        "my",
+        "i",
+        "me",
+        "to",
+        "of",
+        "and",
+        "or",
+        "in",
+        "on",
+        "at",
+        "for",
+        "with",
+        "every",
+        "each",
+        "all",
+        "any",
+        "be",
+        "is",
+        "are",
+        "should",
+        "must",
+        "always",
+        "please",
+        "when",
+        "you",
+        "your",
+        "their",
+        "them",
+        "that",
+        "this",
+        "it",
+        "as",
+        "by",
+        "from",
+    ]
 )
 _WORD = re.compile(r"[a-z0-9$@.\[\]'-]+")
 _QUOTED = re.compile(r"['\"“‘]([^'\"”’]+)['\"”’]")

@@ -135,7 +135,11 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
     rel = PurePosixPath(path)
     if not raw.startswith("---\n"):
         return MemoryUnit(
-            id=_hand_id(rel), recipe="hand", kind="note", scope=_folder_scope(rel) or GLOBAL_SCOPE, text=raw.strip()
+            id=_hand_id(rel),
+            recipe="hand",
+            kind="note",
+            scope=_folder_scope(rel) or GLOBAL_SCOPE,
+            text=raw.strip(),
         )
     end = raw.find("\n---\n", 3)
     if end < 0:
@@ -157,7 +161,9 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err.get("loc", ())) or "?"
-        what = "unknown field" if err.get("type") == "extra_forbidden" else err.get("msg", "invalid")
+        what = (
+            "unknown field" if err.get("type") == "extra_forbidden" else err.get("msg", "invalid")
+        )
         raise MalformedUnit(f"{path}: field '{loc}': {what}.") from exc
     folder = _folder_scope(rel)
     if folder is not None and folder != unit.scope:

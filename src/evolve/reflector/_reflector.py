@@ -61,15 +61,23 @@ class Reflector:
         max_chars: int,
         seed: int,
     ) -> PromptProposal:
-        template = Template(resources.files("evolve.reflector").joinpath("prompts", "reflector.md").read_text("utf-8"))
+        template = Template(
+            resources.files("evolve.reflector")
+            .joinpath("prompts", "reflector.md")
+            .read_text("utf-8")
+        )
         prompt = template.safe_substitute(
             failures=summarize_failures(failures),
             guidance="\n".join(f"- {g}" for g in guidance) or "(empty)",
-            parameters=", ".join(f"{k} in [{lo:g}, {hi:g}]" for k, (lo, hi) in parameters.items()) or "(none)",
+            parameters=", ".join(f"{k} in [{lo:g}, {hi:g}]" for k, (lo, hi) in parameters.items())
+            or "(none)",
             max_chars=str(max_chars),
         )
         completion = self.llm.complete(
-            [Message("system", SYSTEM), Message("user", prompt)], json_schema=SCHEMA, temperature=0.0, seed=seed
+            [Message("system", SYSTEM), Message("user", prompt)],
+            json_schema=SCHEMA,
+            temperature=0.0,
+            seed=seed,
         )
         out = PromptProposal()
         try:
@@ -78,16 +86,28 @@ class Reflector:
             out.refused.append(Refusal(op="reply", what=completion.text[:80], reason=str(exc)))
             return out
         if not isinstance(data, dict):
-            out.refused.append(Refusal(op="reply", what=completion.text[:80], reason="the reply is not a JSON object"))
+            out.refused.append(
+                Refusal(
+                    op="reply", what=completion.text[:80], reason="the reply is not a JSON object"
+                )
+            )
             return out
         unknown = set(data) - {"guidance", "edits", "parameters"}
         if unknown:
-            out.refused.append(Refusal(op="reply", what=str(sorted(unknown)), reason="unknown fields"))
+            out.refused.append(
+                Refusal(op="reply", what=str(sorted(unknown)), reason="unknown fields")
+            )
         guidance_raw = data.get("guidance")
         if isinstance(guidance_raw, list):
             out.guidance = [str(g) for g in guidance_raw if isinstance(g, str)]
         elif guidance_raw is not None:
-            out.refused.append(Refusal(op="guidance", what=str(guidance_raw)[:80], reason="'guidance' must be a list of text"))
+            out.refused.append(
+                Refusal(
+                    op="guidance",
+                    what=str(guidance_raw)[:80],
+                    reason="'guidance' must be a list of text",
+                )
+            )
         edits = data.get("edits", [])
         if isinstance(edits, list):
             out.edits = [e for e in edits if isinstance(e, dict)]

@@ -47,7 +47,9 @@ def _training_series(ws: Workspace) -> list[tuple[str, list[tuple[float, float]]
     return series
 
 
-def _generation_series(ws: Workspace) -> tuple[list[tuple[str, list[tuple[float, float]]]], list[dict[str, Any]]]:
+def _generation_series(
+    ws: Workspace,
+) -> tuple[list[tuple[str, list[tuple[float, float]]]], list[dict[str, Any]]]:
     from evolve.generations import load_records
 
     records = load_records(ws)
@@ -63,7 +65,9 @@ def _generation_series(ws: Workspace) -> tuple[list[tuple[str, list[tuple[float,
 
 def _memory_size_series(ws: Workspace) -> list[tuple[str, list[tuple[float, float]]]]:
     """Unit files in memory/ after each commit that changed them (one git call)."""
-    out = ws.store.repo.git.log("--reverse", "--format=@%ct", "--name-status", "--no-renames", "HEAD", "--", "memory")
+    out = ws.store.repo.git.log(
+        "--reverse", "--format=@%ct", "--name-status", "--no-renames", "HEAD", "--", "memory"
+    )
     count, pts, n = 0, [], 0
     for line in out.splitlines():
         if line.startswith("@"):
@@ -105,7 +109,9 @@ def build_report(ws: Workspace, *, commits: int = 10) -> str:
                    x_label="generation", y_max=1.0),
     ]  # fmt: skip
     if gen_rows:
-        html.append("<table><tr><th>generation</th><th>verdict</th><th>dev</th><th>holdout</th><th>reason</th></tr>")
+        html.append(
+            "<table><tr><th>generation</th><th>verdict</th><th>dev</th><th>holdout</th><th>reason</th></tr>"
+        )
         for row in gen_rows:
             dev = "" if row["dev"] is None else f"{row['dev']:.3f}"
             hold = "" if row["holdout"] is None else f"{row['holdout']:.3f}"
@@ -124,11 +130,16 @@ def build_report(ws: Workspace, *, commits: int = 10) -> str:
     for info, patch in recent:
         entry = entries.get(info.sha)
         complaint = f"<br>complaint: {escape(entry.complaint)}" if entry and entry.complaint else ""
-        html.append(f"<h3><code>{info.sha[:10]}</code> {escape(info.subject)}</h3><p>{escape(info.time)}{complaint}</p>")
+        html.append(
+            f"<h3><code>{info.sha[:10]}</code> {escape(info.subject)}</h3><p>{escape(info.time)}{complaint}</p>"
+        )
         lines = []
         for line in patch.splitlines():
-            cls = "add" if line.startswith("+") and not line.startswith("+++") else (
-                "del" if line.startswith("-") and not line.startswith("---") else "")
+            cls = (
+                "add"
+                if line.startswith("+") and not line.startswith("+++")
+                else ("del" if line.startswith("-") and not line.startswith("---") else "")
+            )
             lines.append(f'<span class="{cls}">{escape(line)}</span>' if cls else escape(line))
         html.append("<pre>" + "\n".join(lines) + "</pre>")
     html.append("</body></html>")

@@ -46,12 +46,20 @@ def line_chart(
     ]
     for i in range(5):
         y = y1 * i / 4
-        parts.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" font-size="10" text-anchor="end">{y:.2f}</text>')
-        parts.append(f'<line x1="{left}" y1="{sy(y):.1f}" x2="{left + plot_w}" y2="{sy(y):.1f}" stroke="#eee"/>')
+        parts.append(
+            f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" font-size="10" text-anchor="end">{y:.2f}</text>'
+        )
+        parts.append(
+            f'<line x1="{left}" y1="{sy(y):.1f}" x2="{left + plot_w}" y2="{sy(y):.1f}" stroke="#eee"/>'
+        )
     for x in sorted({x0, x1, (x0 + x1) / 2}):
-        parts.append(f'<text x="{sx(x):.1f}" y="{top + plot_h + 14}" font-size="10" text-anchor="middle">{x:g}</text>')
+        parts.append(
+            f'<text x="{sx(x):.1f}" y="{top + plot_h + 14}" font-size="10" text-anchor="middle">{x:g}</text>'
+        )
     if x_label:
-        parts.append(f'<text x="{left + plot_w / 2}" y="{height - 4}" font-size="11" text-anchor="middle">{escape(x_label)}</text>')
+        parts.append(
+            f'<text x="{left + plot_w / 2}" y="{height - 4}" font-size="11" text-anchor="middle">{escape(x_label)}</text>'
+        )
     if y_label:
         parts.append(
             f'<text x="12" y="{top + plot_h / 2}" font-size="11" text-anchor="middle" '
@@ -61,11 +69,17 @@ def line_chart(
         color = PALETTE[n % len(PALETTE)]
         if pts:
             path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
-            parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{path}"/>')
+            parts.append(
+                f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{path}"/>'
+            )
             for x, y in pts:
                 parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{color}"/>')
         ly = top + 12 + n * 15
-        parts.append(f'<rect x="{width - right + 10}" y="{ly - 8}" width="10" height="10" fill="{color}"/>')
-        parts.append(f'<text x="{width - right + 24}" y="{ly + 1}" font-size="11">{escape(name)}</text>')
+        parts.append(
+            f'<rect x="{width - right + 10}" y="{ly - 8}" width="10" height="10" fill="{color}"/>'
+        )
+        parts.append(
+            f'<text x="{width - right + 24}" y="{ly + 1}" font-size="11">{escape(name)}</text>'
+        )
     parts.append("</svg>")
     return "\n".join(parts)

@@ -29,13 +29,17 @@ def as_pending(ops: Sequence[Op], units: Sequence[MemoryUnit]) -> list[Op]:
                 continue  # the same statement already awaits review
             waiting.add(normalize(unit.text))
             supersedes = unit.supersedes or replaced.get(unit.id)
-            out.append(op.model_copy(update={"unit": unit.with_(status="pending", supersedes=supersedes)}))
+            out.append(
+                op.model_copy(update={"unit": unit.with_(status="pending", supersedes=supersedes)})
+            )
         elif op.op in ("modify", "rewrite"):
             if normalize(unit.text) in waiting:
                 continue
             waiting.add(normalize(unit.text))
             suffix = f"-p{unit.updated_episode if unit.updated_episode is not None else 0}"
-            proposal = unit.with_(id=unit.id[: 64 - len(suffix)] + suffix, status="pending", supersedes=unit.id)
+            proposal = unit.with_(
+                id=unit.id[: 64 - len(suffix)] + suffix, status="pending", supersedes=unit.id
+            )
             out.append(Op(op="add", unit=proposal, reason=f"proposed change to {unit.id}"))
         elif op.op == "revoke":
             continue  # deferred: applied when the unit that replaces it is approved

@@ -42,28 +42,42 @@ def _decide(ws: Workspace, unit_id: str, approve: bool) -> str:
         if unit is None:
             raise EvolveError(f"no unit with id {unit_id!r}; see `evolve review list`.")
         if unit.status != "pending":
-            raise EvolveError(f"unit {unit_id} is not pending (it is {unit.status}); only pending units are reviewed.")
+            raise EvolveError(
+                f"unit {unit_id} is not pending (it is {unit.status}); only pending units are reviewed."
+            )
         now = datetime.now(UTC).isoformat(timespec="seconds")
         ops: list[Op] = []
         if approve:
             ops.append(Op(op="approve", unit=unit.with_(status="active")))
             old = next((u for u in units if u.id == unit.supersedes and u.status == "active"), None)
             if old is not None:
-                ops.append(Op(op="revoke", unit=old.with_(status="revoked", revoked_by=unit.id, valid_to=now)))
+                ops.append(
+                    Op(
+                        op="revoke",
+                        unit=old.with_(status="revoked", revoked_by=unit.id, valid_to=now),
+                    )
+                )
         else:
             ops.append(
-                Op(op="tombstone", unit=unit.with_(status="tombstoned", reason="rejected in review", valid_to=now))
+                Op(
+                    op="tombstone",
+                    unit=unit.with_(status="tombstoned", reason="rejected in review", valid_to=now),
+                )
             )
         applier = MemoryApplier(ws, unit.scope)
         result = applier.apply(ops, units)
         if result.refused:
             applier.done()
-            raise EvolveError(f"could not {'approve' if approve else 'reject'} {unit_id}: {result.refused[0].reason}.")
+            raise EvolveError(
+                f"could not {'approve' if approve else 'reject'} {unit_id}: {result.refused[0].reason}."
+            )
         verb = "approve" if approve else "reject"
         trailers = [(KIND, "review"), (OPS, format_ops((op.op, op.id) for op in result.applied))]
         if unit.scope.startswith("user:"):
             trailers.append((PERSONA, unit.scope.removeprefix("user:")))
-        sha = store.commit(result.paths, f"review: {verb} {unit_id}", body=unit.text, trailers=trailers)
+        sha = store.commit(
+            result.paths, f"review: {verb} {unit_id}", body=unit.text, trailers=trailers
+        )
         applier.done()
         assert sha is not None
         return sha

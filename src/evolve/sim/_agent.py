@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evolve.agent import RESULT_PREFIX, section, without_sections
+from evolve.envs import Task
 from evolve.envs.persona_world import (
     CONTACTS,
     MAIN_TOOL,
@@ -34,7 +35,6 @@ from evolve.envs.persona_world import (
     split_sentences,
 )
 from evolve.envs.persona_world._rules import Rule
-from evolve.envs.persona_world._tasks import Task
 from evolve.llm import Message
 from evolve.sim._rates import SimRates
 
@@ -124,7 +124,10 @@ class SimAgent:
             return {"tool": "supervisor__complete_task", "arguments": {}}
         tool = steps[turn]
         results = _results(messages)
-        return {"tool": tool, "arguments": self._arguments(tool, task, results, directives, stats, seed)}
+        return {
+            "tool": tool,
+            "arguments": self._arguments(tool, task, results, directives, stats, seed),
+        }
 
     @staticmethod
     def _needs_history(task: Task, directives: dict[str, Directive], stats: Stats) -> bool:
@@ -132,7 +135,9 @@ class SimAgent:
             return False
         card = directives.get("payment.card")
         total = directives.get("payment.note_total")
-        need_card = card is not None and isinstance(card.value, Computed) and stats.habitual_card is None
+        need_card = (
+            card is not None and isinstance(card.value, Computed) and stats.habitual_card is None
+        )
         need_total = total is not None and not total.negated and stats.paid_before is None
         return need_card or need_total
 
@@ -149,7 +154,9 @@ class SimAgent:
         token = (results.get("venmo__login") or {}).get("access_token", "")
         if tool == "venmo__login":
             passwords = results.get("supervisor__show_account_passwords") or []
-            password = next((p["password"] for p in passwords if p.get("account_name") == "venmo"), "")
+            password = next(
+                (p["password"] for p in passwords if p.get("account_name") == "venmo"), ""
+            )
             return {"username": profile.get("email", ""), "password": password}
         if tool in ("venmo__show_payment_cards", "venmo__show_transactions"):
             return {"access_token": token}
@@ -194,7 +201,11 @@ class SimAgent:
     def _context(self, task: Task, results: dict[str, Any]) -> CheckContext:
         p = results.get("supervisor__show_profile") or {}
         profile = Profile(
-            p.get("first_name", ""), p.get("last_name", ""), p.get("email", ""), p.get("phone_number", ""), ""
+            p.get("first_name", ""),
+            p.get("last_name", ""),
+            p.get("email", ""),
+            p.get("phone_number", ""),
+            "",
         )
         cards = tuple(
             Card(int(c["payment_card_id"]), str(c["name"]))
@@ -202,7 +213,11 @@ class SimAgent:
         )
         by_email = {c.email: c.key for c in CONTACTS}
         history = tuple(
-            Payment(by_email.get(str(t["receiver_email"]), ""), float(t["amount"]), int(t["payment_card_id"]))
+            Payment(
+                by_email.get(str(t["receiver_email"]), ""),
+                float(t["amount"]),
+                int(t["payment_card_id"]),
+            )
             for t in results.get("venmo__show_transactions") or []
         )
         return CheckContext(task, profile, cards, history, contact_of(task))

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from evolve._io import derive_seed
-from evolve.errors import ModelError
 from evolve.envs import Environment
+from evolve.errors import ModelError
 from evolve.llm import Completion, JsonSchema, Message, Usage, estimate_tokens
 from evolve.sim._agent import SimAgent
 from evolve.sim._rates import SimRates
@@ -37,7 +37,9 @@ def role(name: str) -> Callable[[Role], Role]:
 
 @role("statements")
 def _statements(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
-    return {"statements": [p.statement for p in proposals_from_complaint(complaint_of(list(messages)))]}
+    return {
+        "statements": [p.statement for p in proposals_from_complaint(complaint_of(list(messages)))]
+    }
 
 
 class SimLLM:
@@ -68,12 +70,12 @@ class SimLLM:
         if name == "agent_action":
             payload: Any = self._agent.act(messages, derive_seed(key))
         elif name in ROLES:
-            rng = random.Random(f"{key}|{name}|{len(messages)}|{messages[-1].content if messages else ''}")
+            rng = random.Random(
+                f"{key}|{name}|{len(messages)}|{messages[-1].content if messages else ''}"
+            )
             payload = ROLES[name](self, messages, rng)
         else:
             raise ModelError(f"the sim model does not play the role {name!r}.")
         text = json.dumps(payload, ensure_ascii=False)
         prompt = sum(estimate_tokens(m.content) for m in messages)
         return Completion(text=text, usage=Usage(prompt, estimate_tokens(text)), model=self.name)
-
-

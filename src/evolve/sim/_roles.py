@@ -133,7 +133,11 @@ def _compile(slot: str, statement: str, profile: Profile | None) -> dict[str, st
         "email.greeting": ("gmail__send_email", "body", "startswith", f"{value} "),
     }
     entry = table.get(slot)
-    if entry is None or isinstance(value, Computed) and slot not in ("payment.note_total", "note.checksum"):
+    if (
+        entry is None
+        or isinstance(value, Computed)
+        and slot not in ("payment.note_total", "note.checksum")
+    ):
         return None
     api, argument, predicate, val = entry
     return {"api": api, "argument": argument, "predicate": predicate, "value": val}
@@ -154,7 +158,9 @@ def _trace(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
 def _reflection(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
     statements = [p.statement for p in proposals_from_complaint(complaint_of(list(messages)))]
     if not statements:
-        return {"reflection": "I should check the finished task against what was asked before completing it."}
+        return {
+            "reflection": "I should check the finished task against what was asked before completing it."
+        }
     return {"reflection": " ".join(statements[:2])}
 
 
@@ -182,7 +188,9 @@ def _rewrite(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> An
 
 @role("assertions")
 def _assertions(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
-    return {"assertions": [p.statement for p in proposals_from_complaint(complaint_of(list(messages)))]}
+    return {
+        "assertions": [p.statement for p in proposals_from_complaint(complaint_of(list(messages)))]
+    }
 
 
 GENERIC_ADVICE = (
@@ -197,7 +205,11 @@ def _reflector(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> 
     """Half the time, turn the most frequent complaints into guidance (which helps when the
     guess is right); otherwise offer generic advice that no rule recognizes (flat)."""
     prompt = _user(messages)
-    current = [ln.strip()[2:] for ln in (section(prompt, "guidance") or "").splitlines() if ln.strip().startswith("- ")]
+    current = [
+        ln.strip()[2:]
+        for ln in (section(prompt, "guidance") or "").splitlines()
+        if ln.strip().startswith("- ")
+    ]
     failures = []
     for line in (section(prompt, "failures") or "").splitlines():
         count, _, text = line.partition("x ")

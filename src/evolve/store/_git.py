@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import tempfile
 import time
 import zlib
@@ -38,7 +39,10 @@ def _parse_tree(raw: bytes) -> dict[str, tuple[int, bytes]]:
         space = raw.index(b" ", pos)
         nul = raw.index(b"\x00", space)
         mode = int(raw[pos:space], 8)
-        entries[raw[space + 1 : nul].decode("utf-8", "surrogateescape")] = (mode, raw[nul + 1 : nul + 21])
+        entries[raw[space + 1 : nul].decode("utf-8", "surrogateescape")] = (
+            mode,
+            raw[nul + 1 : nul + 21],
+        )
         pos = nul + 21
     return entries
 
@@ -114,7 +118,9 @@ class GitStore:
         try:
             return str(self._git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}")).strip()
         except git.GitCommandError:
-            raise EvolveError(f"'{rev}' is not a commit in this workspace; see `evolve log`.") from None
+            raise EvolveError(
+                f"'{rev}' is not a commit in this workspace; see `evolve log`."
+            ) from None
 
     def dirty_paths(self, paths: Sequence[str] = ()) -> list[str]:
         """Paths with uncommitted changes (staged, unstaged or untracked), ignoring ignored files."""
@@ -150,9 +156,38 @@ class GitStore:
             tree = root / prefix.rstrip("/") if prefix.strip("/") else root
         except KeyError:
             return []
-        if tree.type == "blob":
-            return [str(tree.path)]
-        return sorted(str(b.path) for b in tree.traverse() if getattr(b, "type", "") == "blob")
+        if not isinstance(tree, git.Tree):
+            return [str(getattr(tree, "path", prefix))]
+        return sorted(str(b.path) for b in tree.traverse() if isinstance(b, git.Blob))
+
+    def read_tree_files(self, rev: str, prefix: str) -> dict[str, bytes]:
+        """Every file under `prefix` at `rev`, read with two git processes (ls-tree and one
+        `cat-file --batch`), however many files there are."""
+        listing = self._git.ls_tree("-r", "-z", "--full-tree", rev, "--", prefix.rstrip("/"))
+        entries = []
+        for item in listing.split("\x00"):
+            meta, _, path = item.partition("\t")
+            parts = meta.split()
+            if len(parts) == 3 and parts[1] == "blob":
+                entries.append((path, parts[2]))
+        if not entries:
+            return {}
+        proc = subprocess.run(
+            ["git", "cat-file", "--batch"],
+            cwd=self.root,
+            input="".join(f"{sha}\n" for _, sha in entries).encode("ascii"),
+            capture_output=True,
+            check=True,
+        )
+        out, pos = {}, 0
+        raw = proc.stdout
+        for path, _ in entries:
+            header_end = raw.index(b"\n", pos)
+            size = int(raw[pos:header_end].split()[2])
+            start = header_end + 1
+            out[path] = raw[start : start + size]
+            pos = start + size + 1
+        return out
 
     def log(
         self,
@@ -174,7 +209,9 @@ class GitStore:
         if max_count is not None:
             args.insert(0, f"--max-count={max_count}")
         if grep_trailer:
-            needle = f"{grep_trailer}: {grep_value}" if grep_value is not None else f"{grep_trailer}:"
+            needle = (
+                f"{grep_trailer}: {grep_value}" if grep_value is not None else f"{grep_trailer}:"
+            )
             args[:0] = ["--fixed-strings", f"--grep={needle}"]
         if paths:
             args += ["--", *paths]
@@ -207,7 +244,11 @@ class GitStore:
         """Commits touching `paths`, newest first, each with its patch for those paths."""
         if self.head() is None:
             return []
-        fmt = "%x1e" + _FIELD.join(["%H", "%P", "%cI", "%s", "%b", "%(trailers:only,unfold)"]) + "%x1d"
+        fmt = (
+            "%x1e"
+            + _FIELD.join(["%H", "%P", "%cI", "%s", "%b", "%(trailers:only,unfold)"])
+            + "%x1d"
+        )
         args = [f"--format={fmt}", "-p", "--no-color", "HEAD", "--", *paths]
         if max_count is not None:
             args.insert(0, f"--max-count={max_count}")
@@ -218,13 +259,19 @@ class GitStore:
                 continue
             head, _, patch = chunk.partition("\x1d")
             sha, parents, when, subject, body, trailers = head.split(_FIELD)
-            info = CommitInfo(sha, tuple(parents.split()), when, subject, body.strip(), parse_trailers(trailers))
+            info = CommitInfo(
+                sha, tuple(parents.split()), when, subject, body.strip(), parse_trailers(trailers)
+            )
             result.append((info, patch.strip("\n")))
         return result
 
-    def changed_paths(self, parent: str | None, commit: str, paths: Sequence[str] = ()) -> list[tuple[str, str]]:
+    def changed_paths(
+        self, parent: str | None, commit: str, paths: Sequence[str] = ()
+    ) -> list[tuple[str, str]]:
         """(status letter, path) of the files `commit` changed against `parent`."""
-        base = parent if parent is not None else "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # empty tree
+        base = (
+            parent if parent is not None else "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+        )  # empty tree
         out = self._git.diff_tree("-r", "--no-renames", "--name-status", base, commit, "--", *paths)
         pairs = []
         for line in out.splitlines():
@@ -346,7 +393,9 @@ class GitStore:
             return None
         return mode, bytes.fromhex(self._store(b"blob", data))
 
-    def _write_tree(self, base: str | None, changes: dict[str, tuple[int, bytes] | None]) -> str | None:
+    def _write_tree(
+        self, base: str | None, changes: dict[str, tuple[int, bytes] | None]
+    ) -> str | None:
         entries = self._tree_entries(base) if base is not None else {}
         nested: dict[str, dict[str, tuple[int, bytes] | None]] = {}
         for path, change in changes.items():
@@ -417,19 +466,24 @@ class GitStore:
         """Commit `files` on top of `ref` (a history of its own, e.g. refs/evolve/records),
         without touching HEAD, the index or the working tree."""
         try:
-            parent: str | None = str(self._git.rev_parse("--verify", "--quiet", ref)).strip() or None
+            parent: str | None = (
+                str(self._git.rev_parse("--verify", "--quiet", ref)).strip() or None
+            )
         except git.GitCommandError:
             parent = None
         base = self._tree_of(parent) if parent else None
         changes: dict[str, tuple[int, bytes] | None] = {
-            path: (0o100644, bytes.fromhex(self._store(b"blob", data))) for path, data in files.items()
+            path: (0o100644, bytes.fromhex(self._store(b"blob", data)))
+            for path, data in files.items()
         }
         tree = self._write_tree(base, changes) or self._store(b"tree", b"")
         name, email = self._identity_of("COMMITTER")
         stamp = f"{int(time.time())} {time.strftime('%z')}"
         lines = [f"tree {tree}"] + ([f"parent {parent}"] if parent else [])
         lines += [f"author {name} <{email}> {stamp}", f"committer {name} <{email}> {stamp}"]
-        sha = self._store(b"commit", ("\n".join(lines) + "\n\n" + format_message(subject)).encode("utf-8"))
+        sha = self._store(
+            b"commit", ("\n".join(lines) + "\n\n" + format_message(subject)).encode("utf-8")
+        )
         args = [ref, sha] + ([parent] if parent else ["0" * 40])
         self._git.update_ref(*args)
         return sha

@@ -26,11 +26,19 @@ from evolve.envs import Environment, Tier
 from evolve.episode import EpisodeSetup, run_episode
 from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
+from evolve.history import refresh_commit_graph
 from evolve.llm import LLM, make_llm
 from evolve.memory import UnitReader, in_scope, render_memory, scope_for
 from evolve.store import EPISODE, GENERATION, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
 from evolve.train._stream import history_before, stream_id, stream_tasks
-from evolve.updaters import MAX_ATTEMPTS, EpisodeView, RecipeContext, Update, get_recipe, summarize_actions
+from evolve.updaters import (
+    MAX_ATTEMPTS,
+    EpisodeView,
+    RecipeContext,
+    Update,
+    get_recipe,
+    summarize_actions,
+)
 from evolve.workspace import Workspace, max_turns
 
 STREAM = "Evolve-Stream"
@@ -143,17 +151,22 @@ def train(
     env = open_env(ws)
     persona = persona or cfg.persona
     if persona not in env.personas():
-        raise UnknownName(f"unknown persona {persona!r}; choose one of {', '.join(env.personas())}.")
+        raise UnknownName(
+            f"unknown persona {persona!r}; choose one of {', '.join(env.personas())}."
+        )
     agent_llm = agent_llm or make_llm(cfg.models.agent, env=env)
     updater_llm = updater_llm or make_llm(cfg.models.updater, env=env)
     lock = ws.lock("evolve train") if take_lock else None
     if lock is not None:
         lock.acquire()
     try:
-        return _train(
+        report = _train(
             ws, env, recipe_impl, name, total, tier, seed, review, persona, agent_llm, updater_llm, progress,
             generation, start_at,
         )  # fmt: skip
+        if report.commits and take_lock:
+            refresh_commit_graph(ws.store)
+        return report
     finally:
         if lock is not None:
             lock.release()
@@ -182,7 +195,9 @@ def _train(
     dirty = store.dirty_paths(["memory"])
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
-        raise EvolveError(f"memory/ has uncommitted changes ({shown}); commit or discard them first.")
+        raise EvolveError(
+            f"memory/ has uncommitted changes ({shown}); commit or discard them first."
+        )
     sid = stream_id(persona, name, seed, tier)
     last = last_episode(ws, sid)
     start = 0 if last is None else last + 1
@@ -214,7 +229,9 @@ def _train(
         result = run_episode(
             env, agent_llm, task, setup, history=history, seed=derive_seed(sid, k), episode=k
         )
-        outcome = EpisodeOutcome(k, task.id, result.judgement.accepted, [v.rule for v in result.judgement.violations])
+        outcome = EpisodeOutcome(
+            k, task.id, result.judgement.accepted, [v.rule for v in result.judgement.violations]
+        )
         if not result.judgement.accepted:
             fb = env.feedback(task, result.judgement, tier)
             ctx = RecipeContext(

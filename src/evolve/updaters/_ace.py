@@ -50,7 +50,10 @@ SCHEMA = JsonSchema(
                 "type": "array",
                 "items": {
                     "type": "object",
-                    "properties": {"id": {"type": "string"}, "tag": {"enum": ["helpful", "harmful", "neutral"]}},
+                    "properties": {
+                        "id": {"type": "string"},
+                        "tag": {"enum": ["helpful", "harmful", "neutral"]},
+                    },
                     "required": ["id", "tag"],
                 },
             },
@@ -71,7 +74,9 @@ class _Playbook:
         self.ctx = ctx
         self.recipe = recipe
         self.update = Update()
-        self.active = {u.id: u for u in sorted((u for u in units if u.status == "active"), key=_age)}
+        self.active = {
+            u.id: u for u in sorted((u for u in units if u.status == "active"), key=_age)
+        }
         self.revoked = {u.id: u for u in units if u.status == "revoked"}
         self.existing = {u.id for u in units}
         self.changed: dict[str, tuple[str, MemoryUnit]] = {}
@@ -112,8 +117,14 @@ class _Playbook:
         duplicate = next((u for u in similar if not conflicts(text, u.text)), None)
         if duplicate is not None:
             if old is not None:
-                self.put("revoke", ctx.revoked(old, by=duplicate.id), f"modified into a duplicate of {duplicate.id}")
-            self.update.notes.append(f"dedup: dropped new bullet {text[:60]!r}, duplicate of {duplicate.id}")
+                self.put(
+                    "revoke",
+                    ctx.revoked(old, by=duplicate.id),
+                    f"modified into a duplicate of {duplicate.id}",
+                )
+            self.update.notes.append(
+                f"dedup: dropped new bullet {text[:60]!r}, duplicate of {duplicate.id}"
+            )
             return
         back = next(
             (
@@ -126,24 +137,38 @@ class _Playbook:
         )
         target = back.id if back is not None else ctx.new_id(self.recipe.name)
         for u in similar:
-            self.put("revoke", ctx.revoked(u, by=target), f"negated or changed by newer bullet {target}")
+            self.put(
+                "revoke", ctx.revoked(u, by=target), f"negated or changed by newer bullet {target}"
+            )
         if old is not None:
             self.put("revoke", ctx.revoked(old, by=target), f"modified into {target}")
         if back is not None:
             restored = ctx.touched(
-                back, status="active", revoked_at=None, revoked_by=None, valid_to=None, valid_from=ctx.now
+                back,
+                status="active",
+                revoked_at=None,
+                revoked_by=None,
+                valid_to=None,
+                valid_from=ctx.now,
             )
             self.put("reactivate", restored, "re-added: the newest statement wins")
             return
-        unit = ctx.new_unit(self.recipe.name, "bullet", text, helpful=0, harmful=0, supersedes=supersedes)
+        unit = ctx.new_unit(
+            self.recipe.name, "bullet", text, helpful=0, harmful=0, supersedes=supersedes
+        )
         self.put("add", unit.with_(id=target))
 
     def cap(self) -> None:
         """Evict beyond the cap by (helpful - harmful), then age; bound the archive too."""
         while len(self.active) > self.recipe.cap:
-            victim = min(self.active.values(), key=lambda u: ((u.helpful or 0) - (u.harmful or 0), _age(u)))
+            victim = min(
+                self.active.values(), key=lambda u: ((u.helpful or 0) - (u.harmful or 0), _age(u))
+            )
             del self.active[victim.id]
-            self._drop(victim, f"cap: evicted {victim.id} (helpful {victim.helpful or 0}, harmful {victim.harmful or 0})")
+            self._drop(
+                victim,
+                f"cap: evicted {victim.id} (helpful {victim.helpful or 0}, harmful {victim.harmful or 0})",
+            )
         archive = sorted(self.revoked.values(), key=_age)
         for victim in archive[: max(0, len(archive) - self.recipe.archive_cap)]:
             del self.revoked[victim.id]
@@ -157,7 +182,7 @@ class _Playbook:
         self.update.notes.append(note)
 
     def ops(self) -> list[Op]:
-        return [Op(op=label, unit=unit) for label, unit in self.changed.values()]  # type: ignore[arg-type]
+        return [Op(op=label, unit=unit) for label, unit in self.changed.values()]
 
 
 class AceRecipe:
@@ -192,7 +217,9 @@ class AceRecipe:
         for tag in items(data, "bullet_tags", update):
             ident, kind = tag.get("id"), tag.get("tag")
             if not isinstance(ident, str) or ident not in rendered or ident not in book.active:
-                update.refused.append(Refusal(op="tag", what=str(ident), reason="unknown bullet id"))
+                update.refused.append(
+                    Refusal(op="tag", what=str(ident), reason="unknown bullet id")
+                )
             elif kind not in ("helpful", "harmful", "neutral"):
                 update.refused.append(Refusal(op="tag", what=ident, reason=f"unknown tag {kind!r}"))
             else:
@@ -201,17 +228,25 @@ class AceRecipe:
             op, text = proposal.get("op"), proposal.get("text")
             if op not in ("add", "modify"):
                 update.refused.append(
-                    Refusal(op=str(op), what=str(text)[:80], reason="the ace recipe has only add and modify")
+                    Refusal(
+                        op=str(op),
+                        what=str(text)[:80],
+                        reason="the ace recipe has only add and modify",
+                    )
                 )
                 continue
             if not isinstance(text, str) or not text.strip() or len(text) > MAX_STATEMENT:
-                update.refused.append(Refusal(op=op, what=str(text)[:80], reason="text must be 1-300 characters"))
+                update.refused.append(
+                    Refusal(op=op, what=str(text)[:80], reason="text must be 1-300 characters")
+                )
                 continue
             supersedes = None
             if op == "modify":
                 ident = proposal.get("id")
                 if not isinstance(ident, str) or ident not in book.active:
-                    update.refused.append(Refusal(op="modify", what=str(ident), reason="unknown bullet id"))
+                    update.refused.append(
+                        Refusal(op="modify", what=str(ident), reason="unknown bullet id")
+                    )
                     continue
                 if normalize(book.active[ident].text) == normalize(text):
                     update.notes.append(f"modify {ident}: no change")

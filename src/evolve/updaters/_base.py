@@ -52,7 +52,9 @@ class RecipeContext:
     def new_id(self, recipe: str) -> str:
         """An opaque id, deterministic for (scope, episode, seed, n): runs are reproducible."""
         self._counter += 1
-        digest = sha256_hex(f"{self.scope}|{self.episode.episode}|{self.seed}|{recipe}|{self._counter}")
+        digest = sha256_hex(
+            f"{self.scope}|{self.episode.episode}|{self.seed}|{recipe}|{self._counter}"
+        )
         return f"{recipe}-{digest[:10]}"
 
     def new_unit(self, recipe: str, kind: str, text: str, **fields: Any) -> MemoryUnit:
@@ -76,7 +78,11 @@ class RecipeContext:
 
     def revoked(self, unit: MemoryUnit, by: str) -> MemoryUnit:
         return self.touched(
-            unit, status="revoked", revoked_at=self.episode.episode, revoked_by=by, valid_to=self.now
+            unit,
+            status="revoked",
+            revoked_at=self.episode.episode,
+            revoked_by=by,
+            valid_to=self.now,
         )
 
     def mine(self, recipe: str) -> list[MemoryUnit]:
@@ -159,7 +165,9 @@ def ask(
         update.refused.append(Refusal(op="reply", what=completion.text[:80], reason=str(exc)))
         return None
     if not isinstance(data, dict):
-        update.refused.append(Refusal(op="reply", what=completion.text[:80], reason="the reply is not a JSON object"))
+        update.refused.append(
+            Refusal(op="reply", what=completion.text[:80], reason="the reply is not a JSON object")
+        )
         return None
     return data
 
@@ -168,14 +176,18 @@ def items(data: dict[str, Any], key: str, update: Update) -> list[dict[str, Any]
     """The list under `key` of a reply; anything else is refused."""
     value = data.get(key, [])
     if not isinstance(value, list):
-        update.refused.append(Refusal(op="reply", what=str(value)[:80], reason=f"'{key}' is not a list"))
+        update.refused.append(
+            Refusal(op="reply", what=str(value)[:80], reason=f"'{key}' is not a list")
+        )
         return []
     out = []
     for entry in value:
         if isinstance(entry, dict):
             out.append(entry)
         else:
-            update.refused.append(Refusal(op="reply", what=str(entry)[:80], reason="not a JSON object"))
+            update.refused.append(
+                Refusal(op="reply", what=str(entry)[:80], reason="not a JSON object")
+            )
     return out
 
 
@@ -192,7 +204,9 @@ def strict_fields(
         return False
     bad = [k for k in required if not isinstance(entry.get(k), str) or not str(entry[k]).strip()]
     if bad:
-        update.refused.append(Refusal(op=op, what=json.dumps(entry)[:80], reason=f"empty or non-text {bad}"))
+        update.refused.append(
+            Refusal(op=op, what=json.dumps(entry)[:80], reason=f"empty or non-text {bad}")
+        )
         return False
     return True
 

@@ -13,7 +13,11 @@ from evolve.updaters._base import MAX_STATEMENT, RecipeContext, Update, ask, loa
 
 SCHEMA = JsonSchema(
     "reflection",
-    {"type": "object", "properties": {"reflection": {"type": "string"}}, "required": ["reflection"]},
+    {
+        "type": "object",
+        "properties": {"reflection": {"type": "string"}},
+        "required": ["reflection"],
+    },
 )
 
 
@@ -22,7 +26,9 @@ class ReflexionRecipe:
     keep: ClassVar[int] = 3
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        active = sorted((u for u in units if u.status == "active"), key=lambda u: (u.created_episode or 0, u.id))
+        active = sorted(
+            (u for u in units if u.status == "active"), key=lambda u: (u.created_episode or 0, u.id)
+        )
         return "\n".join(f"- {u.text}" for u in active)
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
@@ -31,14 +37,18 @@ class ReflexionRecipe:
     def observe(self, ctx: RecipeContext) -> Update:
         update = Update()
         prompt = load_prompt("reflexion").safe_substitute(
-            instruction=ctx.episode.instruction, actions=ctx.episode.actions, complaint=ctx.episode.complaint
+            instruction=ctx.episode.instruction,
+            actions=ctx.episode.actions,
+            complaint=ctx.episode.complaint,
         )
         data = ask(ctx, SCHEMA, load_prompt("system").template, prompt, update)
         if data is None:
             return update
         text = data.get("reflection")
         if not isinstance(text, str) or not text.strip():
-            update.refused.append(Refusal(op="add", what=str(text)[:80], reason="'reflection' must be text"))
+            update.refused.append(
+                Refusal(op="add", what=str(text)[:80], reason="'reflection' must be text")
+            )
             return update
         parts = sentences(text)
         if len(parts) > 2:
@@ -47,7 +57,8 @@ class ReflexionRecipe:
         unit = ctx.new_unit(self.name, "reflection", text)
         ops = [Op(op="add", unit=unit)]
         active = sorted(
-            (u for u in ctx.mine(self.name) if u.status == "active"), key=lambda u: (u.created_episode or 0, u.id)
+            (u for u in ctx.mine(self.name) if u.status == "active"),
+            key=lambda u: (u.created_episode or 0, u.id),
         )
         for victim in active[: max(0, len(active) + 1 - self.keep)]:
             ops.append(Op(op="evict", unit=victim))

@@ -11,7 +11,8 @@ from evolve.memory import MemoryUnit
 from evolve.updaters._base import RecipeContext, Update, ask, load_prompt
 
 SCHEMA = JsonSchema(
-    "memory_rewrite", {"type": "object", "properties": {"memory": {"type": "string"}}, "required": ["memory"]}
+    "memory_rewrite",
+    {"type": "object", "properties": {"memory": {"type": "string"}}, "required": ["memory"]},
 )
 DOCUMENT_ID = "rewrite-document"
 
@@ -42,13 +43,17 @@ class RewriteRecipe:
             return update
         text = data.get("memory")
         if not isinstance(text, str):
-            update.refused.append(Refusal(op="rewrite", what=str(text)[:80], reason="'memory' must be text"))
+            update.refused.append(
+                Refusal(op="rewrite", what=str(text)[:80], reason="'memory' must be text")
+            )
             return update
         text = text.strip()
         if len(text) > ctx.max_memory_chars:
             cut = text[: ctx.max_memory_chars]
             text = cut[: cut.rfind("\n")] if "\n" in cut else cut
-            update.notes.append(f"rewrite truncated to {len(text)} of {ctx.max_memory_chars} characters")
+            update.notes.append(
+                f"rewrite truncated to {len(text)} of {ctx.max_memory_chars} characters"
+            )
         if current is None:
             unit = ctx.new_unit(self.name, "document", text).with_(id=DOCUMENT_ID)
             update.ops = [Op(op="add", unit=unit)]

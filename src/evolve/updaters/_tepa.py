@@ -19,7 +19,15 @@ from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import normalize
-from evolve.updaters._base import MAX_STATEMENT, RecipeContext, Update, ask, items, load_prompt, strict_fields
+from evolve.updaters._base import (
+    MAX_STATEMENT,
+    RecipeContext,
+    Update,
+    ask,
+    items,
+    load_prompt,
+    strict_fields,
+)
 
 VOCABULARY: tuple[str, ...] = (
     "sms.signoff", "sms.greeting", "sms.tone", "sms.length",
@@ -102,7 +110,9 @@ class TepaRecipe:
     name = "tepa"
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        active = sorted((u for u in units if u.status == "active"), key=lambda u: (u.key or "", u.id))
+        active = sorted(
+            (u for u in units if u.status == "active"), key=lambda u: (u.key or "", u.id)
+        )
         return "\n".join(f"[{u.key}] {u.text}" for u in active)
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
@@ -130,16 +140,24 @@ class TepaRecipe:
         if data is None:
             return update
         for entry in items(data, "precedents", update):
-            if not strict_fields(entry, {"key", "sentence"}, {"key", "sentence"}, update, "precedent"):
+            if not strict_fields(
+                entry, {"key", "sentence"}, {"key", "sentence"}, update, "precedent"
+            ):
                 continue
             sentence = str(entry["sentence"]).strip()
             if len(sentence) > MAX_STATEMENT:
-                update.refused.append(Refusal(op="precedent", what=sentence[:80], reason="sentence over 300 characters"))
+                update.refused.append(
+                    Refusal(
+                        op="precedent", what=sentence[:80], reason="sentence over 300 characters"
+                    )
+                )
                 continue
             key, log = snap(str(entry["key"]))
             if log:
                 update.notes.append(log)
-            current = next((u for u in state.values() if u.key == key and u.status == "active"), None)
+            current = next(
+                (u for u in state.values() if u.key == key and u.status == "active"), None
+            )
             if current is not None and normalize(current.text) == normalize(sentence):
                 update.notes.append(f"duplicate of active precedent {current.id} under {key}")
                 continue
@@ -147,14 +165,23 @@ class TepaRecipe:
                 (
                     u
                     for u in state.values()
-                    if u.key == key and u.status == "revoked" and normalize(u.text) == normalize(sentence)
+                    if u.key == key
+                    and u.status == "revoked"
+                    and normalize(u.text) == normalize(sentence)
                 ),
                 None,
             )
             if archived is not None:
                 put(
                     "reactivate",
-                    ctx.touched(archived, status="active", revoked_at=None, revoked_by=None, valid_to=None, valid_from=ctx.now),
+                    ctx.touched(
+                        archived,
+                        status="active",
+                        revoked_at=None,
+                        revoked_by=None,
+                        valid_to=None,
+                        valid_from=ctx.now,
+                    ),
                 )
                 if current is not None:
                     put("revoke", ctx.revoked(current, by=archived.id))
@@ -163,5 +190,5 @@ class TepaRecipe:
             put("add", unit)
             if current is not None:
                 put("revoke", ctx.revoked(current, by=unit.id))
-        update.ops = [Op(op=label, unit=unit) for label, unit in changed.values()]  # type: ignore[arg-type]
+        update.ops = [Op(op=label, unit=unit) for label, unit in changed.values()]
         return update

@@ -41,7 +41,10 @@ class TopLRecipe:
 
     def ranked(self, units: Sequence[MemoryUnit]) -> list[MemoryUnit]:
         active = [u for u in units if u.status == "active"]
-        return sorted(active, key=lambda u: (-posterior_mean(u), -(u.alpha or 0), u.created_episode or 0, u.id))
+        return sorted(
+            active,
+            key=lambda u: (-posterior_mean(u), -(u.alpha or 0), u.created_episode or 0, u.id),
+        )
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
         return "\n".join(f"- {u.text}" for u in self.ranked(units)[: self.top])
@@ -59,18 +62,30 @@ class TopLRecipe:
             return update
         raw = data.get("assertions", [])
         if not isinstance(raw, list):
-            update.refused.append(Refusal(op="add", what=str(raw)[:80], reason="'assertions' is not a list"))
+            update.refused.append(
+                Refusal(op="add", what=str(raw)[:80], reason="'assertions' is not a list")
+            )
             return update
         pool = {u.id: u for u in ctx.mine(self.name) if u.status == "active"}
         changed: dict[str, tuple[str, MemoryUnit]] = {}
         for text in raw:
             if not isinstance(text, str) or not text.strip() or len(text) > MAX_STATEMENT:
-                update.refused.append(Refusal(op="add", what=str(text)[:80], reason="an assertion must be 1-300 characters of text"))
+                update.refused.append(
+                    Refusal(
+                        op="add",
+                        what=str(text)[:80],
+                        reason="an assertion must be 1-300 characters of text",
+                    )
+                )
                 continue
             text = text.strip()
             support = next((u for u in pool.values() if normalize(u.text) == normalize(text)), None)
             for u in list(pool.values()):
-                if u is support or trigram_cosine(text, u.text) < self.threshold or not conflicts(text, u.text):
+                if (
+                    u is support
+                    or trigram_cosine(text, u.text) < self.threshold
+                    or not conflicts(text, u.text)
+                ):
                     continue
                 pool[u.id] = ctx.touched(u, beta=(u.beta or 1.0) + 1.0)
                 changed[u.id] = (changed.get(u.id, ("tag",))[0], pool[u.id])
@@ -90,5 +105,5 @@ class TopLRecipe:
             else:
                 changed[victim.id] = ("evict", victim)
             update.notes.append(f"pool cap: evicted {victim.id}")
-        update.ops = [Op(op=label, unit=unit) for label, unit in changed.values()]  # type: ignore[arg-type]
+        update.ops = [Op(op=label, unit=unit) for label, unit in changed.values()]
         return update

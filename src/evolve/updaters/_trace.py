@@ -89,13 +89,19 @@ class TraceRecipe:
     cap: ClassVar[int] = 12
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        active = sorted((u for u in units if u.status == "active"), key=lambda u: (u.created_episode or 0, u.id))
+        active = sorted(
+            (u for u in units if u.status == "active"), key=lambda u: (u.created_episode or 0, u.id)
+        )
         return "\n".join(f"- {u.text}" for u in active)
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         failures = []
         for u in units:
-            if u.recipe != self.name or u.status != "active" or not (u.api and u.argument and u.predicate):
+            if (
+                u.recipe != self.name
+                or u.status != "active"
+                or not (u.api and u.argument and u.predicate)
+            ):
                 continue
             relevant = [c for c in calls if c.ok and c.tool == u.api and u.argument in c.args]
             if not relevant:
@@ -107,7 +113,9 @@ class TraceRecipe:
     def observe(self, ctx: RecipeContext) -> Update:
         update = Update()
         mine = ctx.mine(self.name)
-        active = sorted((u for u in mine if u.status == "active"), key=lambda u: (u.created_episode or 0, u.id))
+        active = sorted(
+            (u for u in mine if u.status == "active"), key=lambda u: (u.created_episode or 0, u.id)
+        )
         prompt = load_prompt("trace").safe_substitute(
             instruction=ctx.episode.instruction,
             actions=ctx.episode.actions,
@@ -123,20 +131,33 @@ class TraceRecipe:
         for entry in items(data, "checks", update):
             if not strict_fields(entry, fields, fields, update, "check"):
                 continue
-            api, argument, predicate, value = (str(entry[k]) for k in ("api", "argument", "predicate", "value"))
+            api, argument, predicate, value = (
+                str(entry[k]) for k in ("api", "argument", "predicate", "value")
+            )
             what = f"{api}.{argument} {predicate} {value!r}"
             if predicate not in PREDICATES:
-                update.refused.append(Refusal(op="check", what=what, reason=f"unknown predicate {predicate!r}"))
+                update.refused.append(
+                    Refusal(op="check", what=what, reason=f"unknown predicate {predicate!r}")
+                )
                 continue
             if ctx.tools and api not in ctx.tools:
-                update.refused.append(Refusal(op="check", what=what, reason=f"there is no API named {api!r}"))
+                update.refused.append(
+                    Refusal(op="check", what=what, reason=f"there is no API named {api!r}")
+                )
                 continue
             if len(value) > MAX_VALUE and predicate != "equals":
                 update.refused.append(
-                    Refusal(op="check", what=what, reason=f"values over {MAX_VALUE} characters are allowed only with equals")
+                    Refusal(
+                        op="check",
+                        what=what,
+                        reason=f"values over {MAX_VALUE} characters are allowed only with equals",
+                    )
                 )
                 continue
-            if any((u.api, u.argument, u.predicate, u.value) == (api, argument, predicate, value) for u in active):
+            if any(
+                (u.api, u.argument, u.predicate, u.value) == (api, argument, predicate, value)
+                for u in active
+            ):
                 update.notes.append(f"duplicate check {what}")
                 continue
             unit = ctx.new_unit(

@@ -14,13 +14,13 @@ from evolve.workspace._config import (
     parse_config,
 )
 from evolve.workspace._init import harness_root, init_workspace
+from evolve.workspace._lock import WriterLock
 from evolve.workspace._parameters import (
     PARAMETERS_FILE,
     check_parameter,
     load_parameters,
     max_turns,
 )
-from evolve.workspace._lock import WriterLock
 from evolve.workspace._paths import is_under, normalize_relpath, resolve
 from evolve.workspace._workspace import (
     EVALSET,

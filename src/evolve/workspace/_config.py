@@ -105,7 +105,7 @@ DEFAULT_PARAMETERS = {"agent.max_turns": ParameterRange(min=4, max=30)}
 class EvolveConfig(_Section):
     """The whole of `evolve.yaml`."""
 
-    version: Literal[1] = CONFIG_VERSION
+    version: Literal[1] = 1
     environment: str = "persona_world"
     persona: str = "alex"
     models: ModelRoles = ModelRoles()
@@ -145,7 +145,9 @@ def parse_config(text: str, *, source: str = CONFIG_NAME) -> EvolveConfig:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{source} must be a mapping of keys to values, not a {type(data).__name__}.")
+        raise ConfigError(
+            f"{source} must be a mapping of keys to values, not a {type(data).__name__}."
+        )
     try:
         return EvolveConfig.model_validate(data)
     except ValidationError as exc:
@@ -160,5 +162,7 @@ def load_config(path: Path) -> EvolveConfig:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise ConfigError(f"{path} does not exist; run `evolve init` to create a workspace.") from exc
+        raise ConfigError(
+            f"{path} does not exist; run `evolve init` to create a workspace."
+        ) from exc
     return parse_config(text, source=str(path))

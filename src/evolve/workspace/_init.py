@@ -52,7 +52,9 @@ def init_workspace(target: Path, *, persona: str | None = None) -> Workspace:
             f"persona {persona!r} is not a valid name; use lower-case letters, digits, '-' or '_'."
         )
     if (target / CONFIG_NAME).exists():
-        raise EvolveError(f"{target} is already an evolve workspace; use it, or pick another folder.")
+        raise EvolveError(
+            f"{target} is already an evolve workspace; use it, or pick another folder."
+        )
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise EvolveError(f"{target} exists and is not empty; pick a new or empty folder.")
     source = harness_root()

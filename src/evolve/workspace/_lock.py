@@ -63,7 +63,9 @@ class WriterLock:
                 raise LockHeld(self._held_message(holder)) from None
             except OSError as exc:  # pragma: no cover - unusual file systems
                 if exc.errno == errno.EROFS:
-                    raise LockHeld(f"cannot lock {self.path}: the file system is read-only.") from exc
+                    raise LockHeld(
+                        f"cannot lock {self.path}: the file system is read-only."
+                    ) from exc
                 raise
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(info, handle)

@@ -25,7 +25,9 @@ def check_parameter(config: EvolveConfig, name: str, value: Any) -> float | int:
     if spec.integer and float(value) != int(value):
         raise ConfigError(f"parameter {name!r} must be a whole number, not {value!r}.")
     if not spec.min <= value <= spec.max:
-        raise ConfigError(f"parameter {name!r} = {value} is outside its range [{spec.min:g}, {spec.max:g}].")
+        raise ConfigError(
+            f"parameter {name!r} = {value} is outside its range [{spec.min:g}, {spec.max:g}]."
+        )
     return int(value) if spec.integer else float(value)
 
 

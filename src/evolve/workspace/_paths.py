@@ -28,7 +28,9 @@ def normalize_relpath(path: str | PurePosixPath) -> PurePosixPath:
     if not raw or raw.strip() != raw:
         raise PathRefused(f"refusing path {raw!r}: empty or padded with whitespace.")
     if "\\" in raw or "\x00" in raw or any(unicodedata.category(ch) == "Cc" for ch in raw):
-        raise PathRefused(f"refusing path {raw!r}: backslashes and control characters are not allowed.")
+        raise PathRefused(
+            f"refusing path {raw!r}: backslashes and control characters are not allowed."
+        )
     pure = PurePosixPath(raw)
     if pure.is_absolute() or raw.startswith("~") or (len(raw) > 1 and raw[1] == ":"):
         raise PathRefused(f"refusing path {raw!r}: paths must be relative to the workspace root.")

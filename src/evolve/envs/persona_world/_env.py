@@ -84,7 +84,9 @@ class PersonaWorldEnv:
             specs = [_TaskSpec.model_validate(t) for t in _load_yaml(evalset / "tasks.yaml")]
             splits = _Splits.model_validate(_load_yaml(evalset / "splits.yaml"))
         except (ValidationError, TypeError) as exc:
-            raise ConfigError(f"{evalset} has a malformed tasks.yaml or splits.yaml: {exc}") from exc
+            raise ConfigError(
+                f"{evalset} has a malformed tasks.yaml or splits.yaml: {exc}"
+            ) from exc
         split_of: dict[str, Split] = {}
         for split in SPLITS:
             for task_id in getattr(splits, split):
@@ -108,7 +110,9 @@ class PersonaWorldEnv:
             )
         missing = set(split_of) - set(self._tasks)
         if missing:
-            raise ConfigError(f"splits.yaml names tasks that tasks.yaml lacks: {sorted(missing)[:3]}.")
+            raise ConfigError(
+                f"splits.yaml names tasks that tasks.yaml lacks: {sorted(missing)[:3]}."
+            )
         self._by_instruction = {t.instruction: t for t in self._tasks.values()}
         self._personas = load_personas(evalset / "personas")
 
@@ -237,4 +241,6 @@ class PersonaWorldEnv:
     def oracle_statements(self, persona: str, episode: int | None) -> list[str]:
         """The persona's preferences as correction statements (the `oracle` injection mode)."""
         p = self.persona(persona)
-        return [RULES_BY_NAME[pref.rule].statement(pref.value_at(episode)) for pref in p.preferences]
+        return [
+            RULES_BY_NAME[pref.rule].statement(pref.value_at(episode)) for pref in p.preferences
+        ]

@@ -12,10 +12,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from evolve.errors import ConfigError
 from evolve.envs.persona_world._rules import RULES_BY_NAME
 from evolve.envs.persona_world._values import Value, value_from_yaml
 from evolve.envs.persona_world._world import CONTACTS_BY_KEY, Card, Payment, Profile
+from evolve.errors import ConfigError
 
 
 class _Model(BaseModel):
@@ -36,7 +36,9 @@ class Preference(_Model):
     def _known(self) -> Preference:
         rule = RULES_BY_NAME.get(self.rule)
         if rule is None:
-            raise ValueError(f"unknown rule {self.rule!r}; known: {', '.join(sorted(RULES_BY_NAME))}")
+            raise ValueError(
+                f"unknown rule {self.rule!r}; known: {', '.join(sorted(RULES_BY_NAME))}"
+            )
         for raw in (self.value, *(c.value for c in self.changes)):
             if raw is not None:
                 rule.statement(value_from_yaml(raw))  # raises on a value the rule cannot state
@@ -88,12 +90,16 @@ class Persona(_Model):
         ids = {c.id for c in self.cards}
         for p in self.history:
             if p.card not in ids:
-                raise ValueError(f"history uses card {p.card}, which is not among the persona's cards")
+                raise ValueError(
+                    f"history uses card {p.card}, which is not among the persona's cards"
+                )
         return self
 
     @property
     def profile(self) -> Profile:
-        return Profile(self.first_name, self.last_name, self.email, self.phone_number, self.venmo_password)
+        return Profile(
+            self.first_name, self.last_name, self.email, self.phone_number, self.venmo_password
+        )
 
     @property
     def card_objects(self) -> tuple[Card, ...]:
@@ -120,7 +126,9 @@ def load_personas(folder: Path) -> dict[str, Persona]:
             brief = detail[2].strip() if len(detail) > 2 else (detail[0] if detail else "")
             raise ConfigError(f"{path} is not a valid persona: {brief}.") from exc
         if persona.name != path.stem:
-            raise ConfigError(f"{path} declares name {persona.name!r}; rename the file or the persona.")
+            raise ConfigError(
+                f"{path} declares name {persona.name!r}; rename the file or the persona."
+            )
         personas[persona.name] = persona
     if not personas:
         raise ConfigError(f"no personas found in {folder}; the evalset is incomplete.")

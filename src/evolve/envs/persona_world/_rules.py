@@ -189,6 +189,7 @@ class Rule(ABC):
 
     def render_negated(self, ctx: CheckContext, args: dict[str, Any], value: Value) -> None:
         """What "do not <value>" makes a competent agent do; by default, nothing."""
+        return None
 
     def resolve(self, ctx: CheckContext, value: Value) -> str:
         """The concrete value for this episode (profile references resolved)."""
@@ -228,10 +229,15 @@ class SmsSignoff(Rule):
     rule_class = "format"
     instance_template = "My text to {name} didn't end with my usual sign-off."
     default_guess = Ref("first_name")
-    _verb = re.compile(r"\b(sign|signs|signed|sign-?off|signoff|end|ends|ending|close|closing|finish|signature)\b", re.I)
+    _verb = re.compile(
+        r"\b(sign|signs|signed|sign-?off|signoff|end|ends|ending|close|closing|finish|signature)\b",
+        re.I,
+    )
 
     def on_topic(self, sentence: str) -> bool:
-        return bool(SMS_TOPIC.search(sentence) and self._verb.search(sentence)) and not EMAIL_TOPIC.search(sentence)
+        return bool(
+            SMS_TOPIC.search(sentence) and self._verb.search(sentence)
+        ) and not EMAIL_TOPIC.search(sentence)
 
     def find_value(self, clause: str) -> Value | None:
         if not self._verb.search(clause) and not re.search(r"name|initials|['\"“]", clause):
@@ -240,7 +246,11 @@ class SmsSignoff(Rule):
 
     def statement(self, value: Value) -> str:
         if isinstance(value, Ref):
-            what = {"first_name": "my first name", "initials": "my initials", "full_name": "my full name"}[value.field]
+            what = {
+                "first_name": "my first name",
+                "initials": "my initials",
+                "full_name": "my full name",
+            }[value.field]
             return f"Sign off every text message with a last line of a dash and {what}."
         return f"Sign off every text message with a last line '- {value}'."
 
@@ -263,7 +273,7 @@ def _greeting_word(clause: str) -> str | None:
         return word.capitalize() or None
     for word in re.findall(r"[A-Za-z]+", clause):
         if word.lower() in _GREETINGS and word[0].isupper():
-            return word.capitalize()
+            return str(word).capitalize()
     return None
 
 
@@ -274,10 +284,14 @@ class SmsGreeting(Rule):
     rule_class = "format"
     instance_template = "My text to {name} didn't open the way I greet people."
     default_guess = "Hi"
-    _verb = re.compile(r"\b(start|starts|begin|begins|open|opens|greet|greeting|salutation)\b", re.I)
+    _verb = re.compile(
+        r"\b(start|starts|begin|begins|open|opens|greet|greeting|salutation)\b", re.I
+    )
 
     def on_topic(self, sentence: str) -> bool:
-        return bool(SMS_TOPIC.search(sentence) and self._verb.search(sentence)) and not EMAIL_TOPIC.search(sentence)
+        return bool(
+            SMS_TOPIC.search(sentence) and self._verb.search(sentence)
+        ) and not EMAIL_TOPIC.search(sentence)
 
     def find_value(self, clause: str) -> Value | None:
         return _greeting_word(clause)
@@ -310,10 +324,14 @@ class PaymentVisibility(Rule):
     slot = "payment.visibility"
     kind = "payment"
     rule_class = "format"
-    instance_template = "My payment to {name} was {actual}, visible to {direction} people than I wanted."
+    instance_template = (
+        "My payment to {name} was {actual}, visible to {direction} people than I wanted."
+    )
 
     def on_topic(self, sentence: str) -> bool:
-        return bool(PAYMENT_TOPIC.search(sentence)) and any(p.search(sentence) for p, _ in _VIS_WORDS)
+        return bool(PAYMENT_TOPIC.search(sentence)) and any(
+            p.search(sentence) for p, _ in _VIS_WORDS
+        )
 
     def find_value(self, clause: str) -> Value | None:
         hits = [(m.start(), v) for p, v in _VIS_WORDS for m in [p.search(clause)] if m]
@@ -356,13 +374,18 @@ class HabitualCard(Rule):
     instance_template = "I paid {name} with a card I don't normally use."
     default_guess = Computed("habitual_card")
     _topic = re.compile(r"\bcards?\b", re.I)
-    _habit = re.compile(r"\b(usual|usually|most|often|habitual|normally|typically|regular|favou?rite)\b", re.I)
+    _habit = re.compile(
+        r"\b(usual|usually|most|often|habitual|normally|typically|regular|favou?rite)\b", re.I
+    )
     _last4 = re.compile(
         r"(?:end(?:s|ing)?(?: in| with)?|last four|x{2,4}|\*{2,4}|card)\s*(\d{4})\b", re.I
     )
 
     def on_topic(self, sentence: str) -> bool:
-        return bool(self._topic.search(sentence) and (PAYMENT_TOPIC.search(sentence) or "card" in sentence.lower()))
+        return bool(
+            self._topic.search(sentence)
+            and (PAYMENT_TOPIC.search(sentence) or "card" in sentence.lower())
+        )
 
     def find_value(self, clause: str) -> Value | None:
         digits = self._last4.search(clause)
@@ -419,7 +442,11 @@ class RunningTotal(Rule):
     _where = re.compile(r"\b(note|notes|description|memo)\b", re.I)
 
     def on_topic(self, sentence: str) -> bool:
-        return bool(self._topic.search(sentence) and self._where.search(sentence) and PAYMENT_TOPIC.search(sentence))
+        return bool(
+            self._topic.search(sentence)
+            and self._where.search(sentence)
+            and PAYMENT_TOPIC.search(sentence)
+        )
 
     def find_value(self, clause: str) -> Value | None:
         return Computed("running_total") if self._topic.search(clause) else None
@@ -437,7 +464,11 @@ class RunningTotal(Rule):
     def check(self, ctx: CheckContext, args: Mapping[str, Any], value: Value) -> str | None:
         match = _TOTAL_RE.search(str(args.get("note", "")))
         first = ctx.contact.first_name if ctx.contact else ""
-        if match and match.group("who") == first and abs(float(match.group("amount")) - self.expected(ctx)) < 0.005:
+        if (
+            match
+            and match.group("who") == first
+            and abs(float(match.group("amount")) - self.expected(ctx)) < 0.005
+        ):
             return None
         return self.instance(ctx)
 
@@ -470,7 +501,11 @@ def format_items(items: Sequence[str], style: str) -> list[str]:
 
 
 def _is_note_only(sentence: str) -> bool:
-    return bool(NOTE_TOPIC.search(sentence)) and not PAYMENT_TOPIC.search(sentence) and not EMAIL_TOPIC.search(sentence)
+    return (
+        bool(NOTE_TOPIC.search(sentence))
+        and not PAYMENT_TOPIC.search(sentence)
+        and not EMAIL_TOPIC.search(sentence)
+    )
 
 
 class PrivateNoteFormat(Rule):
@@ -604,7 +639,9 @@ class EmailSignoff(Rule):
     rule_class = "format"
     instance_template = "My email to {name} didn't close the way I sign my emails."
     default_guess = "Best"
-    _verb = re.compile(r"\b(close|closes|closing|sign|sign-?off|signoff|end|ends|ending|signature)\b", re.I)
+    _verb = re.compile(
+        r"\b(close|closes|closing|sign|sign-?off|signoff|end|ends|ending|signature)\b", re.I
+    )
 
     def on_topic(self, sentence: str) -> bool:
         return bool(EMAIL_TOPIC.search(sentence) and self._verb.search(sentence))
@@ -616,7 +653,7 @@ class EmailSignoff(Rule):
             return word or None
         for word in re.findall(r"[A-Za-z]+", clause):
             if word.lower() in _CLOSINGS and word[0].isupper():
-                return word
+                return str(word)
         return None
 
     def statement(self, value: Value) -> str:
@@ -668,7 +705,9 @@ class EmailCcSelf(Rule):
     _address = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 
     def on_topic(self, sentence: str) -> bool:
-        return bool(EMAIL_TOPIC.search(sentence) or self._copy.search(sentence)) and bool(self._copy.search(sentence))
+        return bool(EMAIL_TOPIC.search(sentence) or self._copy.search(sentence)) and bool(
+            self._copy.search(sentence)
+        )
 
     def find_value(self, clause: str) -> Value | None:
         address = self._address.search(clause)
@@ -696,10 +735,15 @@ class EmailGreeting(Rule):
     rule_class = "format"
     instance_template = "My email to {name} didn't open with my usual greeting."
     default_guess = "Hi"
-    _verb = re.compile(r"\b(start|starts|begin|begins|open|opens|greet|greeting|salutation)\b", re.I)
+    _verb = re.compile(
+        r"\b(start|starts|begin|begins|open|opens|greet|greeting|salutation)\b", re.I
+    )
 
     def on_topic(self, sentence: str) -> bool:
-        return bool(EMAIL_TOPIC.search(sentence) and self._verb.search(sentence)) and "subject" not in sentence.lower()
+        return (
+            bool(EMAIL_TOPIC.search(sentence) and self._verb.search(sentence))
+            and "subject" not in sentence.lower()
+        )
 
     def find_value(self, clause: str) -> Value | None:
         return _greeting_word(clause)

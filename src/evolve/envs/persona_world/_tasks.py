@@ -28,19 +28,31 @@ FAMILIES: tuple[Family, ...] = (
     Family("text_invite", "sms", "Send {contact_name} a text inviting them: {message}"),
     Family("text_thanks", "sms", "Text {contact_name} to thank them: {message}"),
     Family("pay_back", "payment", "Pay {contact_name} back ${amount:.2f} on Venmo for {reason}."),
-    Family("pay_gift", "payment", "Send {contact_name} ${amount:.2f} on Venmo as a gift for {reason}."),
+    Family(
+        "pay_gift", "payment", "Send {contact_name} ${amount:.2f} on Venmo as a gift for {reason}."
+    ),
     Family("pay_share", "payment", "Venmo {contact_name} ${amount:.2f}, my share of {reason}."),
     Family("note_todo", "note", "Make a note titled '{title}' with these to-dos: {item_list}."),
-    Family("note_recipe", "note", "Save a note titled '{title}' listing the ingredients: {item_list}."),
-    Family("note_packing", "note", "Create a packing-list note titled '{title}' with: {item_list}."),
     Family(
-        "email_followup", "email", "Email {contact_name} with the subject '{subject}' and say: {message}"
+        "note_recipe", "note", "Save a note titled '{title}' listing the ingredients: {item_list}."
     ),
     Family(
-        "email_invite", "email", "Email {contact_name} an invitation with the subject '{subject}': {message}"
+        "note_packing", "note", "Create a packing-list note titled '{title}' with: {item_list}."
     ),
     Family(
-        "email_thanks", "email", "Send {contact_name} a thank-you email with the subject '{subject}': {message}"
+        "email_followup",
+        "email",
+        "Email {contact_name} with the subject '{subject}' and say: {message}",
+    ),
+    Family(
+        "email_invite",
+        "email",
+        "Email {contact_name} an invitation with the subject '{subject}': {message}",
+    ),
+    Family(
+        "email_thanks",
+        "email",
+        "Send {contact_name} a thank-you email with the subject '{subject}': {message}",
     ),
 )
 FAMILIES_BY_NAME = {f.name: f for f in FAMILIES}

@@ -47,7 +47,9 @@ def value_from_yaml(raw: Any) -> Value:
             return Ref(inner)
         if key == "computed" and isinstance(inner, str):
             return Computed(inner)
-    raise ValueError(f"a preference value must be a string, {{ref: X}} or {{computed: X}}, not {raw!r}")
+    raise ValueError(
+        f"a preference value must be a string, {{ref: X}} or {{computed: X}}, not {raw!r}"
+    )
 
 
 def value_to_yaml(value: Value) -> Any:

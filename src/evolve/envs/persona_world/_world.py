@@ -314,7 +314,9 @@ class PersonaWorld:
         try:
             bound = inspect.signature(entry.func).bind(self.state, **dict(args))
         except TypeError as exc:
-            record = ApiCall(app, name, dict(args), False, error=f"bad arguments for {tool}: {exc}.")
+            record = ApiCall(
+                app, name, dict(args), False, error=f"bad arguments for {tool}: {exc}."
+            )
             self._calls.append(record)
             return record
         try:

@@ -28,7 +28,9 @@ def _order(unit: MemoryUnit) -> tuple[int, str]:
 
 def render_memory(units: Iterable[MemoryUnit], scope: str) -> str:
     """The text the agent receives for `scope`."""
-    visible = [u for u in units if u.status == "active" and u.scope in (scope, "global")]
+    visible = [
+        u for u in units if u.status == "active" and u.scope in (scope, "global") and u.text.strip()
+    ]
     groups: dict[str, list[MemoryUnit]] = {}
     for unit in sorted(visible, key=_order):
         groups.setdefault(unit.recipe, []).append(unit)

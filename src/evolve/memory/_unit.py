@@ -10,6 +10,7 @@ as it is, which is how a person adds a fact without learning the format.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import PurePosixPath
 from typing import Any, Literal
@@ -36,7 +37,8 @@ class MalformedUnit(EvolveError):
 class MemoryUnit(BaseModel):
     """One unit of memory. Recipe-specific fields are optional and typed."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a hand edit such as `helpful: true` is reported, not coerced and rewritten.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
 
     id: str
     schema_version: int = Field(default=UNIT_SCHEMA, alias="schema")
@@ -133,6 +135,7 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
             match the folder.
     """
     rel = PurePosixPath(path)
+    raw = raw.replace("\r\n", "\n")
     if not raw.startswith("---\n"):
         return MemoryUnit(
             id=_hand_id(rel),
@@ -165,6 +168,8 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
             "unknown field" if err.get("type") == "extra_forbidden" else err.get("msg", "invalid")
         )
         raise MalformedUnit(f"{path}: field '{loc}': {what}.") from exc
+    if len(rel.parts) > 3:
+        raise MalformedUnit(f"{path}: units live in memory/ or memory/<user>/, not deeper.")
     folder = _folder_scope(rel)
     if folder is not None and folder != unit.scope:
         raise MalformedUnit(f"{path}: scope '{unit.scope}' does not match its folder ({folder}).")
@@ -174,14 +179,19 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
 
 
 def _folder_scope(rel: PurePosixPath) -> str | None:
+    """The scope a path's folder gives: memory/x.md is global, memory/<user>/... is the user's."""
     parts = rel.parts
     if len(parts) == 2:
         return GLOBAL_SCOPE
-    if len(parts) == 3:
+    if len(parts) >= 3:
         return f"user:{parts[1]}"
     return None
 
 
 def _hand_id(rel: PurePosixPath) -> str:
-    stem = re.sub(r"[^A-Za-z0-9_.-]", "-", rel.stem)[:64] or "note"
-    return stem
+    """An id for a hand-written note, always valid whatever the file is called."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "-", rel.stem).lstrip("_.-")[:48]
+    if stem and stem == rel.stem:
+        return stem
+    digest = hashlib.sha256(str(rel).encode("utf-8")).hexdigest()[:8]
+    return f"{stem or 'note'}-{digest}"

@@ -136,6 +136,9 @@ class _Playbook:
             None,
         )
         target = back.id if back is not None else ctx.new_id(self.recipe.name)
+        if back is not None and back.revoked_by in self.active and back.revoked_by != supersedes:
+            # The unit that replaced the re-added text gives way, however it was worded.
+            similar.append(self.active[back.revoked_by])
         for u in similar:
             self.put(
                 "revoke", ctx.revoked(u, by=target), f"negated or changed by newer bullet {target}"

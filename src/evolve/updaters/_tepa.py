@@ -91,8 +91,8 @@ def naive_snap(key: str) -> str | None:
 def snap(key: str) -> tuple[str, str | None]:
     """The key to store under, and a log line when the key was not a vocabulary key."""
     cleaned = _clean(key)
-    if cleaned in VOCABULARY:
-        return cleaned, None
+    if cleaned in VOCABULARY or (cleaned.startswith("other.") and len(cleaned) > len("other.")):
+        return cleaned, None  # a vocabulary key, or an other.* key this recipe kept before
     app, _, detail = cleaned.partition(".")
     app = _APP_ALIASES.get(app, app)
     words = [w for w in re.split(r"[._]", detail) if w]

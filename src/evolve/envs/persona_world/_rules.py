@@ -277,36 +277,47 @@ def _greeting_word(clause: str) -> str | None:
     return None
 
 
-class SmsGreeting(Rule):
+class _Greeting(Rule):
+    """An opening "<word> <their first name>," on the call's `field` (sms or email)."""
+
+    field: ClassVar[str]
+    separator: ClassVar[str]
+    default_guess = "Hi"
+    _verb = re.compile(
+        r"\b(start|starts|begin|begins|open|opens|greet|greeting|salutation)\b", re.I
+    )
+
+    def find_value(self, clause: str) -> Value | None:
+        return _greeting_word(clause)
+
+    def _opening(self, ctx: CheckContext, value: str) -> str:
+        first = ctx.contact.first_name if ctx.contact else ""
+        return f"{value} {first},"
+
+    def check(self, ctx: CheckContext, args: Mapping[str, Any], value: Value) -> str | None:
+        ok = str(args.get(self.field, "")).startswith(self._opening(ctx, self.resolve(ctx, value)))
+        return None if ok else self.instance(ctx)
+
+    def render(self, ctx: CheckContext, args: dict[str, Any], value: str) -> None:
+        args[self.field] = f"{self._opening(ctx, value)}{self.separator}{args[self.field]}"
+
+
+class SmsGreeting(_Greeting):
     name = "sms_greeting"
     slot = "sms.greeting"
     kind = "sms"
     rule_class = "format"
     instance_template = "My text to {name} didn't open the way I greet people."
-    default_guess = "Hi"
-    _verb = re.compile(
-        r"\b(start|starts|begin|begins|open|opens|greet|greeting|salutation)\b", re.I
-    )
+    field = "message"
+    separator = " "
 
     def on_topic(self, sentence: str) -> bool:
         return bool(
             SMS_TOPIC.search(sentence) and self._verb.search(sentence)
         ) and not EMAIL_TOPIC.search(sentence)
 
-    def find_value(self, clause: str) -> Value | None:
-        return _greeting_word(clause)
-
     def statement(self, value: Value) -> str:
         return f"Start every text message with '{value} <their first name>,'."
-
-    def check(self, ctx: CheckContext, args: Mapping[str, Any], value: Value) -> str | None:
-        first = ctx.contact.first_name if ctx.contact else ""
-        ok = str(args.get("message", "")).startswith(f"{self.resolve(ctx, value)} {first},")
-        return None if ok else self.instance(ctx)
-
-    def render(self, ctx: CheckContext, args: dict[str, Any], value: str) -> None:
-        first = ctx.contact.first_name if ctx.contact else ""
-        args["message"] = f"{value} {first}, {args['message']}"
 
 
 # ------------------------------------------------------------------------------------
@@ -728,16 +739,14 @@ class EmailCcSelf(Rule):
         args["cc"] = [ctx.profile.email if value == "self" else value]
 
 
-class EmailGreeting(Rule):
+class EmailGreeting(_Greeting):
     name = "email_greeting"
     slot = "email.greeting"
     kind = "email"
     rule_class = "format"
     instance_template = "My email to {name} didn't open with my usual greeting."
-    default_guess = "Hi"
-    _verb = re.compile(
-        r"\b(start|starts|begin|begins|open|opens|greet|greeting|salutation)\b", re.I
-    )
+    field = "body"
+    separator = "\n\n"
 
     def on_topic(self, sentence: str) -> bool:
         return (
@@ -745,20 +754,8 @@ class EmailGreeting(Rule):
             and "subject" not in sentence.lower()
         )
 
-    def find_value(self, clause: str) -> Value | None:
-        return _greeting_word(clause)
-
     def statement(self, value: Value) -> str:
         return f"Open every email with '{value} <their first name>,' on its own line."
-
-    def check(self, ctx: CheckContext, args: Mapping[str, Any], value: Value) -> str | None:
-        first = ctx.contact.first_name if ctx.contact else ""
-        ok = str(args.get("body", "")).startswith(f"{value} {first},")
-        return None if ok else self.instance(ctx)
-
-    def render(self, ctx: CheckContext, args: dict[str, Any], value: str) -> None:
-        first = ctx.contact.first_name if ctx.contact else ""
-        args["body"] = f"{value} {first},\n\n{args['body']}"
 
 
 RULES: tuple[Rule, ...] = (

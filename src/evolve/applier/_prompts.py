@@ -49,6 +49,15 @@ def with_guidance(text: str, lines: Sequence[str]) -> str:
     return text.rstrip("\n") + "\n\n" + block + "\n"
 
 
+def _strip_blocks(text: str) -> str:
+    """`text` without any guidance block (or stray marker)."""
+    while START in text and END in text[text.find(START) :]:
+        start = text.find(START)
+        end = text.find(END, start) + len(END)
+        text = text[:start].rstrip("\n") + "\n" + text[end:].lstrip("\n")
+    return text.replace(START, "").replace(END, "")
+
+
 def plan_prompt_changes(
     ws: Workspace,
     *,
@@ -59,20 +68,6 @@ def plan_prompt_changes(
 ) -> PromptChanges:
     """Validate a reflector's proposal; return the file contents to write and what was refused."""
     out = PromptChanges()
-    if guidance is not None:
-        current = (ws.root / SYSTEM).read_text(encoding="utf-8")
-        clean = [" ".join(str(g).split()) for g in guidance if str(g).strip()]
-        new = with_guidance(current, clean)
-        if len(new) > max_chars:
-            out.refused.append(
-                Refusal(
-                    op="guidance",
-                    what=SYSTEM,
-                    reason=f"{SYSTEM} would be {len(new)} characters, over the cap of {max_chars}",
-                )
-            )
-        elif new != current:
-            out.files[SYSTEM] = new.encode("utf-8")
     for edit in edits:
         path, content = edit.get("path"), edit.get("content")
         if not isinstance(path, str) or not isinstance(content, str):
@@ -92,6 +87,19 @@ def plan_prompt_changes(
                 Refusal(op="edit", what=path, reason="only Markdown prompt files may be edited")
             )
             continue
+        if START in content or END in content:
+            if path != SYSTEM:
+                out.refused.append(
+                    Refusal(
+                        op="edit",
+                        what=path,
+                        reason="the guidance block belongs in prompts/system.md only",
+                    )
+                )
+                continue
+            # An edit keeps the guidance block as it stands; only a guidance proposal changes it.
+            current_lines = guidance_of((ws.root / SYSTEM).read_text(encoding="utf-8"))
+            content = with_guidance(_strip_blocks(content), current_lines)
         if len(content) > max_chars:
             out.refused.append(
                 Refusal(
@@ -102,6 +110,37 @@ def plan_prompt_changes(
             )
             continue
         out.files[path] = content.encode("utf-8")
+    if guidance is not None:
+        # On top of an edit of system.md in the same proposal, if there is one.
+        edited = out.files.get(SYSTEM)
+        current = (
+            edited.decode("utf-8")
+            if edited is not None
+            else (ws.root / SYSTEM).read_text(encoding="utf-8")
+        )
+        clean = []
+        for line in (" ".join(str(g).split()) for g in guidance if str(g).strip()):
+            if "<!--" in line or "-->" in line:
+                out.refused.append(
+                    Refusal(
+                        op="guidance",
+                        what=line[:80],
+                        reason="guidance may not contain HTML comment markers",
+                    )
+                )
+            else:
+                clean.append(line)
+        new = with_guidance(current, clean)
+        if len(new) > max_chars:
+            out.refused.append(
+                Refusal(
+                    op="guidance",
+                    what=SYSTEM,
+                    reason=f"{SYSTEM} would be {len(new)} characters, over the cap of {max_chars}",
+                )
+            )
+        elif new != current:
+            out.files[SYSTEM] = new.encode("utf-8")
     if parameters:
         values: dict[str, Any] = dict(load_parameters(ws.root, ws.config))
         changed = False

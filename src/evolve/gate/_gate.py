@@ -49,11 +49,11 @@ class Gate:
     """Accept only if every condition holds; the first failing one is the reason."""
 
     def decide(self, e: GateEvidence) -> Verdict:
-        if not e.changed:
-            return Verdict(False, "the generation changed nothing")
         if e.base_protected_hash != e.candidate_protected_hash or e.protected_dirty:
             what = ", ".join(e.protected_dirty) if e.protected_dirty else "a committed change"
             return Verdict(False, f"protected files changed during the generation ({what})")
+        if not e.changed:
+            return Verdict(False, "the generation changed nothing")
         if not e.tests_passed:
             lines = e.tests_output.strip().splitlines()
             return Verdict(False, "workspace tests failed" + (f": {lines[-1]}" if lines else ""))
@@ -77,30 +77,34 @@ class Gate:
         return Verdict(True, f"accepted: {interval}")
 
 
+EVOLVABLE_DIRS = ("memory", "prompts")
+
+
 def run_workspace_tests(
     store: GitStore, base: str, candidate: str, protected: tuple[str, ...]
 ) -> tuple[bool, str]:
-    """Run the workspace's `tests/` as they were at `base`, against the candidate's files.
+    """Run the workspace's `tests/` as they were at `base`, against the candidate's memory.
 
-    The candidate tree is exported to a temporary folder and every protected path is
-    replaced by the base's copy, so a generation cannot weaken the tests that judge it.
+    The folder is the base's tree with only the evolvable folders (`memory/`, `prompts/`)
+    taken from the candidate, so nothing else a generation adds (a root `conftest.py`, a
+    `pytest.py`, a config file) can reach the tests; pytest runs isolated from the folder's
+    own `sys.path` entry and from any pytest configuration but the base's.
     """
+    del protected  # everything outside the evolvable folders comes from the base
     with tempfile.TemporaryDirectory(prefix="evolve-gate-") as tmp:
         root = Path(tmp) / "ws"
         root.mkdir()
-        _export(store, candidate, root, None)
-        for prefix in protected:
-            target = root / prefix.rstrip("/")
-            if target.is_dir():
-                shutil.rmtree(target)
-            elif target.exists():
-                target.unlink()
-        _export(store, base, root, [p.rstrip("/") for p in protected])
+        _export(store, base, root, None)
+        for folder in EVOLVABLE_DIRS:
+            shutil.rmtree(root / folder, ignore_errors=True)
+        _export(store, candidate, root, list(EVOLVABLE_DIRS))
         if not (root / "tests").is_dir():
             return True, "no workspace tests"
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+            [sys.executable, "-I", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "--rootdir", str(root), "tests"],
             cwd=root, capture_output=True, text=True, timeout=600, env=env,
         )  # fmt: skip
         output = (proc.stdout + proc.stderr)[-4000:]

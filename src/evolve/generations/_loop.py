@@ -195,8 +195,10 @@ def _generation(
         changed=changed,
     )
     verdict = gate.decide(evidence)
-    if not verdict.accepted and changed:
+    if not verdict.accepted:
+        # Also clears untracked files a generation left (the tree was clean at the start).
         store.reset_hard(base)
+        store.clean_untracked()
     final = store.head()
     assert final is not None
     record = GenerationRecord(

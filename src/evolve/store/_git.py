@@ -513,6 +513,10 @@ class GitStore:
         """Move HEAD, the index and the working tree to `rev` (used to discard a generation)."""
         self._git.reset("--hard", "--quiet", rev)
 
+    def clean_untracked(self) -> None:
+        """Remove untracked files and folders that are not ignored (`git clean -fd`)."""
+        self._git.clean("-f", "-d", "-q")
+
     def checkout_paths(self, rev: str, paths: Sequence[str]) -> None:
         """Restore `paths` in the index and working tree to their state at `rev`."""
         if paths:

@@ -43,6 +43,8 @@ def normalize_relpath(path: str | PurePosixPath) -> PurePosixPath:
             raise PathRefused(f"refusing path {raw!r}: nothing under .git/ may be written.")
     if not parts:
         raise PathRefused(f"refusing path {raw!r}: it names the workspace root itself.")
+    if "." in raw.split("/"):
+        raise PathRefused(f"refusing path {raw!r}: '..' and '.' components are not allowed.")
     return PurePosixPath(*parts)
 
 

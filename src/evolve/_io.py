@@ -41,6 +41,11 @@ def atomic_write(path: Path, data: str | bytes, *, fsync: bool = False) -> None:
             if fsync:
                 handle.flush()
                 os.fsync(handle.fileno())
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o644  # what a new file gets under the usual umask
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

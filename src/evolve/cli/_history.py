@@ -10,7 +10,7 @@ from rich.markup import escape
 from evolve.cli._common import emit_json, json_option, open_workspace, stdout, workspace_option
 from evolve.errors import EvolveError
 from evolve.history import history, memory_as_of, revert, show_unit
-from evolve.memory import scope_for
+from evolve.memory import SCOPE_PATTERN, scope_for
 from evolve.report import write_report
 from evolve.review import approve, list_pending, reject
 
@@ -71,7 +71,7 @@ def show_cmd(unit_id: str, as_json: bool, workspace: Path | None) -> None:
         stdout.print(f"[bold]{h.unit_id}[/bold] ({h.path}) no longer exists (evicted or removed).")
     else:
         stdout.print(
-            f"[bold]{u.id}[/bold] {u.recipe}/{u.kind} [{u.status}] scope {u.scope}  ({h.path})"
+            f"[bold]{u.id}[/bold] {u.recipe}/{u.kind} \\[{u.status}] scope {u.scope}  ({h.path})"
         )
         stdout.print(f"  {escape(u.text)}")
         held = f"held from {u.valid_from or '?'}" + (
@@ -113,6 +113,8 @@ def memory_cmd(
     if scope is not None and persona is not None:
         raise EvolveError("give --scope or --persona, not both.")
     chosen = scope or scope_for(persona or ws.config.persona)
+    if not SCOPE_PATTERN.match(chosen):
+        raise EvolveError(f"scope {chosen!r} is not valid; use user:<persona> or global.")
     commit, text = memory_as_of(ws.store, as_of, chosen)
     if as_json:
         emit_json({"commit": commit, "scope": chosen, "memory": text})

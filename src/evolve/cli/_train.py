@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from evolve.cli._common import (
     emit_json,
@@ -80,4 +81,6 @@ def train_cmd(
         if o.commit:
             ops = ", ".join(f"{k} {v}" for k, v in sorted(o.ops.items()))
             stdout.print(f"  {o.commit[:10]} episode {o.episode} {o.task_id}: {ops}")
+        for line in o.refused:
+            stdout.print(f"  episode {o.episode}: {escape(line)}")
     stdout.print("see `git log` or `evolve log` for the memory diffs.")

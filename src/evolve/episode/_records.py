@@ -53,6 +53,9 @@ class EpisodeRecord(_Record):
     output_tokens: int
     prompt_chars: int
     duration_s: float
+    # Training only: the memory commit the episode made, and the proposals refused.
+    commit: str | None = None
+    refused: list[str] = []
 
     @property
     def tokens(self) -> int:

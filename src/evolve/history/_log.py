@@ -64,7 +64,9 @@ def history(
     store: GitStore, paths: Sequence[str] = (), *, max_count: int | None = 50
 ) -> list[LogEntry]:
     """Commits that touched `paths` (default: memory/ and prompts/), newest first."""
-    return [to_entry(info) for info in store.log(list(paths) or list(TRACKED), max_count=max_count)]
+    # The workspace's first commit (no parent) scaffolds memory/ and prompts/; it taught nothing.
+    infos = store.log(list(paths) or list(TRACKED), max_count=max_count, min_parents=1)
+    return [to_entry(info) for info in infos]
 
 
 def refresh_commit_graph(store: GitStore) -> None:

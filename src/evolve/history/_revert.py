@@ -128,6 +128,6 @@ def revert(ws: Workspace, rev: str, *, reason: str | None = None) -> RevertResul
             raise EvolveError(
                 f"reverting {short} changed nothing; it may have been undone by hand already."
             )
-        return RevertResult(
-            info.sha, commit, [p for p in paths if changes[p] is not None], tombstones
-        )
+        stone_paths = {str(unit_path(s.scope, s.id)) for s in tombstones}
+        restored = [p for p in paths if changes[p] is not None and p not in stone_paths]
+        return RevertResult(info.sha, commit, restored, tombstones)

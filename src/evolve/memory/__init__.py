@@ -4,6 +4,7 @@ from evolve.memory._files import MEMORY_PREFIX, UnitReader, in_scope, load_units
 from evolve.memory._render import RENDERERS, fixed_block, register_renderer, render_memory
 from evolve.memory._unit import (
     GLOBAL_SCOPE,
+    SCOPE_PATTERN,
     UNIT_SCHEMA,
     MalformedUnit,
     MemoryUnit,
@@ -17,6 +18,7 @@ from evolve.memory._unit import (
 __all__ = [
     "GLOBAL_SCOPE",
     "MEMORY_PREFIX",
+    "SCOPE_PATTERN",
     "RENDERERS",
     "UNIT_SCHEMA",
     "UnitReader",

@@ -27,7 +27,7 @@ _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 Status = Literal["active", "revoked", "pending", "tombstoned"]
 GLOBAL_SCOPE = "global"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_SCOPE = re.compile(r"^(global|user:[a-z0-9][a-z0-9_-]{0,39})$")
+SCOPE_PATTERN = re.compile(r"^(global|user:[a-z0-9][a-z0-9_-]{0,39})$")
 
 
 class MalformedUnit(EvolveError):
@@ -85,7 +85,7 @@ class MemoryUnit(BaseModel):
     @field_validator("scope")
     @classmethod
     def _scope(cls, v: str) -> str:
-        if not _SCOPE.match(v):
+        if not SCOPE_PATTERN.match(v):
             raise ValueError("must be 'global' or 'user:<name>'")
         return v
 

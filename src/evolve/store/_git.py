@@ -197,6 +197,7 @@ class GitStore:
         rev: str = "HEAD",
         grep_trailer: str | None = None,
         grep_value: str | None = None,
+        min_parents: int | None = None,
     ) -> Iterator[CommitInfo]:
         """Walk history newest first; git does the walking and the path filtering.
 
@@ -208,6 +209,8 @@ class GitStore:
         args = [f"--format={_LOG_FORMAT}", rev]
         if max_count is not None:
             args.insert(0, f"--max-count={max_count}")
+        if min_parents is not None:
+            args.insert(0, f"--min-parents={min_parents}")
         if grep_trailer:
             needle = (
                 f"{grep_trailer}: {grep_value}" if grep_value is not None else f"{grep_trailer}:"

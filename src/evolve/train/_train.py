@@ -271,8 +271,11 @@ def _train(
                 outcome.commit = store.commit(applied.paths, subject, body=body, trailers=trailers)
                 outcome.ops = _counts(applied)
             applier.done()
+        logged = result.record.model_copy(
+            update={"commit": outcome.commit, "refused": outcome.refused}
+        )
         with log_path.open("a", encoding="utf-8") as handle:
-            handle.write(canonical_json(result.record.model_dump(mode="json")) + "\n")
+            handle.write(canonical_json(logged.model_dump(mode="json")) + "\n")
         report.outcomes.append(outcome)
         history = env.advance_history(history, task, persona, k)
         if progress:

@@ -1,0 +1,222 @@
+"""`evolve log`: memory and prompt history, newest first, with the trailers parsed."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evolve.cli import main
+from evolve.train import TrainReport, train
+from evolve.workspace import Workspace
+
+RunGit = Callable[..., str]
+SHA = re.compile(r"^([0-9a-f]{10}) (\S+)  (.*)$")
+
+
+@pytest.fixture
+def ws(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Workspace:
+    """The workspace, with the current folder set to it (for the CLI)."""
+    monkeypatch.chdir(workspace.root)
+    monkeypatch.delenv("EVOLVE_WORKSPACE", raising=False)
+    capsys.readouterr()
+    return workspace
+
+
+@pytest.fixture
+def trained(ws: Workspace) -> TrainReport:
+    """Twelve ACE episodes with the sim model: several memory commits."""
+    report = train(ws, recipe="ace", episodes=12)
+    assert len(report.commits) >= 3, "the fixture needs several memory commits"
+    return report
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _log_json(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict[str, Any]]:
+    code, out, err = _cli(capsys, "log", "--json", *args)
+    assert code == 0, err
+    data = json.loads(out)  # exactly one JSON document
+    assert isinstance(data, list)
+    return data
+
+
+def _git_trailers(root: Path, run_git: RunGit, sha: str) -> dict[str, str]:
+    block = run_git(root, "log", "-1", "--format=%(trailers:only=true,unfold=true)", sha)
+    out = {}
+    for line in block.splitlines():
+        key, sep, value = line.partition(": ")
+        if sep:
+            out[key] = value.strip()
+    return out
+
+
+def _git_complaint(root: Path, run_git: RunGit, sha: str) -> str:
+    body = run_git(root, "log", "-1", "--format=%B", sha).splitlines()
+    at = body.index("Complaint:")
+    return next(line.strip() for line in body[at + 1 :] if line.strip())
+
+
+def _init_sha(root: Path, run_git: RunGit) -> str:
+    return run_git(root, "rev-list", "--max-parents=0", "HEAD").strip()
+
+
+def _entries(out: str) -> list[tuple[str, list[str]]]:
+    """The human output split into (header line, following indented lines) per commit."""
+    entries: list[tuple[str, list[str]]] = []
+    for line in out.splitlines():
+        if SHA.match(line):
+            entries.append((line, []))
+        elif line.startswith("    ") and entries:
+            entries[-1][1].append(line.strip())
+    return entries
+
+
+# --- the listing ----------------------------------------------------------------------------
+
+
+def test_log_lists_training_commits_newest_first_with_their_fields(
+    ws: Workspace, trained: TrainReport, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = ws.root
+    code, out, err = _cli(capsys, "log", "-n", "0")
+    assert code == 0, err
+    entries = _entries(out)
+    shown = [SHA.match(header)[1] for header, _ in entries]  # type: ignore[index]
+    training = [sha[:10] for sha in trained.commits]
+    # Newest first: the training commits appear in reverse order of making.
+    assert [s for s in shown if s in training] == training[::-1]
+    assert len(shown) == len(set(shown))
+
+    by_short = dict(zip(shown, entries, strict=True))
+    for sha in trained.commits:
+        header, lines = by_short[sha[:10]]
+        m = SHA.match(header)
+        assert m is not None
+        when = run_git(root, "log", "-1", "--format=%cI", sha).strip()
+        assert m[2] == when
+        subject = run_git(root, "log", "-1", "--format=%s", sha).strip()
+        assert m[3] == subject and subject.startswith("ace: ")  # the recipe leads the line
+        t = _git_trailers(root, run_git, sha)
+        assert f"episode {t['Evolve-Episode']}, task {t['Evolve-Task']}" in lines
+        assert f"complaint: {_git_complaint(root, run_git, sha)}" in lines
+        assert f"ops: {t['Evolve-Ops']}" in lines
+        assert re.search(r"=(ace-[0-9a-f]{10})", t["Evolve-Ops"])  # ops name unit ids
+
+
+def test_log_json_returns_the_trailers_parsed(
+    ws: Workspace, trained: TrainReport, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = ws.root
+    data = _log_json(capsys, "-n", "0")
+    by_sha = {e["commit"]: e for e in data}
+    assert set(trained.commits) <= set(by_sha)
+    order = [e["commit"] for e in data if e["commit"] in trained.commits]
+    assert order == trained.commits[::-1]
+    for sha in trained.commits:
+        e = by_sha[sha]
+        trailers = _git_trailers(root, run_git, sha)
+        assert e["trailers"] == trailers
+        assert e["episode"] == int(trailers["Evolve-Episode"])
+        assert isinstance(e["episode"], int)
+        assert e["recipe"] == "ace" == trailers["Evolve-Recipe"]
+        assert e["task"] == trailers["Evolve-Task"]
+        assert e["complaint"] == _git_complaint(root, run_git, sha)
+        pairs = [tok.split("=", 1) for tok in trailers["Evolve-Ops"].split()]
+        assert e["ops"] == [{"op": op, "id": ident} for op, ident in pairs]
+        assert e["time"] == run_git(root, "log", "-1", "--format=%cI", sha).strip()
+        assert e["subject"] == run_git(root, "log", "-1", "--format=%s", sha).strip()
+
+
+def test_log_path_arguments_filter_the_history(
+    ws: Workspace, trained: TrainReport, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = ws.root
+    # The unit file touched by the most commits.
+    counts: dict[str, int] = {}
+    for sha in trained.commits:
+        for path in run_git(root, "show", "--name-only", "--format=", sha).split():
+            counts[path] = counts.get(path, 0) + 1
+    path = max(sorted(counts), key=lambda p: counts[p])
+    expected = run_git(root, "log", "--format=%H", "--", path).split()
+    assert 1 <= len(expected) < len(trained.commits), "pick a path some commits did not touch"
+    assert [e["commit"] for e in _log_json(capsys, path)] == expected
+
+    code, out, err = _cli(capsys, "log", path)
+    assert code == 0, err
+    assert [SHA.match(h)[1] for h, _ in _entries(out)] == [s[:10] for s in expected]  # type: ignore[index]
+
+    # A prompt change committed by hand shows under prompts/, and no training commit does.
+    system = root / "prompts" / "system.md"
+    system.write_text(system.read_text("utf-8") + "\nBe brief.\n", encoding="utf-8")
+    run_git(root, "commit", "-q", "-am", "prompts: be brief")
+    hand = run_git(root, "rev-parse", "HEAD").strip()
+    listed = [e["commit"] for e in _log_json(capsys, "prompts")]
+    assert listed[0] == hand
+    assert not set(listed) & set(trained.commits)
+    # A path nothing touched lists nothing.
+    assert _log_json(capsys, "memory/nobody") == []
+
+
+def test_log_n_limits_the_count(
+    ws: Workspace, trained: TrainReport, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    newest = trained.commits[::-1]
+    assert [e["commit"] for e in _log_json(capsys, "-n", "1")] == newest[:1]
+    assert [e["commit"] for e in _log_json(capsys, "-n", "2")] == newest[:2]
+    code, out, err = _cli(capsys, "log", "-n", "2")
+    assert code == 0, err
+    assert [SHA.match(h)[1] for h, _ in _entries(out)] == [s[:10] for s in newest[:2]]  # type: ignore[index]
+    # -n 0 lists everything that touched memory/ or prompts/.
+    init = _init_sha(ws.root, run_git)
+    everything = run_git(ws.root, "log", "--format=%H", "--", "memory", "prompts").split()
+    listed = [e["commit"] for e in _log_json(capsys, "-n", "0")]
+    assert [s for s in listed if s != init] == [s for s in everything if s != init]
+    assert len(listed) > 2
+    # A negative count is a usage error.
+    code, _, err = _cli(capsys, "log", "-n", "-1")
+    assert code != 0 and err.strip()
+
+
+def test_log_leaves_out_commits_that_touch_neither_memory_nor_prompts(
+    ws: Workspace, trained: TrainReport, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = ws.root
+    (root / "NOTES.txt").write_text("my own notes\n", encoding="utf-8")
+    run_git(root, "add", "NOTES.txt")
+    run_git(root, "commit", "-q", "-m", "notes")
+    other = run_git(root, "rev-parse", "HEAD").strip()
+    data = _log_json(capsys)
+    assert other not in {e["commit"] for e in data}
+    assert data[0]["commit"] == trained.commits[-1]
+    code, out, _ = _cli(capsys, "log")
+    assert code == 0 and other[:10] not in out and "notes" not in out.splitlines()[0]
+
+
+def test_log_does_not_list_the_init_commit(
+    ws: Workspace, trained: TrainReport, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    init = _init_sha(ws.root, run_git)
+    listed = [e["commit"] for e in _log_json(capsys, "-n", "0")]
+    assert init not in listed
+    assert listed == trained.commits[::-1]
+
+
+def test_log_on_a_new_workspace_says_there_is_no_history(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _cli(capsys, "log")
+    assert code == 0, err
+    assert "no memory or prompt commits yet" in out
+    assert not _entries(out)
+    assert _log_json(capsys) == []

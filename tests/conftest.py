@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,3 +49,60 @@ def run_git() -> GitRunner:
 def workspace(tmp_path: Path) -> Workspace:
     """A new workspace at `tmp_path / "ws"`, initialized and committed."""
     return init_workspace(tmp_path / "ws")
+
+
+@pytest.fixture
+def ws(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Workspace:
+    """The workspace, with the current folder set to it (for the CLI)."""
+    monkeypatch.chdir(workspace.root)
+    monkeypatch.delenv("EVOLVE_WORKSPACE", raising=False)
+    capsys.readouterr()
+    return workspace
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run `evolve ARGS` in-process: (exit status, stdout, stderr)."""
+    from evolve.cli import main
+
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
+    """Run `evolve ARGS --json`, check it succeeded, and parse its one JSON document."""
+    code, out, err = run_cli(capsys, *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def tree_digest(root: Path) -> str:
+    """A hash of every file and folder under `root`, `.git/` aside."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == ".git":
+            continue
+        digest.update(rel.as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() if path.is_file() else b"<dir>")
+    return digest.hexdigest()
+
+
+def workspace_state(root: Path, run_git: GitRunner) -> tuple[str, ...]:
+    """HEAD, status, index and working tree: what "nothing changed" compares."""
+    return (
+        run_git(root, "rev-parse", "HEAD"),
+        run_git(root, "status", "--porcelain", "--untracked-files=all"),
+        run_git(root, "ls-files", "-s"),
+        tree_digest(root),
+    )
+
+
+def one_sentence(err: str) -> str:
+    """The single `error: ...` line a failing command prints (asserting there is just one)."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ") and lines[0].rstrip().endswith("."), lines[0]
+    return lines[0]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from evolve.cli import main
+from conftest import run_cli as _cli
 from evolve.train import TrainReport, train
 from evolve.workspace import Workspace
 
@@ -19,28 +19,11 @@ SHA = re.compile(r"^([0-9a-f]{10}) (\S+)  (.*)$")
 
 
 @pytest.fixture
-def ws(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Workspace:
-    """The workspace, with the current folder set to it (for the CLI)."""
-    monkeypatch.chdir(workspace.root)
-    monkeypatch.delenv("EVOLVE_WORKSPACE", raising=False)
-    capsys.readouterr()
-    return workspace
-
-
-@pytest.fixture
 def trained(ws: Workspace) -> TrainReport:
     """Twelve ACE episodes with the sim model: several memory commits."""
     report = train(ws, recipe="ace", episodes=12)
     assert len(report.commits) >= 3, "the fixture needs several memory commits"
     return report
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _log_json(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict[str, Any]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -12,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from conftest import one_sentence as _one_sentence
+from conftest import run_cli as _cli
+from conftest import workspace_state as _state
 from evolve.applier import MemoryApplier, Op
-from evolve.cli import main
 from evolve.errors import EvolveError
 from evolve.evaluate import agent_memory, open_env
 from evolve.history import memory_as_of, revert
@@ -28,17 +29,6 @@ ALEX = "user:alex"
 FRIENDS = "Set my Venmo payments to friends-only visibility."
 PUBLIC = "Keep all my Venmo payments public."
 REASON = "I never said that"
-
-
-@pytest.fixture
-def ws(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Workspace:
-    """The workspace, with the current folder set to it (for the CLI)."""
-    monkeypatch.chdir(workspace.root)
-    monkeypatch.delenv("EVOLVE_WORKSPACE", raising=False)
-    capsys.readouterr()
-    return workspace
 
 
 class Updater:
@@ -78,40 +68,6 @@ def _teach(ws: Workspace) -> Taught:
     assert len(second.commits) == 1
     public_id = next(u.id for u in load_units(ws.root) if u.text == PUBLIC)
     return Taught(updater, llm, first.commits[0], second.commits[0], public_id)
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _tree_digest(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if rel.parts[0] == ".git":
-            continue
-        digest.update(rel.as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() if path.is_file() else b"<dir>")
-    return digest.hexdigest()
-
-
-def _state(root: Path, run_git: RunGit) -> tuple[str, ...]:
-    """HEAD, status, index and working tree: what "nothing changed" compares."""
-    return (
-        run_git(root, "rev-parse", "HEAD"),
-        run_git(root, "status", "--porcelain", "--untracked-files=all"),
-        run_git(root, "ls-files", "-s"),
-        _tree_digest(root),
-    )
-
-
-def _one_sentence(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: ") and lines[0].rstrip().endswith("."), lines[0]
-    return lines[0]
 
 
 def _trailers(root: Path, run_git: RunGit, rev: str) -> dict[str, str]:

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 import evolve.store._git as git_module
+from conftest import cli_json as _json
+from conftest import one_sentence as _one_sentence
+from conftest import run_cli as _cli
+from conftest import workspace_state as _state
 from evolve.agent import MEMORY_HEADER, section
 from evolve.applier import MemoryApplier, Op
-from evolve.cli import main
 from evolve.evaluate import agent_memory, open_env, run_split
 from evolve.history import revert
 from evolve.llm import LLM, Completion, JsonSchema, Message, make_llm
@@ -27,57 +27,6 @@ from evolve.workspace import Workspace
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
-
-
-@pytest.fixture
-def ws(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Workspace:
-    """The workspace, with the current folder set to it (for the CLI)."""
-    monkeypatch.chdir(workspace.root)
-    monkeypatch.delenv("EVOLVE_WORKSPACE", raising=False)
-    capsys.readouterr()
-    return workspace
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
-    code, out, err = _cli(capsys, *args, "--json")
-    assert code == 0, err
-    return json.loads(out)
-
-
-def _tree_digest(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if rel.parts[0] == ".git":
-            continue
-        digest.update(rel.as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() if path.is_file() else b"<dir>")
-    return digest.hexdigest()
-
-
-def _state(root: Path, run_git: RunGit) -> tuple[str, ...]:
-    """HEAD, status, index and working tree: what "nothing changed" compares."""
-    return (
-        run_git(root, "rev-parse", "HEAD"),
-        run_git(root, "status", "--porcelain", "--untracked-files=all"),
-        run_git(root, "ls-files", "-s"),
-        _tree_digest(root),
-    )
-
-
-def _one_sentence(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: ") and lines[0].rstrip().endswith("."), lines[0]
-    return lines[0]
 
 
 def _unit(uid: str, text: str, **fields: Any) -> MemoryUnit:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from evolve.cli import main
+from conftest import run_cli as _cli
 from evolve.generations import GenerationRecord, ScoreRecord, save_record
 from evolve.llm import MockLLM
 from evolve.report import build_report
@@ -29,17 +29,6 @@ HEADINGS = {
     "commits": "Recent memory and prompt commits",
 }
 PUBLIC = "Keep all my Venmo payments public."
-
-
-@pytest.fixture
-def ws(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Workspace:
-    """The workspace, with the current folder set to it (for the CLI)."""
-    monkeypatch.chdir(workspace.root)
-    monkeypatch.delenv("EVOLVE_WORKSPACE", raising=False)
-    capsys.readouterr()
-    return workspace
 
 
 def _score(score: float) -> ScoreRecord:
@@ -77,12 +66,6 @@ def trained(ws: Workspace) -> TrainReport:
             ),
         )
     return report
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _write(capsys: pytest.CaptureFixture[str], out_dir: Path) -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -12,7 +11,10 @@ from typing import Any
 import pytest
 
 import evolve.train._train as train_module
-from evolve.cli import main
+from conftest import cli_json as _json
+from conftest import one_sentence as _one_sentence
+from conftest import run_cli as _cli
+from conftest import workspace_state as _state
 from evolve.evaluate import agent_memory, open_env
 from evolve.llm import JsonSchema, Message, MockLLM
 from evolve.memory import MemoryUnit, load_units
@@ -27,17 +29,6 @@ FRIENDS = "Set my Venmo payments to friends-only visibility."
 
 
 @pytest.fixture
-def ws(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Workspace:
-    """The workspace, with the current folder set to it (for the CLI)."""
-    monkeypatch.chdir(workspace.root)
-    monkeypatch.delenv("EVOLVE_WORKSPACE", raising=False)
-    capsys.readouterr()
-    return workspace
-
-
-@pytest.fixture
 def memories(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The rendered memory of every training episode, in order."""
     seen: list[str] = []
@@ -49,45 +40,6 @@ def memories(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     monkeypatch.setattr(train_module, "run_episode", spy)
     yield seen
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
-    code, out, err = _cli(capsys, *args, "--json")
-    assert code == 0, err
-    return json.loads(out)
-
-
-def _tree_digest(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if rel.parts[0] == ".git":
-            continue
-        digest.update(rel.as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() if path.is_file() else b"<dir>")
-    return digest.hexdigest()
-
-
-def _state(root: Path, run_git: RunGit) -> tuple[str, ...]:
-    return (
-        run_git(root, "rev-parse", "HEAD"),
-        run_git(root, "status", "--porcelain", "--untracked-files=all"),
-        run_git(root, "ls-files", "-s"),
-        _tree_digest(root),
-    )
-
-
-def _one_sentence(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: ") and lines[0].rstrip().endswith("."), lines[0]
-    return lines[0]
 
 
 def _trailers(root: Path, run_git: RunGit, rev: str) -> dict[str, str]:

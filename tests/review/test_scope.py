@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -10,9 +9,10 @@ from typing import Any
 import pytest
 
 import evolve.train._train as train_module
+from conftest import cli_json as _json
+from conftest import run_cli as _cli
 from evolve.agent import MEMORY_HEADER, section
 from evolve.applier import MemoryApplier, Op
-from evolve.cli import main
 from evolve.evaluate import agent_memory, open_env, run_split
 from evolve.llm import LLM, Completion, JsonSchema, Message, make_llm
 from evolve.memory import MemoryUnit, load_units
@@ -21,17 +21,6 @@ from evolve.workspace import Workspace
 RunGit = Callable[..., str]
 ALEX, BLAIR = "user:alex", "user:blair"
 UNIT_ID = re.compile(r"\[(ace-[0-9a-f]{10})\]")
-
-
-@pytest.fixture
-def ws(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Workspace:
-    """The workspace, with the current folder set to it (for the CLI)."""
-    monkeypatch.chdir(workspace.root)
-    monkeypatch.delenv("EVOLVE_WORKSPACE", raising=False)
-    capsys.readouterr()
-    return workspace
 
 
 @pytest.fixture
@@ -73,18 +62,6 @@ class SpyLLM:
             seed=seed,
             max_tokens=max_tokens,
         )
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
-    code, out, err = _cli(capsys, *args, "--json")
-    assert code == 0, err
-    return json.loads(out)
 
 
 def _units_of(ws: Workspace, scope: str) -> list[MemoryUnit]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from evolve.cli import main
+from conftest import run_cli as _cli
 from evolve.evaluate import agent_memory, open_env
 from evolve.llm import JsonSchema, Message, MockLLM
 from evolve.memory import load_units
@@ -26,17 +26,6 @@ from evolve.workspace import Workspace
 RunGit = Callable[..., str]
 WRONG = "Keep all my Venmo payments public."
 REASON = "I want friends-only payments, never public ones"
-
-
-@pytest.fixture
-def ws(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Workspace:
-    """The workspace, with the current folder set to it (for the CLI)."""
-    monkeypatch.chdir(workspace.root)
-    monkeypatch.delenv("EVOLVE_WORKSPACE", raising=False)
-    capsys.readouterr()
-    return workspace
 
 
 def misleading(messages: Sequence[Message], schema: JsonSchema | None) -> str:
@@ -50,12 +39,6 @@ def misleading(messages: Sequence[Message], schema: JsonSchema | None) -> str:
     ids = re.findall(r"^\[(ace-[0-9a-f]{10})\]", prompt, re.M)
     tags = [{"id": ids[0], "tag": "helpful"}] if ids else []
     return json.dumps({"operations": [{"op": "add", "text": WRONG}], "bullet_tags": tags})
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _dev(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:

@@ -24,6 +24,8 @@ from evolve.updaters._base import (
     MAX_STATEMENT,
     RecipeContext,
     Update,
+    active_by_age,
+    age,
     ask,
     items,
     load_prompt,
@@ -63,10 +65,6 @@ SCHEMA = JsonSchema(
 )
 
 
-def _age(u: MemoryUnit) -> tuple[int, str]:
-    return (u.created_episode if u.created_episode is not None else -1, u.id)
-
-
 class _Playbook:
     """The bullets while one episode's proposals are merged; records what actually happened."""
 
@@ -74,9 +72,7 @@ class _Playbook:
         self.ctx = ctx
         self.recipe = recipe
         self.update = Update()
-        self.active = {
-            u.id: u for u in sorted((u for u in units if u.status == "active"), key=_age)
-        }
+        self.active = {u.id: u for u in active_by_age(units)}
         self.revoked = {u.id: u for u in units if u.status == "revoked"}
         self.existing = {u.id for u in units}
         self.changed: dict[str, tuple[str, MemoryUnit]] = {}
@@ -165,14 +161,14 @@ class _Playbook:
         """Evict beyond the cap by (helpful - harmful), then age; bound the archive too."""
         while len(self.active) > self.recipe.cap:
             victim = min(
-                self.active.values(), key=lambda u: ((u.helpful or 0) - (u.harmful or 0), _age(u))
+                self.active.values(), key=lambda u: ((u.helpful or 0) - (u.harmful or 0), age(u))
             )
             del self.active[victim.id]
             self._drop(
                 victim,
                 f"cap: evicted {victim.id} (helpful {victim.helpful or 0}, harmful {victim.harmful or 0})",
             )
-        archive = sorted(self.revoked.values(), key=_age)
+        archive = sorted(self.revoked.values(), key=age)
         for victim in archive[: max(0, len(archive) - self.recipe.archive_cap)]:
             del self.revoked[victim.id]
             self._drop(victim, f"cap: dropped archived bullet {victim.id}")
@@ -198,8 +194,7 @@ class AceRecipe:
         self.similarity = similarity
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        active = sorted((u for u in units if u.status == "active"), key=_age)
-        return "\n".join(f"[{u.id}] {u.text}" for u in active)
+        return "\n".join(f"[{u.id}] {u.text}" for u in active_by_age(units))
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         return []

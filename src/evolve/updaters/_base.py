@@ -116,6 +116,16 @@ class Recipe(Protocol):
         ...
 
 
+def age(unit: MemoryUnit) -> tuple[int, str]:
+    """Order of creation: the episode that created a unit, then its id."""
+    return (unit.created_episode if unit.created_episode is not None else -1, unit.id)
+
+
+def active_by_age(units: Sequence[MemoryUnit]) -> list[MemoryUnit]:
+    """The active units, oldest first (the order most recipes render and evict in)."""
+    return sorted((u for u in units if u.status == "active"), key=age)
+
+
 def first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 

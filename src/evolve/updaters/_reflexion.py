@@ -9,7 +9,15 @@ from evolve.applier import Op, Refusal
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
-from evolve.updaters._base import MAX_STATEMENT, RecipeContext, Update, ask, load_prompt, sentences
+from evolve.updaters._base import (
+    MAX_STATEMENT,
+    RecipeContext,
+    Update,
+    active_by_age,
+    ask,
+    load_prompt,
+    sentences,
+)
 
 SCHEMA = JsonSchema(
     "reflection",
@@ -26,10 +34,7 @@ class ReflexionRecipe:
     keep: ClassVar[int] = 3
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        active = sorted(
-            (u for u in units if u.status == "active"), key=lambda u: (u.created_episode or 0, u.id)
-        )
-        return "\n".join(f"- {u.text}" for u in active)
+        return "\n".join(f"- {u.text}" for u in active_by_age(units))
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         return []
@@ -56,10 +61,7 @@ class ReflexionRecipe:
         text = " ".join(parts[:2])[:MAX_STATEMENT]
         unit = ctx.new_unit(self.name, "reflection", text)
         ops = [Op(op="add", unit=unit)]
-        active = sorted(
-            (u for u in ctx.mine(self.name) if u.status == "active"),
-            key=lambda u: (u.created_episode or 0, u.id),
-        )
+        active = active_by_age(ctx.mine(self.name))
         for victim in active[: max(0, len(active) + 1 - self.keep)]:
             ops.append(Op(op="evict", unit=victim))
             update.notes.append(f"keep last {self.keep}: evicted {victim.id}")

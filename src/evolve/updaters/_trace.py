@@ -15,7 +15,15 @@ from evolve.applier import Op, Refusal
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
-from evolve.updaters._base import RecipeContext, Update, ask, items, load_prompt, strict_fields
+from evolve.updaters._base import (
+    RecipeContext,
+    Update,
+    active_by_age,
+    ask,
+    items,
+    load_prompt,
+    strict_fields,
+)
 
 PREDICATES = ("equals", "contains", "startswith", "endswith", "not_contains")
 MAX_VALUE = 24
@@ -89,10 +97,7 @@ class TraceRecipe:
     cap: ClassVar[int] = 12
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        active = sorted(
-            (u for u in units if u.status == "active"), key=lambda u: (u.created_episode or 0, u.id)
-        )
-        return "\n".join(f"- {u.text}" for u in active)
+        return "\n".join(f"- {u.text}" for u in active_by_age(units))
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         failures = []
@@ -113,9 +118,7 @@ class TraceRecipe:
     def observe(self, ctx: RecipeContext) -> Update:
         update = Update()
         mine = ctx.mine(self.name)
-        active = sorted(
-            (u for u in mine if u.status == "active"), key=lambda u: (u.created_episode or 0, u.id)
-        )
+        active = active_by_age(mine)
         prompt = load_prompt("trace").safe_substitute(
             instruction=ctx.episode.instruction,
             actions=ctx.episode.actions,

@@ -23,10 +23,10 @@ def journal_path(store: GitStore) -> Path:
 
 
 def begin(store: GitStore, paths: Sequence[str]) -> None:
+    # Atomic against a killed process (the case this guards); like git's own loose objects,
+    # not fsynced against power loss, which would cost milliseconds on every episode.
     atomic_write(
-        journal_path(store),
-        json.dumps({"head": store.head(), "paths": sorted(set(paths))}),
-        fsync=True,
+        journal_path(store), json.dumps({"head": store.head(), "paths": sorted(set(paths))})
     )
 
 

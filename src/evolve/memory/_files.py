@@ -40,20 +40,28 @@ class UnitReader:
     def _walk(
         self, folder: Path, prefix: str, seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]]
     ) -> None:
+        cache = self._cache
         with os.scandir(folder) as entries:
             for entry in entries:
-                rel = f"{prefix}/{entry.name}"
+                name = entry.name
                 if entry.is_dir(follow_symlinks=False):
-                    self._walk(Path(entry.path), rel, seen)
-                elif _is_unit_path(rel) and entry.is_file(follow_symlinks=False):
-                    st = entry.stat(follow_symlinks=False)
-                    key = (st.st_mtime_ns, st.st_size, st.st_ino)
-                    cached = self._cache.get(rel)
-                    if cached is not None and cached[0] == key:
-                        seen[rel] = cached
-                    else:
-                        raw = Path(entry.path).read_text(encoding="utf-8")
-                        seen[rel] = (key, parse_unit(rel, raw))
+                    self._walk(Path(entry.path), f"{prefix}/{name}", seen)
+                    continue
+                if (
+                    not name.endswith(".md")
+                    or name.startswith(".")
+                    or not entry.is_file(follow_symlinks=False)
+                ):
+                    continue
+                rel = f"{prefix}/{name}"
+                st = entry.stat(follow_symlinks=False)
+                key = (st.st_mtime_ns, st.st_size, st.st_ino)
+                cached = cache.get(rel)
+                if cached is not None and cached[0] == key:
+                    seen[rel] = cached
+                else:
+                    raw = Path(entry.path).read_text(encoding="utf-8")
+                    seen[rel] = (key, parse_unit(rel, raw))
 
 
 def load_units(root: Path) -> list[MemoryUnit]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evolve.llm import LLM, Completion, JsonSchema, Message
 from evolve.workspace import Workspace, init_workspace
 
 GitRunner = Callable[..., str]
@@ -106,3 +107,30 @@ def one_sentence(err: str) -> str:
     assert len(lines) == 1, err
     assert lines[0].startswith("error: ") and lines[0].rstrip().endswith("."), lines[0]
     return lines[0]
+
+
+class SpyLLM:
+    """The sim model, recording every system prompt it is given."""
+
+    def __init__(self, inner: LLM) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.systems: list[str] = []
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: JsonSchema | None = None,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        self.systems += [m.content for m in messages if m.role == "system"]
+        return self.inner.complete(
+            messages,
+            json_schema=json_schema,
+            temperature=temperature,
+            seed=seed,
+            max_tokens=max_tokens,
+        )

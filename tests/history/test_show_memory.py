@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import evolve.store._git as git_module
+from conftest import SpyLLM
 from conftest import cli_json as _json
 from conftest import one_sentence as _one_sentence
 from conftest import run_cli as _cli
@@ -19,7 +20,7 @@ from evolve.agent import MEMORY_HEADER, section
 from evolve.applier import MemoryApplier, Op
 from evolve.evaluate import agent_memory, open_env, run_split
 from evolve.history import revert
-from evolve.llm import LLM, Completion, JsonSchema, Message, make_llm
+from evolve.llm import make_llm
 from evolve.memory import MemoryUnit, load_units, parse_unit
 from evolve.store import format_ops
 from evolve.train import train
@@ -59,33 +60,6 @@ def _apply(ws: Workspace, ops: Sequence[Op], subject: str) -> str:
     applier.done()
     assert sha is not None
     return sha
-
-
-class SpyLLM:
-    """The sim model, recording every system prompt it is given."""
-
-    def __init__(self, inner: LLM) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.systems: list[str] = []
-
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        json_schema: JsonSchema | None = None,
-        temperature: float = 0.0,
-        seed: int | None = None,
-        max_tokens: int | None = None,
-    ) -> Completion:
-        self.systems += [m.content for m in messages if m.role == "system"]
-        return self.inner.complete(
-            messages,
-            json_schema=json_schema,
-            temperature=temperature,
-            seed=seed,
-            max_tokens=max_tokens,
-        )
 
 
 # --- evolve show ------------------------------------------------------------------------------

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 import evolve.train._train as train_module
+from conftest import SpyLLM
 from conftest import cli_json as _json
 from conftest import run_cli as _cli
 from evolve.agent import MEMORY_HEADER, section
 from evolve.applier import MemoryApplier, Op
 from evolve.evaluate import agent_memory, open_env, run_split
-from evolve.llm import LLM, Completion, JsonSchema, Message, make_llm
+from evolve.llm import make_llm
 from evolve.memory import MemoryUnit, load_units
 from evolve.workspace import Workspace
 
@@ -35,33 +36,6 @@ def memories(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str]]]
 
     monkeypatch.setattr(train_module, "run_episode", spy)
     yield seen
-
-
-class SpyLLM:
-    """The sim model, recording every system prompt it is given."""
-
-    def __init__(self, inner: LLM) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.systems: list[str] = []
-
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        json_schema: JsonSchema | None = None,
-        temperature: float = 0.0,
-        seed: int | None = None,
-        max_tokens: int | None = None,
-    ) -> Completion:
-        self.systems += [m.content for m in messages if m.role == "system"]
-        return self.inner.complete(
-            messages,
-            json_schema=json_schema,
-            temperature=temperature,
-            seed=seed,
-            max_tokens=max_tokens,
-        )
 
 
 def _units_of(ws: Workspace, scope: str) -> list[MemoryUnit]:

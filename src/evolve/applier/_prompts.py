@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from evolve.applier._ops import Refusal
+from evolve.ops import Refusal
 from evolve.errors import ConfigError, PathRefused
 from evolve.workspace import PARAMETERS_FILE, Workspace, check_parameter, load_parameters
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evolve.memory._unit import MemoryUnit, parse_unit
-from evolve.store import GitStore
+
+if TYPE_CHECKING:  # reading the working tree needs no git; only as-of reads do
+    from evolve.store import GitStore
 
 MEMORY_PREFIX = "memory/"
 

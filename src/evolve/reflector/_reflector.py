@@ -9,7 +9,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-from evolve.applier import Refusal
+from evolve.ops import Refusal
 from evolve.llm import LLM, JsonSchema, Message
 from evolve.updaters import parse_json_reply
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evolve.applier import Op
+from evolve.ops import Op
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import normalize
 

@@ -17,7 +17,7 @@ from string import Template
 from typing import Any, Protocol
 
 from evolve._io import sha256_hex
-from evolve.applier import Op, Refusal
+from evolve.ops import Op, Refusal
 from evolve.envs import ApiCall
 from evolve.llm import LLM, JsonSchema, Message
 from evolve.memory import MemoryUnit

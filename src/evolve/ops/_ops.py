@@ -1,4 +1,8 @@
-"""Typed operations: what a proposer returns and the applier writes (DESIGN.md §3)."""
+"""Typed operations: what a proposer returns and the applier writes (DESIGN.md §3).
+
+This module imports nothing of the writer, so a proposer (recipe, reflector, review) that
+builds operations cannot reach the applier or the store by construction.
+"""
 
 from __future__ import annotations
 

@@ -10,11 +10,12 @@ import pytest
 WRITER = ("evolve.applier", "evolve.store", "evolve.train", "evolve.gate")
 
 
-@pytest.mark.parametrize("module", ["evolve.updaters", "evolve.reflector", "evolve.sim", "evolve.ops"])
+@pytest.mark.parametrize(
+    "module", ["evolve.updaters", "evolve.reflector", "evolve.sim", "evolve.ops"]
+)
 def test_proposer_imports_no_writer(module: str) -> None:
     code = (
-        f"import sys, {module}\n"
-        f"print(' '.join(m for m in sys.modules if m.startswith({WRITER!r})))"
+        f"import sys, {module}\nprint(' '.join(m for m in sys.modules if m.startswith({WRITER!r})))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -4,13 +4,13 @@ from evolve.applier._files import EVOLVABLE, check_files, write_files
 from evolve.applier._journal import end as journal_end
 from evolve.applier._journal import recover
 from evolve.applier._memory import ApplyResult, MemoryApplier, tombstone_for
-from evolve.ops import TEXT_OPS, Op, OpName, Refusal
 from evolve.applier._prompts import (
     PromptChanges,
     guidance_of,
     plan_prompt_changes,
     with_guidance,
 )
+from evolve.ops import TEXT_OPS, Op, OpName, Refusal
 
 __all__ = [
     "PromptChanges",

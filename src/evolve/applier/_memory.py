@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 from evolve._io import atomic_write
 from evolve.applier import _journal
-from evolve.ops import TEXT_OPS, Op, Refusal
 from evolve.errors import PathRefused
 from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, parse_unit
 from evolve.memory._similarity import normalize
+from evolve.ops import TEXT_OPS, Op, Refusal
 from evolve.workspace import Workspace
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from evolve.ops import Refusal
 from evolve.errors import ConfigError, PathRefused
+from evolve.ops import Refusal
 from evolve.workspace import PARAMETERS_FILE, Workspace, check_parameter, load_parameters
 
 SYSTEM = "prompts/system.md"

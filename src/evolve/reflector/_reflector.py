@@ -9,8 +9,8 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-from evolve.ops import Refusal
 from evolve.llm import LLM, JsonSchema, Message
+from evolve.ops import Refusal
 from evolve.updaters import parse_json_reply
 
 SCHEMA = JsonSchema(

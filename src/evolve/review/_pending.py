@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evolve.ops import Op
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import normalize
+from evolve.ops import Op
 
 
 def as_pending(ops: Sequence[Op], units: Sequence[MemoryUnit]) -> list[Op]:

@@ -17,10 +17,10 @@ from string import Template
 from typing import Any, Protocol
 
 from evolve._io import sha256_hex
-from evolve.ops import Op, Refusal
 from evolve.envs import ApiCall
 from evolve.llm import LLM, JsonSchema, Message
 from evolve.memory import MemoryUnit
+from evolve.ops import Op, Refusal
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evolve.ops import Op, Refusal
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
+from evolve.ops import Op, Refusal
 from evolve.updaters._base import RecipeContext, Update, ask, load_prompt
 
 SCHEMA = JsonSchema(

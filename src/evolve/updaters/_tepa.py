@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from evolve.ops import Op, Refusal
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import normalize
+from evolve.ops import Op, Refusal
 from evolve.updaters._base import (
     MAX_STATEMENT,
     RecipeContext,

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from evolve.ops import Op, Refusal
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import conflicts, normalize, trigram_cosine
+from evolve.ops import Op, Refusal
 from evolve.updaters._base import MAX_STATEMENT, RecipeContext, Update, ask, load_prompt
 
 SCHEMA = JsonSchema(

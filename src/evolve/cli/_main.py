@@ -14,18 +14,20 @@ import click
 
 from evolve.errors import EvolveError
 
-COMMANDS = {
-    "init": "evolve.cli._init:init_cmd",
-    "demo": "evolve.cli._init:demo_cmd",
-    "run": "evolve.cli._run:run_cmd",
-    "train": "evolve.cli._train:train_cmd",
-    "evolve": "evolve.cli._evolve:evolve_cmd",
-    "log": "evolve.cli._history:log_cmd",
-    "show": "evolve.cli._history:show_cmd",
-    "memory": "evolve.cli._history:memory_cmd",
-    "revert": "evolve.cli._history:revert_cmd",
-    "review": "evolve.cli._history:review_group",
-    "report": "evolve.cli._history:report_cmd",
+# name -> (module:attribute, one-line help). The help line is kept here so that `evolve
+# --help` lists the commands without importing them; a test checks it matches each command.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("evolve.cli._init:init_cmd", "Create a workspace in DIRECTORY (new or empty)."),
+    "demo": ("evolve.cli._init:demo_cmd", "Create a workspace and run the main job on it."),
+    "run": ("evolve.cli._run:run_cmd", "Score a split: success, violations per rule, tokens."),
+    "train": ("evolve.cli._train:train_cmd", "Run the training stream, one commit per update."),
+    "evolve": ("evolve.cli._evolve:evolve_cmd", "Run gated generations (try --dry-run first)."),
+    "log": ("evolve.cli._history:log_cmd", "Memory and prompt history, newest first."),
+    "show": ("evolve.cli._history:show_cmd", "A memory unit and every commit that touched it."),
+    "memory": ("evolve.cli._history:memory_cmd", "Memory exactly as the agent receives it."),
+    "revert": ("evolve.cli._history:revert_cmd", "Undo a memory or prompt commit; tombstone it."),
+    "review": ("evolve.cli._history:review_group", "Approve or reject units left pending."),
+    "report": ("evolve.cli._history:report_cmd", "Write a self-contained HTML report."),
 }
 
 
@@ -34,13 +36,18 @@ class LazyGroup(click.Group):
         return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
             return None
-        module, _, attr = target.partition(":")
+        module, _, attr = entry[0].partition(":")
         command = getattr(importlib.import_module(module), attr)
         assert isinstance(command, click.Command)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click's default imports every command to read its help; the table has it already.
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, short) for name, (_, short) in COMMANDS.items()])
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

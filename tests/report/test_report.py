@@ -61,7 +61,7 @@ def trained(ws: Workspace) -> TrainReport:
                 protected_hash="x",
                 protected_hash_candidate="x",
                 tests_passed=True,
-                verdict=verdict,  # type: ignore[arg-type]
+                verdict=verdict,
                 reason=f"generation {number} <because>",
             ),
         )

@@ -32,7 +32,7 @@ FRIENDS = "Set my Venmo payments to friends-only visibility."
 def memories(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The rendered memory of every training episode, in order."""
     seen: list[str] = []
-    real = train_module.run_episode
+    real = train_module.run_episode  # type: ignore[attr-defined]
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         seen.append(args[3].memory)

@@ -28,7 +28,7 @@ UNIT_ID = re.compile(r"\[(ace-[0-9a-f]{10})\]")
 def memories(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str]]]:
     """(persona, rendered memory) of every training episode, in order."""
     seen: list[tuple[str, str]] = []
-    real = train_module.run_episode
+    real = train_module.run_episode  # type: ignore[attr-defined]
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         seen.append((args[3].persona, args[3].memory))

@@ -13,6 +13,7 @@ import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from evolve.agent import RESULT_PREFIX, section, without_sections
@@ -46,13 +47,22 @@ _COMPUTED_RATES = {
 
 
 def read_directives(system_prompt: str) -> dict[str, Directive]:
-    """The directive in force for each slot: the last one stated wins."""
+    """The directive in force for each slot: the last one stated wins.
+
+    Every turn of an episode, and every episode until memory changes, sends the same system
+    prompt, so what it states is parsed once per distinct prompt (keyed by its content).
+    """
+    return dict(_directives_of(system_prompt))
+
+
+@lru_cache(maxsize=64)
+def _directives_of(system_prompt: str) -> tuple[tuple[str, Directive], ...]:
     readable = without_sections(system_prompt, ("api_docs", "stats"))
     found: dict[str, Directive] = {}
     for sentence in split_sentences(readable):
         for directive in recognize(sentence):
             found[directive.slot] = directive
-    return found
+    return tuple(found.items())
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from evolve.envs.persona_world._world import (
     api_docs,
     tool_names,
 )
+from evolve.envs.persona_world._yaml import load_yaml
 from evolve.errors import ConfigError, UnknownName
 
 # The formats of the harness-computed <stats> lines; the sim reads them back.
@@ -66,7 +67,7 @@ class History:
 
 def _load_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return load_yaml(path)
     except FileNotFoundError:
         raise ConfigError(f"{path} is missing; the evalset is incomplete.") from None
     except yaml.YAMLError as exc:

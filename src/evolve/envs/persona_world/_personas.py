@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from evolve.envs.persona_world._rules import RULES_BY_NAME
 from evolve.envs.persona_world._values import Value, value_from_yaml
 from evolve.envs.persona_world._world import CONTACTS_BY_KEY, Card, Payment, Profile
+from evolve.envs.persona_world._yaml import load_yaml
 from evolve.errors import ConfigError
 
 
@@ -119,7 +120,7 @@ def load_personas(folder: Path) -> dict[str, Persona]:
     personas: dict[str, Persona] = {}
     for path in sorted(folder.glob("*.yaml")):
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = load_yaml(path)
             persona = Persona.model_validate(data)
         except (yaml.YAMLError, ValidationError) as exc:
             detail = str(exc).splitlines()

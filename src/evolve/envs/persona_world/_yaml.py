@@ -1,0 +1,32 @@
+"""Reading the evalset's YAML: once per process while a file is unchanged, with libyaml.
+
+Every run, gate and generation opens the environment, and the pure-Python loader made the
+evalset's few files a sixth of an `evolve evolve`. A file is keyed by its resolved path,
+mtime and size, so an edit is read again; callers get a deep copy, so one caller that mutates
+what it read cannot change what the next one sees.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PARSED: dict[tuple[str, int, int], Any] = {}
+
+
+def load_yaml(path: Path) -> Any:
+    """The document at `path`.
+
+    Raises:
+        FileNotFoundError: the file is missing.
+        yaml.YAMLError: it is not valid YAML.
+    """
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _PARSED:
+        _PARSED[key] = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
+    return copy.deepcopy(_PARSED[key])

@@ -1,10 +1,17 @@
-"""`evolve log`, `evolve show` and `evolve memory --as-of` on a 10,000-commit workspace.
+"""Reading commands end to end, as a user runs them, against their floors (issue #10).
 
-Builds a workspace (1,000 units, 10,000 memory commits with evolve's trailers, through
-`git fast-import`), then times each command in-process (the command's own work) and as a
-subprocess (what a user waits for, Python start-up included), first without and then with
-a commit-graph carrying changed-path Bloom filters, and prints `git log -n 50` beside them.
-Run: `python benchmarks/bench_history.py [--commits N --units N]`.
+Builds a workspace with 1,000 units and 10,000 memory commits carrying evolve's trailers
+(through `git fast-import`, then a commit-graph with changed-path Bloom filters as `train`
+leaves it), and times every command as a subprocess beside its floor, in the same run:
+
+    evolve --version          vs  python -c pass
+    evolve log -n 50          vs  git log -n 50 + python -c pass
+    evolve log -n 0 --json    vs  git log --format=%H%x00%B (full walk)
+    evolve show UNIT --json   vs  git log -p -- <unit file>
+    evolve memory --json      vs  reading the 1,000 unit files (python)
+
+Each row prints the median wall time of both sides and their ratio, plus the target from the
+issue. Run: `python benchmarks/bench_history.py [--commits N --units N --repeats R]`.
 """
 
 from __future__ import annotations
@@ -15,18 +22,19 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from evolve.history import history, memory_as_of, refresh_commit_graph, show_unit
+from evolve.history import refresh_commit_graph
 from evolve.memory import MemoryUnit, dump_unit
 from evolve.workspace import Workspace, init_workspace
+
+PY = sys.executable
 
 
 def unit_text(i: int, n: int) -> bytes:
     unit = MemoryUnit(
         id=f"ace-{i:010d}", recipe="ace", kind="bullet", scope="user:alex", created_episode=0,
-        updated_episode=n, helpful=n % 7, harmful=0, text=f"Statement {i} as of episode {n}.",
+        updated_episode=n, text=f"Statement {i} as of episode {n}.",
     )  # fmt: skip
     return dump_unit(unit).encode("utf-8")
 
@@ -47,7 +55,7 @@ def build(root: Path, commits: int, units: int) -> Workspace:
         stream.append(b"commit refs/heads/main\n")
         stream.append(b"committer bench <bench@localhost> %d +0000\n" % (stamp + n))
         msg = (
-            f"ace: episode {n} (task-{n % 20}): add 1, modify 0, revoke 0, evict 0\n\n"
+            f"ace · alex · episode {n} (task-{n % 20}): add 1\n\n"
             f"Complaint:\n  complaint number {n}\n\nEvolve-Episode: {n}\nEvolve-Recipe: ace\n"
             f"Evolve-Task: task-{n % 20}\nEvolve-Ops: add=ace-{i:010d}\nEvolve-Persona: alex\n"
         ).encode()
@@ -61,61 +69,63 @@ def build(root: Path, commits: int, units: int) -> Workspace:
     return Workspace(root)
 
 
-def timed(func: Callable[[], object], repeats: int = 5) -> float:
+def wall(argv: list[str], cwd: Path, repeats: int) -> float:
+    """Median wall time of a subprocess, in ms (one warm-up run first)."""
+    subprocess.run(argv, cwd=cwd, check=True, capture_output=True)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        func()
+        subprocess.run(argv, cwd=cwd, check=True, capture_output=True)
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1000
 
 
-def cli(root: Path, *args: str) -> Callable[[], object]:
-    return lambda: subprocess.run(
-        [sys.executable, "-m", "evolve", *args], cwd=root, check=True, capture_output=True
-    )
+READ_UNITS = (
+    "import pathlib, sys\n"
+    "for p in sorted(pathlib.Path(sys.argv[1]).rglob('*.md')): p.read_text(encoding='utf-8')\n"
+)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--commits", type=int, default=10_000)
     parser.add_argument("--units", type=int, default=1_000)
+    parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "ws"
         t0 = time.perf_counter()
         ws = build(root, args.commits, args.units)
+        refresh_commit_graph(ws.store)
         print(
             f"built {args.units} units / {args.commits} commits in {time.perf_counter() - t0:.1f}s"
         )
         unit = "ace-0000000007"
-        old = f"HEAD~{args.commits // 2}"
-        rows: list[tuple[str, Callable[[], object]]] = [
-            (
-                "git log -n 50 (reference)",
-                lambda: subprocess.run(
-                    ["git", "log", "-n", "50"], cwd=root, check=True, capture_output=True
-                ),
-            ),
-            ("evolve log (50 entries), in-process", lambda: history(ws.store, max_count=50)),
-            ("evolve show UNIT, in-process", lambda: show_unit(ws, unit)),
-            (
-                f"evolve memory --as-of {old}, in-process",
-                lambda: memory_as_of(ws.store, old, "user:alex"),
-            ),
-            ("evolve log, CLI", cli(root, "log", "--json")),
-            ("evolve show UNIT, CLI", cli(root, "show", unit, "--json")),
-            (f"evolve memory --as-of {old}, CLI", cli(root, "memory", "--as-of", old, "--json")),
-            ("evolve --version (start-up alone)", cli(root, "--version")),
-        ]
-        for label in ("without a commit-graph", "with a commit-graph (changed-path Bloom filters)"):
-            if label.startswith("with "):
-                t1 = time.perf_counter()
-                refresh_commit_graph(ws.store)
-                print(f"\ncommit-graph written in {time.perf_counter() - t1:.2f}s")
-            print(f"\n{label}:")
-            for name, func in rows:
-                print(f"  {name:<48} {timed(func):8.1f} ms")
+        evolve = [PY, "-m", "evolve"]
+        r = args.repeats
+        pass_ms = wall([PY, "-c", "pass"], root, r)
+        rows = [
+            ("evolve --version", wall([*evolve, "--version"], root, r),
+             "python -c pass", pass_ms, "<= 3x"),
+            ("evolve log -n 50", wall([*evolve, "log", "-n", "50"], root, r),
+             "git log -n 50 + python -c pass",
+             wall(["git", "log", "-n", "50"], root, r) + pass_ms, "<= 100 ms and <= 2x"),
+            ("evolve log -n 0 --json", wall([*evolve, "log", "-n", "0", "--json"], root, r),
+             "git log --format=%H%x00%B", wall(["git", "log", "--format=%H%x00%B"], root, r),
+             "<= 2x"),
+            ("evolve show UNIT --json", wall([*evolve, "show", unit, "--json"], root, r),
+             "git log -p -- <file>",
+             wall(["git", "log", "-p", "--", f"memory/alex/{unit}.md"], root, r),
+             "<= 150 ms and <= 2x"),
+            ("evolve memory --json", wall([*evolve, "memory", "--json"], root, r),
+             "read 1,000 unit files", wall([PY, "-c", READ_UNITS, str(root / "memory")], root, r),
+             "<= 150 ms"),
+        ]  # fmt: skip
+        print(f"\n{'command':<26} {'ms':>8}   {'floor':<32} {'ms':>8} {'ratio':>7}   target")
+        for name, ms, floor, floor_ms, target in rows:
+            print(
+                f"{name:<26} {ms:8.1f}   {floor:<32} {floor_ms:8.1f} {ms / floor_ms:6.2f}x   {target}"
+            )
 
 
 if __name__ == "__main__":

@@ -11,26 +11,38 @@ import sys
 import click
 import pytest
 
-from evolve.cli._main import COMMANDS
+from evolve.cli._group import COMMANDS
 
-HEAVY = ("pydantic", "git", "rich", "yaml", "httpx", "evolve.cli._", "evolve.workspace")
+HEAVY = ("pydantic", "git", "rich", "yaml", "httpx", "evolve.workspace", "evolve.store")
+LOADER_ONLY = {"evolve.cli._main", "evolve.cli._group"}
 
 
-@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["-h"]])
-def test_cheap_flags_import_nothing_heavy(argv: list[str]) -> None:
+def _loaded(argv: list[str]) -> list[str]:
     code = (
         "import sys\n"
         "from evolve.cli._main import main\n"
         f"rc = main({argv!r})\n"
-        "heavy = sorted(m for m in sys.modules if m.startswith("
-        f"{HEAVY!r}) and m != 'evolve.cli._main')\n"
-        "print('HEAVY:' + ' '.join(heavy))\n"
+        "print('LOADED:' + ' '.join(sorted(sys.modules)))\n"
         "sys.exit(rc)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    heavy = done.stdout.rsplit("HEAVY:", 1)[1].split()
-    assert heavy == [], f"{argv} imported {heavy}"
+    return done.stdout.rsplit("LOADED:", 1)[1].split()
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["-h"]])
+def test_help_imports_no_command_and_nothing_heavy(argv: list[str]) -> None:
+    loaded = _loaded(argv)
+    heavy = [m for m in loaded if m.startswith(HEAVY)]
+    commands = [m for m in loaded if m.startswith("evolve.cli._") and m not in LOADER_ONLY]
+    assert heavy == [] and commands == [], f"{argv} imported {heavy + commands}"
+
+
+def test_version_imports_only_the_standard_library() -> None:
+    loaded = _loaded(["--version"])
+    assert "click" not in loaded
+    ours = {m for m in loaded if m.startswith("evolve")}
+    assert ours <= {"evolve", "evolve.cli", "evolve.cli._main"}, ours
 
 
 def test_help_lists_every_command_from_the_table() -> None:
@@ -43,7 +55,7 @@ def test_help_lists_every_command_from_the_table() -> None:
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_table_entry_is_a_command(name: str) -> None:
-    from evolve.cli._main import cli
+    from evolve.cli._group import cli
 
     command = cli.get_command(click.Context(cli), name)
     assert isinstance(command, click.Command)

@@ -1,87 +1,26 @@
 """The `evolve` command line: thin commands over the Python API.
 
-Commands are imported when they are run, so `evolve log` does not pay for importing the
-evolve loop: start-up is most of what a user waits for on short commands.
+This module imports nothing but the standard library: `evolve --version` answers without
+loading click, and everything else is handed to the click group in `_group`.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Sequence
 
-import click
-
-from evolve.errors import EvolveError
-
-# name -> (module:attribute, one-line help). The help line is kept here so that `evolve
-# --help` lists the commands without importing them; a test checks it matches each command.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "init": ("evolve.cli._init:init_cmd", "Create a workspace in DIRECTORY (new or empty)."),
-    "demo": ("evolve.cli._init:demo_cmd", "Create a workspace and run the main job on it."),
-    "run": ("evolve.cli._run:run_cmd", "Score a split: success, violations per rule, tokens."),
-    "train": ("evolve.cli._train:train_cmd", "Run the training stream, one commit per update."),
-    "evolve": ("evolve.cli._evolve:evolve_cmd", "Run gated generations (try --dry-run first)."),
-    "log": ("evolve.cli._history:log_cmd", "Memory and prompt history, newest first."),
-    "show": ("evolve.cli._history:show_cmd", "A memory unit and every commit that touched it."),
-    "memory": ("evolve.cli._history:memory_cmd", "Memory exactly as the agent receives it."),
-    "revert": ("evolve.cli._history:revert_cmd", "Undo a memory or prompt commit; tombstone it."),
-    "review": ("evolve.cli._history:review_group", "Approve or reject units left pending."),
-    "report": ("evolve.cli._history:report_cmd", "Write a self-contained HTML report."),
-}
-
-
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(COMMANDS)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        entry = COMMANDS.get(cmd_name)
-        if entry is None:
-            return None
-        module, _, attr = entry[0].partition(":")
-        command = getattr(importlib.import_module(module), attr)
-        assert isinstance(command, click.Command)
-        return command
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # click's default imports every command to read its help; the table has it already.
-        with formatter.section("Commands"):
-            formatter.write_dl([(name, short) for name, (_, short) in COMMANDS.items()])
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="evolve")
-def cli() -> None:
-    """evolve: agents that learn from their users safely.
-
-    Memory and prompts are files in a git workspace; every training episode that changes
-    memory is one commit; gated evolve passes keep a generation only if it earns its place.
-    Start with `evolve demo`, or `evolve init DIR`.
-    """
+from evolve import __version__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (tests call this directly)."""
-    try:
-        cli.main(
-            args=list(argv) if argv is not None else None, prog_name="evolve", standalone_mode=False
-        )
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code)
-    except click.Abort:
-        click.echo("aborted.", err=True)
-        return 130
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except EvolveError as exc:
-        click.echo(f"error: {exc}", err=True)
-        return 1
-    except KeyboardInterrupt:
-        click.echo("interrupted; nothing half-written was kept.", err=True)
-        return 130
-    return 0
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:
+        print(f"evolve, version {__version__}")
+        return 0
+    from evolve.cli._group import run
+
+    return run(args)
 
 
 def entry() -> None:

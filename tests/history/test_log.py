@@ -89,7 +89,7 @@ def test_log_lists_training_commits_newest_first_with_their_fields(
         when = run_git(root, "log", "-1", "--format=%cI", sha).strip()
         assert m[2] == when
         subject = run_git(root, "log", "-1", "--format=%s", sha).strip()
-        assert m[3] == subject and subject.startswith("ace: ")  # the recipe leads the line
+        assert m[3] == subject and subject.startswith("ace · alex · ")  # recipe, persona
         t = _git_trailers(root, run_git, sha)
         assert f"episode {t['Evolve-Episode']}, task {t['Evolve-Task']}" in lines
         assert f"complaint: {_git_complaint(root, run_git, sha)}" in lines

@@ -373,3 +373,35 @@ def test_memory_refuses_a_malformed_scope(
     code, out, err = _cli(capsys, "memory", "--scope", "blair")
     assert code != 0
     assert "user:" in _one_sentence(err)
+
+
+def test_show_labels_each_commit_by_kind(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = ws.root
+    report = train(ws, recipe="ace", episodes=6)
+    assert report.commits
+    unit = next(u for u in load_units(root) if u.recipe == "ace" and u.status == "active")
+    rel = unit.path().as_posix()
+    learned = run_git(root, "log", "--format=%H", "--", rel).split()
+    (root / rel).write_text(
+        (root / rel).read_text("utf-8").replace(unit.text, "Edited by hand: " + unit.text), "utf-8"
+    )
+    run_git(root, "commit", "-q", "-am", "my wording")
+    hand = run_git(root, "rev-parse", "HEAD").strip()
+    undone = revert(ws, hand).commit
+
+    code, out, err = _cli(capsys, "show", unit.id)
+    assert code == 0, err
+    assert f"{hand[:10]} " in out and "(hand edit) my wording" in out
+    assert f"{undone[:10]} " in out
+    line = next(ln for ln in out.splitlines() if ln.startswith(undone[:10]))
+    assert "(revert)" in line
+    for sha in learned:
+        line = next(ln for ln in out.splitlines() if ln.startswith(sha[:10]))
+        assert "(learned)" in line
+    assert "(learned) my wording" not in out
+    data = _json(capsys, "show", unit.id)
+    kinds = {c["commit"]: c["kind"] for c in data["commits"]}
+    assert kinds[hand] == "hand edit" and kinds[undone] == "revert"
+    assert all(kinds[sha] == "learned" for sha in learned)

@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from evolve.cli._common import emit_json, json_option, open_workspace, stdout, workspace_option
 from evolve.errors import EvolveError
-from evolve.history import history, memory_as_of, revert, show_unit
+from evolve.history import commit_kind, history, memory_as_of, revert, show_unit
 from evolve.memory import SCOPE_PATTERN, scope_for
 from evolve.report import write_report
 from evolve.review import approve, list_pending, reject
@@ -88,7 +88,7 @@ def show_cmd(unit_id: str, as_json: bool, workspace: Path | None) -> None:
             stdout.print(f"  revoked by {u.revoked_by} at episode {u.revoked_at}")
     for info, patch in h.commits:
         stdout.print(
-            f"\n[yellow]{info.sha[:10]}[/yellow] {info.time} (learned) {escape(info.subject)}"
+            f"\n[yellow]{info.sha[:10]}[/yellow] {info.time} ({commit_kind(info)}) {escape(info.subject)}"
         )
         stdout.print(escape(patch), highlight=False)
 

@@ -1,9 +1,16 @@
 """Reading and undoing history: log, show, memory as of a revision, revert."""
 
 from evolve.history._asof import memory_as_of, resolve_as_of
-from evolve.history._log import TRACKED, LogEntry, complaint_line, history, refresh_commit_graph
+from evolve.history._log import (
+    TRACKED,
+    LogEntry,
+    clip,
+    complaint_line,
+    history,
+    refresh_commit_graph,
+)
 from evolve.history._revert import REVERTS, RevertResult, revert
-from evolve.history._show import UnitHistory, show_unit
+from evolve.history._show import UnitHistory, commit_kind, show_unit
 
 __all__ = [
     "REVERTS",
@@ -11,6 +18,8 @@ __all__ = [
     "LogEntry",
     "RevertResult",
     "UnitHistory",
+    "clip",
+    "commit_kind",
     "complaint_line",
     "history",
     "memory_as_of",

@@ -34,6 +34,21 @@ class LogEntry:
         return data
 
 
+def clip(text: str, limit: int) -> str:
+    """`text` on one line, cut at a word boundary to at most `limit` characters (with "…").
+
+    Never cuts inside a word: a first word longer than `limit` is kept whole.
+    """
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat.rfind(" ", 0, limit - 1)  # the kept part plus " …" stays within the limit
+    if cut <= 0:
+        first = flat.split(" ", 1)[0]
+        return first if first == flat else first + " …"
+    return flat[:cut].rstrip(" ,;:") + " …"
+
+
 def complaint_line(body: str) -> str | None:
     """The first line of the complaint recorded in a training commit's body."""
     lines = body.splitlines()

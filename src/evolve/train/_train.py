@@ -14,7 +14,7 @@ committing is undone by the applier's journal before anything else runs.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -26,9 +26,10 @@ from evolve.envs import Environment, Tier
 from evolve.episode import EpisodeSetup, run_episode
 from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
-from evolve.history import refresh_commit_graph
+from evolve.history import clip, refresh_commit_graph
 from evolve.llm import LLM, make_llm
 from evolve.memory import UnitReader, in_scope, render_memory, scope_for
+from evolve.ops import Op
 from evolve.store import EPISODE, GENERATION, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
 from evolve.train._stream import history_before, stream_id, stream_tasks
 from evolve.updaters import (
@@ -100,17 +101,64 @@ def _counts(result: ApplyResult) -> dict[str, int]:
     return counts
 
 
+SUBJECT_ORDER = ("add", "modify", "revoke", "evict", "reactivate")
+
+
+def reader_counts(applied: Sequence[Op]) -> dict[str, int]:
+    """Operation counts as a reviewer reads them: a rewrite is a modify, and a revoke paired
+    with the add that `supersedes` the revoked unit (or that it is `revoked_by`) is one modify."""
+    adds = [op for op in applied if op.op in ("add", "reactivate")]
+    paired: set[int] = set()
+    modify = 0
+    for op in applied:
+        if op.op != "revoke":
+            continue
+        for i, new in enumerate(adds):
+            if i in paired:
+                continue
+            if new.unit.supersedes == op.id or (op.unit.revoked_by or None) == new.id:
+                paired.add(i)
+                modify += 1
+                break
+    counts: dict[str, int] = {}
+    for op in applied:
+        name = "modify" if op.op == "rewrite" else op.op
+        counts[name] = counts.get(name, 0) + 1
+    for i in paired:
+        counts[adds[i].op] -= 1
+    counts["revoke"] = counts.get("revoke", 0) - modify
+    counts["modify"] = counts.get("modify", 0) + modify
+    return {k: v for k, v in counts.items() if v > 0}
+
+
+def commit_subject(
+    recipe: str, persona: str | None, episode: int, task_id: str, counts: dict[str, int]
+) -> str:
+    """`ace · alex · episode 13 (pay_back-1): modify 1` — only the non-zero counts."""
+    ordered = [op for op in SUBJECT_ORDER if op in counts]
+    ordered += sorted(op for op in counts if op not in SUBJECT_ORDER)
+    shown = ", ".join(f"{op} {counts[op]}" for op in ordered) or "no changes"
+    who = f"{recipe} · {persona}" if persona else recipe
+    return f"{who} · episode {episode} ({task_id}): {shown}"
+
+
+BODY_TEXT = 160
+
+
 def commit_message(
-    recipe: str, episode: int, task_id: str, complaint: str, update: Update, result: ApplyResult
+    recipe: str,
+    episode: int,
+    task_id: str,
+    complaint: str,
+    update: Update,
+    result: ApplyResult,
+    *,
+    persona: str | None = None,
 ) -> tuple[str, str]:
-    c = _counts(result)
-    c["modify"] = c.get("modify", 0) + c.pop("rewrite", 0)
-    main = [f"{op} {c.pop(op, 0)}" for op in ("add", "modify", "revoke", "evict")]
-    extra = [f"{op} {n}" for op, n in sorted(c.items())]
-    subject = f"{recipe}: episode {episode} ({task_id}): {', '.join(main + extra)}"
+    subject = commit_subject(recipe, persona, episode, task_id, reader_counts(result.applied))
     body = ["Complaint:", *[f"  {line}" for line in complaint.splitlines()], "", "Operations:"]
     for op in result.applied:
-        body.append(f"- {op.op} {op.id}: {op.unit.text[:160]}")
+        body.append(f"- {op.op} {op.id}: {clip(op.unit.text, BODY_TEXT)}")
     refused = [*update.refused, *result.refused]
     if refused:
         body += ["", "Refused:", *[f"- {r.line()}" for r in refused]]
@@ -256,7 +304,9 @@ def _train(
             applied = applier.apply(ops, units)
             outcome.refused = [r.line() for r in [*update.refused, *applied.refused]]
             if applied.paths:
-                subject, body = commit_message(name, k, task.id, fb.text, update, applied)
+                subject, body = commit_message(
+                    name, k, task.id, fb.text, update, applied, persona=persona
+                )
                 trailers = [
                     (EPISODE, str(k)),
                     (RECIPE, name),

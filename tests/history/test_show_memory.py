@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -405,3 +406,42 @@ def test_show_labels_each_commit_by_kind(
     kinds = {c["commit"]: c["kind"] for c in data["commits"]}
     assert kinds[hand] == "hand edit" and kinds[undone] == "revert"
     assert all(kinds[sha] == "learned" for sha in learned)
+
+
+def test_memory_renders_the_working_tree_and_says_when_it_differs_from_head(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train(ws, recipe="ace", episodes=8)
+    head_text = _json(capsys, "memory", "--as-of", "HEAD")["memory"]
+    unit = next(u for u in load_units(ws.root) if u.recipe == "ace" and u.status == "active")
+    path = ws.root / unit.path()
+    path.write_text(
+        path.read_text("utf-8").replace(unit.text, "Uncommitted wording of mine."), "utf-8"
+    )
+    expected = agent_memory(ws, open_env(ws), "alex", "recipe")  # what run/train give the agent
+    assert "Uncommitted wording of mine." in expected
+
+    code, out, err = _cli(capsys, "memory", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["memory"] == expected != head_text
+    assert data["differs_from_head"] is True and data["source"] == "working tree"
+    assert data["uncommitted"] == [unit.path().as_posix()]
+    assert "differs from HEAD" in err and unit.path().as_posix() in err
+
+    code, out, err = _cli(capsys, "memory")
+    assert code == 0
+    assert "Uncommitted wording of mine." in out and "differs from HEAD" in err
+    # HEAD is still there on request, without the note.
+    code, out, err = _cli(capsys, "memory", "--as-of", "HEAD")
+    assert "Uncommitted wording of mine." not in out and err == ""
+
+
+def test_memory_says_nothing_extra_when_the_tree_is_clean(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train(ws, recipe="ace", episodes=6)
+    code, out, err = _cli(capsys, "memory", "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert data["differs_from_head"] is False and data["uncommitted"] == []

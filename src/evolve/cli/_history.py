@@ -9,7 +9,14 @@ from rich.markup import escape
 
 from evolve.cli._common import emit_json, json_option, open_workspace, stdout, workspace_option
 from evolve.errors import EvolveError
-from evolve.history import commit_kind, history, memory_as_of, revert, show_unit
+from evolve.history import (
+    commit_kind,
+    history,
+    memory_as_of,
+    memory_in_worktree,
+    revert,
+    show_unit,
+)
 from evolve.memory import SCOPE_PATTERN, scope_for
 from evolve.report import write_report
 from evolve.review import approve, list_pending, reject
@@ -97,30 +104,65 @@ def show_cmd(unit_id: str, as_json: bool, workspace: Path | None) -> None:
 @click.option(
     "--as-of",
     "as_of",
-    default="HEAD",
-    show_default=True,
-    help="A commit, or a date (YYYY-MM-DD or ISO time).",
+    help="A commit, or a date (YYYY-MM-DD or ISO time). Default: the working tree, which is "
+    "what `evolve run` and `evolve train` give the agent.",
 )
 @click.option("--scope", help="user:<persona> or global (default: the workspace's persona).")
 @click.option("--persona", help="Shorthand for --scope user:<persona>.")
 @json_option
 @workspace_option
 def memory_cmd(
-    as_of: str, scope: str | None, persona: str | None, as_json: bool, workspace: Path | None
+    as_of: str | None,
+    scope: str | None,
+    persona: str | None,
+    as_json: bool,
+    workspace: Path | None,
 ) -> None:
-    """Memory exactly as the agent receives it, now or at any earlier commit or date."""
+    """Memory exactly as the agent receives it: now (the working tree, as `evolve run` and
+    `evolve train` render it), or at any earlier commit or date with --as-of.
+
+    When the working tree's memory differs from HEAD (uncommitted edits), a note on stderr
+    says so, and --json reports `differs_from_head` and the uncommitted files.
+    """
     ws = open_workspace(workspace)
     if scope is not None and persona is not None:
         raise EvolveError("give --scope or --persona, not both.")
     chosen = scope or scope_for(persona or ws.config.persona)
     if not SCOPE_PATTERN.match(chosen):
         raise EvolveError(f"scope {chosen!r} is not valid; use user:<persona> or global.")
-    commit, text = memory_as_of(ws.store, as_of, chosen)
-    if as_json:
-        emit_json({"commit": commit, "scope": chosen, "memory": text})
+    if as_of is not None:
+        commit, text = memory_as_of(ws.store, as_of, chosen)
+        if as_json:
+            emit_json({"commit": commit, "scope": chosen, "memory": text, "source": "commit"})
+            return
+        stdout.print(f"# memory for {chosen} at {commit[:10]}", style="dim")
+        stdout.print(escape(text) if text else "(empty)", highlight=False)
         return
-    stdout.print(f"# memory for {chosen} at {commit[:10]}", style="dim")
-    stdout.print(escape(text) if text else "(empty)", highlight=False)
+    now = memory_in_worktree(ws, chosen)
+    if now.differs_from_head:
+        shown = ", ".join(now.uncommitted[:5]) + (" ..." if len(now.uncommitted) > 5 else "")
+        click.echo(
+            f"note: this is the working tree's memory, which differs from HEAD"
+            f"{f' (uncommitted: {shown})' if shown else ''}; "
+            "`evolve run` and `evolve train` use it; commit it, or see HEAD with --as-of HEAD.",
+            err=True,
+        )
+    if as_json:
+        emit_json(
+            {
+                "commit": now.head,
+                "scope": chosen,
+                "memory": now.text,
+                "source": "working tree",
+                "differs_from_head": now.differs_from_head,
+                "uncommitted": now.uncommitted,
+            }
+        )
+        return
+    at = f" at {now.head[:10]}" if now.head else ""
+    changed = ", with uncommitted changes" if now.differs_from_head else ""
+    stdout.print(f"# memory for {chosen}{at} (working tree{changed})", style="dim")
+    stdout.print(escape(now.text) if now.text else "(empty)", highlight=False)
 
 
 @click.command("revert")

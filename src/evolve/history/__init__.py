@@ -1,6 +1,6 @@
 """Reading and undoing history: log, show, memory as of a revision, revert."""
 
-from evolve.history._asof import memory_as_of, resolve_as_of
+from evolve.history._asof import WorkingMemory, memory_as_of, memory_in_worktree, resolve_as_of
 from evolve.history._log import (
     TRACKED,
     LogEntry,
@@ -18,11 +18,13 @@ __all__ = [
     "LogEntry",
     "RevertResult",
     "UnitHistory",
+    "WorkingMemory",
     "clip",
     "commit_kind",
     "complaint_line",
     "history",
     "memory_as_of",
+    "memory_in_worktree",
     "refresh_commit_graph",
     "resolve_as_of",
     "revert",

@@ -187,7 +187,7 @@ def train(
 
     Raises:
         UnknownName: an unknown recipe or persona.
-        EvolveError: `memory/` has uncommitted changes, or the lock is held.
+        EvolveError: `memory/` or `prompts/` has uncommitted changes, or the lock is held.
     """
     cfg = ws.config
     name = recipe or cfg.train.recipe
@@ -240,12 +240,15 @@ def _train(
 
     store = ws.store
     recover(store)
-    dirty = store.dirty_paths(["memory"])
-    if dirty:
-        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
-        raise EvolveError(
-            f"memory/ has uncommitted changes ({shown}); commit or discard them first."
-        )
+    # The episodes' memory commits must stand on committed memory and prompts: what the agent
+    # was given is then exactly what HEAD records.
+    for folder in ("memory", "prompts"):
+        dirty = store.dirty_paths([folder])
+        if dirty:
+            shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+            raise EvolveError(
+                f"{folder}/ has uncommitted changes ({shown}); commit or discard them first."
+            )
     sid = stream_id(persona, name, seed, tier)
     last = last_episode(ws, sid)
     start = 0 if last is None else last + 1

@@ -10,6 +10,7 @@ from rich.markup import escape
 from evolve.cli._common import emit_json, json_option, open_workspace, stdout, workspace_option
 from evolve.errors import EvolveError
 from evolve.history import (
+    clip,
     commit_kind,
     history,
     memory_as_of,
@@ -20,6 +21,8 @@ from evolve.history import (
 from evolve.memory import SCOPE_PATTERN, scope_for
 from evolve.report import write_report
 from evolve.review import approve, list_pending, reject
+
+LOG_TEXT = 200  # characters of a complaint or refusal line in `evolve log` (cut between words)
 
 
 @click.command("log")
@@ -37,8 +40,14 @@ from evolve.review import approve, list_pending, reject
 def log_cmd(paths: tuple[str, ...], max_count: int, as_json: bool, workspace: Path | None) -> None:
     """Memory and prompt history, newest first (or of the given PATHS).
 
-    Each entry: commit, time, episode, recipe, task, the complaint's first line and the
-    operations with unit ids. --json returns the trailers parsed.
+    Each entry: commit, time, subject, episode, task, the complaint's first line, the
+    operations with unit ids and any refused proposals. Refusals of episodes that committed
+    nothing are recorded on the side ref refs/evolve/train and listed too (kind "refusal"),
+    above the commit their episode ran on. --json returns the trailers parsed.
+
+    A plain `git clone` does not copy refs/evolve/*; share them with
+    `git push origin 'refs/evolve/*:refs/evolve/*'` and
+    `git fetch origin 'refs/evolve/*:refs/evolve/*'`.
     """
     ws = open_workspace(workspace)
     entries = history(ws.store, paths, max_count=max_count or None)
@@ -48,7 +57,8 @@ def log_cmd(paths: tuple[str, ...], max_count: int, as_json: bool, workspace: Pa
     if not entries:
         stdout.print("no memory or prompt commits yet; run `evolve train`.")
     for e in entries:
-        stdout.print(f"[yellow]{e.commit[:10]}[/yellow] {e.time}  {escape(e.subject)}")
+        label = " [red](refusal record)[/red]" if e.kind == "refusal" else ""
+        stdout.print(f"[yellow]{e.commit[:10]}[/yellow] {e.time}  {escape(e.subject)}{label}")
         meta = []
         if e.episode is not None:
             meta.append(f"episode {e.episode}")
@@ -57,9 +67,11 @@ def log_cmd(paths: tuple[str, ...], max_count: int, as_json: bool, workspace: Pa
         if meta:
             stdout.print("    " + ", ".join(meta))
         if e.complaint:
-            stdout.print(f"    complaint: {escape(e.complaint)}")
+            stdout.print(f"    complaint: {escape(clip(e.complaint, LOG_TEXT))}")
         if e.ops:
             stdout.print("    ops: " + " ".join(f"{op}={ident}" for op, ident in e.ops))
+        for line in e.refused:
+            stdout.print(f"    {escape(clip(line, LOG_TEXT))}")
 
 
 @click.command("show")

@@ -2,19 +2,25 @@
 
 from evolve.history._asof import WorkingMemory, memory_as_of, memory_in_worktree, resolve_as_of
 from evolve.history._log import (
+    REFUSAL_KIND,
     TRACKED,
+    TRAIN_REF,
     LogEntry,
     clip,
     complaint_line,
     history,
     refresh_commit_graph,
+    refusal_records,
+    side_ref_sha,
 )
 from evolve.history._revert import REVERTS, RevertResult, revert
 from evolve.history._show import UnitHistory, commit_kind, show_unit
 
 __all__ = [
     "REVERTS",
+    "REFUSAL_KIND",
     "TRACKED",
+    "TRAIN_REF",
     "LogEntry",
     "RevertResult",
     "UnitHistory",
@@ -26,7 +32,9 @@ __all__ = [
     "memory_as_of",
     "memory_in_worktree",
     "refresh_commit_graph",
+    "refusal_records",
     "resolve_as_of",
     "revert",
     "show_unit",
+    "side_ref_sha",
 ]

@@ -30,8 +30,26 @@ from evolve.history import clip, refresh_commit_graph
 from evolve.llm import LLM, make_llm
 from evolve.memory import UnitReader, in_scope, render_memory, scope_for
 from evolve.ops import Op
-from evolve.store import EPISODE, GENERATION, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
+from evolve.store import (
+    EPISODE,
+    GENERATION,
+    KIND,
+    OPS,
+    PERSONA,
+    RECIPE,
+    TASK,
+    GitStore,
+    format_ops,
+)
 from evolve.train._stream import history_before, stream_id, stream_tasks
+from evolve.train._trainref import (
+    BASE,
+    CLOCK,
+    Timeline,
+    record_refusals,
+    recorded_refusals,
+    refusal_path,
+)
 from evolve.updaters import (
     MAX_ATTEMPTS,
     EpisodeView,
@@ -55,6 +73,8 @@ class EpisodeOutcome:
     commit: str | None = None
     ops: dict[str, int] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
+    clock: int | None = None  # the persona's own clock at this episode (drift is keyed to it)
+    refusal_record: str | None = None  # refs/evolve/train commit of refusals that committed nothing
 
 
 @dataclass
@@ -167,6 +187,47 @@ def commit_message(
     return subject, "\n".join(body)
 
 
+def _record_refusals(
+    store: GitStore,
+    recorded: set[str],
+    recipe: str,
+    persona: str,
+    sid: str,
+    episode: int,
+    clock: int,
+    task_id: str,
+    complaint: str,
+    update: Update,
+    applied: ApplyResult,
+    generation: int | None,
+) -> str | None:
+    """Put the refusals of an episode that committed nothing on `refs/evolve/train`, once."""
+    base = store.head()
+    assert base is not None
+    path = refusal_path(sid, episode, base)
+    if path in recorded:
+        return None  # a resumed stream replays this episode; it is on record already
+    refused = [*update.refused, *applied.refused]
+    subject = commit_subject(recipe, persona, episode, task_id, {"refused": len(refused)})
+    body = ["Complaint:", *[f"  {line}" for line in complaint.splitlines()], "", "Refused:"]
+    body += [f"- {clip(r.line(), 400)}" for r in refused]
+    if update.notes:
+        body += ["", "Notes:", *[f"- {n}" for n in update.notes]]
+    trailers = [
+        (EPISODE, str(episode)),
+        (RECIPE, recipe),
+        (TASK, task_id),
+        (PERSONA, persona),
+        (STREAM, sid),
+        (CLOCK, str(clock)),
+        (BASE, base),
+    ]
+    if generation is not None:
+        trailers.append((GENERATION, str(generation)))
+    recorded.add(path)
+    return record_refusals(store, path, subject, "\n".join(body), trailers)
+
+
 def train(
     ws: Workspace,
     *,
@@ -256,6 +317,13 @@ def _train(
         start = max(start, start_at)  # the evolve loop skips a batch a rejected generation used
     tasks = stream_tasks(env, seed, max(total, start))
     history = history_before(env, tasks, persona, start)
+    timeline = Timeline.load(store, persona)
+    added = timeline.extend(sid, start, total)
+    if added:
+        timeline.save(
+            store, added
+        )  # before the episodes run: a resumed stream replays the same clock
+    recorded = recorded_refusals(store, sid)
     scope = scope_for(persona)
     reader = UnitReader(ws.root)
     applier = MemoryApplier(ws, scope)
@@ -277,11 +345,18 @@ def _train(
             verifier=make_verifier(visible),
             max_attempts=MAX_ATTEMPTS,
         )
+        # The persona's preferences (and their scheduled drift) are read at the persona's own
+        # clock, which runs across every stream the workspace trained for it.
+        clock = timeline.clock(sid, k)
         result = run_episode(
-            env, agent_llm, task, setup, history=history, seed=derive_seed(sid, k), episode=k
+            env, agent_llm, task, setup, history=history, seed=derive_seed(sid, k), episode=clock
         )
         outcome = EpisodeOutcome(
-            k, task.id, result.judgement.accepted, [v.rule for v in result.judgement.violations]
+            k,
+            task.id,
+            result.judgement.accepted,
+            [v.rule for v in result.judgement.violations],
+            clock=clock,
         )
         if not result.judgement.accepted:
             fb = env.feedback(task, result.judgement, tier)
@@ -318,14 +393,20 @@ def _train(
                     (PERSONA, persona),
                     (STREAM, sid),
                     (KIND, "train"),
+                    (CLOCK, str(clock)),
                 ]
                 if generation is not None:
                     trailers.append((GENERATION, str(generation)))
                 outcome.commit = store.commit(applied.paths, subject, body=body, trailers=trailers)
                 outcome.ops = _counts(applied)
+            elif outcome.refused:
+                outcome.refusal_record = _record_refusals(
+                    store, recorded, name, persona, sid, k, clock, task.id, fb.text, update,
+                    applied, generation,
+                )  # fmt: skip
             applier.done()
         logged = result.record.model_copy(
-            update={"commit": outcome.commit, "refused": outcome.refused}
+            update={"commit": outcome.commit, "refused": outcome.refused, "episode": k}
         )
         with log_path.open("a", encoding="utf-8") as handle:
             handle.write(canonical_json(logged.model_dump(mode="json")) + "\n")

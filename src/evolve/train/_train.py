@@ -5,6 +5,16 @@ the store makes one commit for the episode, with trailers. Episodes that change 
 no commit. The recipe reads its state from `memory/` before every episode, so a hand edit or a
 revert between episodes takes effect at once.
 
+Episode commits read like `ace · alex · episode 13 (pay_back-1): modify 1` (recipe, persona,
+episode, task, the non-zero counts; a revoke paired with the add that supersedes it is one
+modify). Refusals of an episode that commits nothing are recorded on `refs/evolve/train`
+instead, so they reach git history all the same (`evolve log` lists them). Each episode is
+judged at the persona's own clock (its episodes across every stream, kept on the same side
+ref), so preference drift happens once per persona, not once per stream.
+
+Training needs committed `memory/` and `prompts/`: what the agent was given is then what HEAD
+records.
+
 Resuming: the stream is deterministic for its seed, so a stopped run resumes after the last
 committed episode of the same stream (persona, recipe, seed, feedback tier); episodes after it
 that changed nothing are replayed and change nothing again. A crash between writing and

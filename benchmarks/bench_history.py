@@ -47,7 +47,7 @@ def build(root: Path, commits: int, units: int) -> Workspace:
         stream.append(b"commit refs/heads/main\n")
         stream.append(b"committer bench <bench@localhost> %d +0000\n" % (stamp + n))
         msg = (
-            f"ace: episode {n} (task-{n % 20}): add 1, modify 0, revoke 0, evict 0\n\n"
+            f"ace · alex · episode {n} (task-{n % 20}): add 1\n\n"
             f"Complaint:\n  complaint number {n}\n\nEvolve-Episode: {n}\nEvolve-Recipe: ace\n"
             f"Evolve-Task: task-{n % 20}\nEvolve-Ops: add=ace-{i:010d}\nEvolve-Persona: alex\n"
         ).encode()

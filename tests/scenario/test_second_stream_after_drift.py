@@ -108,3 +108,16 @@ def test_a_resumed_stream_keeps_its_clock_and_a_third_stream_starts_after_both(
     assert all(clocks[k] == k for k in clocks if k < 5)
     third = train(workspace, recipe="tepa", episodes=2)
     assert [o.clock for o in third.outcomes] == [12, 13]
+
+
+def test_a_malformed_timeline_is_one_clear_sentence_and_nothing_runs(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train(ws, recipe="ace", episodes=2)
+    ws.store.write_side_ref("refs/evolve/train", {"timeline/alex.json": b"{not json"}, "broken")
+    head = ws.store.head()
+    code, out, err = _cli(capsys, "train", "--recipe", "ace", "--episodes", "6")
+    assert code == 1 and out == ""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "timeline/alex.json is not a valid timeline" in lines[0]
+    assert ws.store.head() == head

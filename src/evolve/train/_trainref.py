@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from evolve.errors import EvolveError
 from evolve.history import REFUSAL_KIND, TRAIN_REF, side_ref_sha
 from evolve.history._log import BASE
 from evolve.store import KIND, GitStore
@@ -68,8 +69,18 @@ class Timeline:
         timeline = cls(persona)
         raw = store.read_side_ref(TRAIN_REF, timeline.path).get(timeline.path)
         if raw is not None:
-            data = json.loads(raw)
-            timeline.segments = [Segment(**s) for s in data.get("segments", [])]
+            try:
+                data = json.loads(raw)
+                timeline.segments = [
+                    Segment(str(s["stream"]), int(s["start"]), int(s["end"]), int(s["clock"]))
+                    for s in data["segments"]
+                ]
+            except (ValueError, KeyError, TypeError):
+                raise EvolveError(
+                    f"{TRAIN_REF}:{timeline.path} is not a valid timeline; restore it with "
+                    f"`git update-ref {TRAIN_REF} {TRAIN_REF}~1` or delete the ref to restart "
+                    "the persona's clock."
+                ) from None
         return timeline
 
     def now(self) -> int:

@@ -50,7 +50,7 @@ def log_cmd(paths: tuple[str, ...], max_count: int, as_json: bool, workspace: Pa
     `git fetch origin 'refs/evolve/*:refs/evolve/*'`.
     """
     ws = open_workspace(workspace)
-    entries = history(ws.store, paths, max_count=max_count or None)
+    entries = history(ws.store, paths, max_count=max_count or None, refusals=True)
     if as_json:
         emit_json([e.to_json() for e in entries])
         return

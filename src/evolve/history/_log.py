@@ -132,12 +132,13 @@ def history(
     paths: Sequence[str] = (),
     *,
     max_count: int | None = 50,
-    refusals: bool = True,
+    refusals: bool = False,
 ) -> list[LogEntry]:
     """Commits that touched `paths` (default: memory/ and prompts/), newest first.
 
-    Without `paths`, the refusal records of episodes that committed nothing are listed too,
-    each right above the commit its episode ran on (when that commit is on HEAD's history).
+    With `refusals` (what `evolve log` shows) and no `paths`, the refusal records of episodes
+    that committed nothing are listed too, each right above the commit its episode ran on
+    (when that commit is on HEAD's history).
     """
     # The workspace's first commit (no parent) scaffolds memory/ and prompts/; it taught nothing.
     infos = list(store.log(list(paths) or list(TRACKED), max_count=max_count, min_parents=1))

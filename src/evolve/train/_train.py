@@ -330,9 +330,8 @@ def _train(
     timeline = Timeline.load(store, persona)
     added = timeline.extend(sid, start, total)
     if added:
-        timeline.save(
-            store, added
-        )  # before the episodes run: a resumed stream replays the same clock
+        # Saved before the episodes run: a resumed stream replays the same clock values.
+        timeline.save(store, added)
     recorded = recorded_refusals(store, sid)
     scope = scope_for(persona)
     reader = UnitReader(ws.root)

@@ -445,3 +445,15 @@ def test_memory_says_nothing_extra_when_the_tree_is_clean(
     assert code == 0 and err == ""
     data = json.loads(out)
     assert data["differs_from_head"] is False and data["uncommitted"] == []
+
+
+def test_memory_notes_when_run_injects_something_else(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = ws.root / "evolve.yaml"
+    text = config.read_text("utf-8")
+    assert "inject: recipe" in text
+    config.write_text(text.replace("inject: recipe", "inject: oracle"), "utf-8")
+    run_git(ws.root, "commit", "-q", "-am", "score with the oracle")
+    code, out, err = _cli(capsys, "memory", "--workspace", str(ws.root))
+    assert code == 0 and "memory.inject is 'oracle'" in err

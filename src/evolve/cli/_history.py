@@ -151,6 +151,13 @@ def memory_cmd(
         stdout.print(escape(text) if text else "(empty)", highlight=False)
         return
     now = memory_in_worktree(ws, chosen)
+    inject = ws.config.memory.inject
+    if inject != "recipe":
+        click.echo(
+            f"note: memory.inject is {inject!r} in evolve.yaml, so `evolve run` gives the agent "
+            "that instead of this memory; `evolve train` always gives it this memory.",
+            err=True,
+        )
     if now.differs_from_head:
         shown = ", ".join(now.uncommitted[:5]) + (" ..." if len(now.uncommitted) > 5 else "")
         click.echo(

@@ -10,8 +10,12 @@ from typing import Any
 
 import pytest
 
+import evolve.train._train as train_module
 from conftest import run_cli as _cli
+from evolve.memory import MemoryUnit, dump_unit
+from evolve.ops import Op
 from evolve.train import TrainReport, train
+from evolve.updaters import Update
 from evolve.workspace import Workspace
 
 RunGit = Callable[..., str]
@@ -89,7 +93,7 @@ def test_log_lists_training_commits_newest_first_with_their_fields(
         when = run_git(root, "log", "-1", "--format=%cI", sha).strip()
         assert m[2] == when
         subject = run_git(root, "log", "-1", "--format=%s", sha).strip()
-        assert m[3] == subject and subject.startswith("ace: ")  # the recipe leads the line
+        assert m[3] == subject and subject.startswith("ace · alex · ")  # recipe, persona
         t = _git_trailers(root, run_git, sha)
         assert f"episode {t['Evolve-Episode']}, task {t['Evolve-Task']}" in lines
         assert f"complaint: {_git_complaint(root, run_git, sha)}" in lines
@@ -203,3 +207,100 @@ def test_log_on_a_new_workspace_says_there_is_no_history(
     assert "no memory or prompt commits yet" in out
     assert not _entries(out)
     assert _log_json(capsys) == []
+
+
+# --- refusals of episodes that commit nothing -------------------------------------------------
+
+PUBLIC = "Payments should be public."
+
+
+class _Proposer:
+    """A recipe that proposes one tombstoned bullet for every rejected episode."""
+
+    name = "ace"
+
+    def observe(self, ctx: Any) -> Update:
+        unit = MemoryUnit.model_validate(
+            {"id": "ace-00000000bb", "recipe": "ace", "kind": "bullet", "scope": "user:alex",
+             "created_episode": ctx.episode.episode, "text": PUBLIC}
+        )  # fmt: skip
+        return Update(ops=[Op(op="add", unit=unit)])
+
+    def verify(self, units: Any, calls: Any) -> list[str]:
+        return []
+
+
+def _tombstone(ws: Workspace, run_git: RunGit) -> str:
+    stone = MemoryUnit.model_validate(
+        {"id": "ace-00000000aa", "recipe": "ace", "kind": "bullet", "scope": "user:alex",
+         "status": "tombstoned", "reason": "wrong: alex never wants public payments",
+         "text": PUBLIC}
+    )  # fmt: skip
+    path = ws.root / stone.path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dump_unit(stone), encoding="utf-8")
+    run_git(ws.root, "add", "memory")
+    run_git(ws.root, "commit", "-q", "-m", "tombstone a wrong bullet")
+    return run_git(ws.root, "rev-parse", "HEAD").strip()
+
+
+def _refusals(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in entries if e["kind"] == "refusal"]
+
+
+def test_a_refusal_reaches_history_when_the_episode_changes_nothing_else(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    base = _tombstone(ws, run_git)
+    monkeypatch.setattr(train_module, "get_recipe", lambda name: _Proposer())
+    report = train(ws, recipe="ace", episodes=3)
+    assert not report.commits and ws.store.head() == base  # the branch learned nothing
+    refused = [o for o in report.outcomes if o.refused]
+    assert refused, "a rejected episode proposed the tombstoned bullet"
+
+    data = _log_json(capsys, "-n", "0")
+    records = _refusals(data)
+    assert [r["episode"] for r in records] == [o.episode for o in refused][::-1]
+    for r in records:
+        assert r["trailers"]["Evolve-Kind"] == "refusal"
+        assert r["trailers"]["Evolve-Persona"] == "alex" and r["recipe"] == "ace"
+        assert r["trailers"]["Evolve-Base"] == base
+        assert r["subject"].startswith("ace · alex · episode ") and r["subject"].endswith(
+            "refused 1"
+        )
+        assert any(PUBLIC in line and "tombstone" in line for line in r["refused"])
+        assert r["complaint"]
+    # Beside the commit the episodes ran on: above it, below nothing newer.
+    shas = [e["commit"] for e in data]
+    assert shas.index(base) == len(records)
+    code, out, err = _cli(capsys, "log")
+    assert code == 0, err
+    assert "(refusal record)" in out and PUBLIC in out
+
+    # A resumed stream replays those episodes; their refusals are on record only once.
+    train(ws, recipe="ace", episodes=3)
+    assert len(_refusals(_log_json(capsys, "-n", "0"))) == len(records)
+
+
+def test_refusal_records_survive_a_fresh_clone(
+    ws: Workspace,
+    run_git: RunGit,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: Any,
+    tmp_path: Path,
+) -> None:
+    _tombstone(ws, run_git)
+    monkeypatch.setattr(train_module, "get_recipe", lambda name: _Proposer())
+    train(ws, recipe="ace", episodes=3)
+    expected = [(e["commit"], e["episode"]) for e in _refusals(_log_json(capsys, "-n", "0"))]
+    assert expected
+
+    clone = tmp_path / "clone"
+    run_git(tmp_path, "clone", "-q", str(ws.root), str(clone))
+    monkeypatch.chdir(clone)
+    assert _refusals(_log_json(capsys, "-n", "0")) == []  # a plain clone lacks refs/evolve/*
+    run_git(clone, "fetch", "-q", "origin", "refs/evolve/*:refs/evolve/*")
+    got = _refusals(_log_json(capsys, "-n", "0"))
+    assert [(e["commit"], e["episode"]) for e in got] == expected
+    code, out, err = _cli(capsys, "log")
+    assert code == 0 and PUBLIC in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -373,3 +374,86 @@ def test_memory_refuses_a_malformed_scope(
     code, out, err = _cli(capsys, "memory", "--scope", "blair")
     assert code != 0
     assert "user:" in _one_sentence(err)
+
+
+def test_show_labels_each_commit_by_kind(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = ws.root
+    report = train(ws, recipe="ace", episodes=6)
+    assert report.commits
+    unit = next(u for u in load_units(root) if u.recipe == "ace" and u.status == "active")
+    rel = unit.path().as_posix()
+    learned = run_git(root, "log", "--format=%H", "--", rel).split()
+    (root / rel).write_text(
+        (root / rel).read_text("utf-8").replace(unit.text, "Edited by hand: " + unit.text), "utf-8"
+    )
+    run_git(root, "commit", "-q", "-am", "my wording")
+    hand = run_git(root, "rev-parse", "HEAD").strip()
+    undone = revert(ws, hand).commit
+
+    code, out, err = _cli(capsys, "show", unit.id)
+    assert code == 0, err
+    assert f"{hand[:10]} " in out and "(hand edit) my wording" in out
+    assert f"{undone[:10]} " in out
+    line = next(ln for ln in out.splitlines() if ln.startswith(undone[:10]))
+    assert "(revert)" in line
+    for sha in learned:
+        line = next(ln for ln in out.splitlines() if ln.startswith(sha[:10]))
+        assert "(learned)" in line
+    assert "(learned) my wording" not in out
+    data = _json(capsys, "show", unit.id)
+    kinds = {c["commit"]: c["kind"] for c in data["commits"]}
+    assert kinds[hand] == "hand edit" and kinds[undone] == "revert"
+    assert all(kinds[sha] == "learned" for sha in learned)
+
+
+def test_memory_renders_the_working_tree_and_says_when_it_differs_from_head(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train(ws, recipe="ace", episodes=8)
+    head_text = _json(capsys, "memory", "--as-of", "HEAD")["memory"]
+    unit = next(u for u in load_units(ws.root) if u.recipe == "ace" and u.status == "active")
+    path = ws.root / unit.path()
+    path.write_text(
+        path.read_text("utf-8").replace(unit.text, "Uncommitted wording of mine."), "utf-8"
+    )
+    expected = agent_memory(ws, open_env(ws), "alex", "recipe")  # what run/train give the agent
+    assert "Uncommitted wording of mine." in expected
+
+    code, out, err = _cli(capsys, "memory", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["memory"] == expected != head_text
+    assert data["differs_from_head"] is True and data["source"] == "working tree"
+    assert data["uncommitted"] == [unit.path().as_posix()]
+    assert "differs from HEAD" in err and unit.path().as_posix() in err
+
+    code, out, err = _cli(capsys, "memory")
+    assert code == 0
+    assert "Uncommitted wording of mine." in out and "differs from HEAD" in err
+    # HEAD is still there on request, without the note.
+    code, out, err = _cli(capsys, "memory", "--as-of", "HEAD")
+    assert "Uncommitted wording of mine." not in out and err == ""
+
+
+def test_memory_says_nothing_extra_when_the_tree_is_clean(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train(ws, recipe="ace", episodes=6)
+    code, out, err = _cli(capsys, "memory", "--json")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert data["differs_from_head"] is False and data["uncommitted"] == []
+
+
+def test_memory_notes_when_run_injects_something_else(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = ws.root / "evolve.yaml"
+    text = config.read_text("utf-8")
+    assert "inject: recipe" in text
+    config.write_text(text.replace("inject: recipe", "inject: oracle"), "utf-8")
+    run_git(ws.root, "commit", "-q", "-am", "score with the oracle")
+    code, out, err = _cli(capsys, "memory", "--workspace", str(ws.root))
+    assert code == 0 and "memory.inject is 'oracle'" in err

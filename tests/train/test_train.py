@@ -29,8 +29,8 @@ TRAILERS = (
     "Evolve-Stream",
 )
 SUBJECT = re.compile(
-    r"^(?P<recipe>[a-z]+): episode (?P<episode>\d+) \((?P<task>[a-z_]+-\d+)\): "
-    r"add (?P<add>\d+), modify (?P<modify>\d+), revoke (?P<revoke>\d+), evict (?P<evict>\d+)"
+    r"^(?P<recipe>[a-z]+) · (?P<persona>[a-z]+) · episode (?P<episode>\d+) "
+    r"\((?P<task>[a-z_]+-\d+)\): (?P<counts>[a-z]+ [1-9]\d*(, [a-z]+ [1-9]\d*)*)$"
 )
 
 
@@ -140,12 +140,17 @@ def test_train_every_recipe_makes_one_commit_per_changing_episode(
         m = SUBJECT.match(commit["subject"])
         assert m, commit["subject"]
         assert m["recipe"] == recipe and int(m["episode"]) == k and m["task"] == tasks[k].id
+        assert m["persona"] == "alex"
         labels = [pair.split("=", 1)[0] for pair in t["Evolve-Ops"].split()]
         assert labels, commit
-        assert int(m["add"]) == labels.count("add")
-        assert int(m["modify"]) == labels.count("modify") + labels.count("rewrite")
-        assert int(m["revoke"]) == labels.count("revoke")
-        assert int(m["evict"]) == labels.count("evict")
+        counts = {op: int(n) for op, n in (c.split(" ") for c in m["counts"].split(", "))}
+        # A modify is counted once, however the recipe wrote it (modify, rewrite, revoke+add).
+        pairs = counts.get("modify", 0) - labels.count("modify") - labels.count("rewrite")
+        assert pairs >= 0
+        added = labels.count("add") + labels.count("reactivate")
+        assert counts.get("add", 0) + counts.get("reactivate", 0) == added - pairs
+        assert counts.get("revoke", 0) == labels.count("revoke") - pairs
+        assert counts.get("evict", 0) == labels.count("evict")
         changed = run_git(root, "show", "--name-only", "--format=", commit["sha"]).split()
         assert changed and all(p.startswith("memory/alex/") for p in changed)
     episodes = [int(c["trailers"]["Evolve-Episode"]) for c in commits]

@@ -246,7 +246,9 @@ def test_dedup_and_a_real_add_in_one_reply(workspace: Workspace, run_git: RunGit
     assert len(added) == 1
     assert ops_line == f"Evolve-Ops: add={added[0].id}"
     assert "dedup: dropped new bullet" in body and "ace-a" in body
-    assert run_git(workspace.root, "log", "-1", "--format=%s", commit).startswith("ace: episode")
+    assert run_git(workspace.root, "log", "-1", "--format=%s", commit).startswith(
+        "ace · alex · episode"
+    )
 
 
 # --- helpful / harmful ---------------------------------------------------------------------

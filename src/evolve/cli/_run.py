@@ -79,6 +79,14 @@ def run_cmd(
     memory/ or prompts/.
     """
     ws = open_workspace(workspace)
+    dirty = ws.store.dirty_paths(["memory", "prompts"])
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+        click.echo(
+            f"warning: memory/ or prompts/ has uncommitted changes ({shown}); this run scores "
+            "the working tree, not HEAD. Commit them to make the result reproducible.",
+            err=True,
+        )
     with progress_bar(f"{split}", enabled=True) as progress:
         report = run_split(
             ws,
@@ -91,6 +99,6 @@ def run_cmd(
             progress=progress,
         )
     if as_json:
-        emit_json(report.to_json())
+        emit_json({**report.to_json(), "uncommitted": dirty})
     else:
         print_report(report)

@@ -83,4 +83,9 @@ def train_cmd(
             stdout.print(f"  {o.commit[:10]} episode {o.episode} {o.task_id}: {ops}")
         for line in o.refused:
             stdout.print(f"  episode {o.episode}: {escape(line)}")
+        if o.refusal_record:
+            stdout.print(
+                f"  episode {o.episode}: refusals recorded in {o.refusal_record[:10]} "
+                "(refs/evolve/train; see `evolve log`)"
+            )
     stdout.print("see `git log` or `evolve log` for the memory diffs.")

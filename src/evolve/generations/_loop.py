@@ -321,6 +321,13 @@ def evolve(
                 check=True,
                 capture_output=True,
             )
+            # The side refs too (persona timelines), so the dry run trains on the same clock.
+            subprocess.run(
+                ["git", "fetch", "--quiet", "origin", "refs/evolve/*:refs/evolve/*"],
+                cwd=clone,
+                check=True,
+                capture_output=True,
+            )
             inner = Workspace(clone)
             diffs: dict[int, str] = {}
             records = _run(

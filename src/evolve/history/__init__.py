@@ -1,21 +1,40 @@
 """Reading and undoing history: log, show, memory as of a revision, revert."""
 
-from evolve.history._asof import memory_as_of, resolve_as_of
-from evolve.history._log import TRACKED, LogEntry, complaint_line, history, refresh_commit_graph
+from evolve.history._asof import WorkingMemory, memory_as_of, memory_in_worktree, resolve_as_of
+from evolve.history._log import (
+    REFUSAL_KIND,
+    TRACKED,
+    TRAIN_REF,
+    LogEntry,
+    clip,
+    complaint_line,
+    history,
+    refresh_commit_graph,
+    refusal_records,
+    side_ref_sha,
+)
 from evolve.history._revert import REVERTS, RevertResult, revert
-from evolve.history._show import UnitHistory, show_unit
+from evolve.history._show import UnitHistory, commit_kind, show_unit
 
 __all__ = [
     "REVERTS",
+    "REFUSAL_KIND",
     "TRACKED",
+    "TRAIN_REF",
     "LogEntry",
     "RevertResult",
     "UnitHistory",
+    "WorkingMemory",
+    "clip",
+    "commit_kind",
     "complaint_line",
     "history",
     "memory_as_of",
+    "memory_in_worktree",
     "refresh_commit_graph",
+    "refusal_records",
     "resolve_as_of",
     "revert",
     "show_unit",
+    "side_ref_sha",
 ]

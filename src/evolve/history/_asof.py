@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
 import git
 
 from evolve.errors import EvolveError
-from evolve.memory import load_units_at, render_memory
+from evolve.memory import load_units, load_units_at, render_memory
 from evolve.store import GitStore
+from evolve.workspace import Workspace
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.]+([+-]\d{2}:?\d{2}|Z)?)?$")
 
@@ -51,3 +53,29 @@ def memory_as_of(store: GitStore, rev: str, scope: str) -> tuple[str, str]:
 
     commit = resolve_as_of(store, rev)
     return commit, render_memory(load_units_at(store, commit), scope)
+
+
+@dataclass(frozen=True)
+class WorkingMemory:
+    """What `evolve run` and `evolve train` give the agent now (the working tree's `memory/`),
+    and how that compares with HEAD."""
+
+    scope: str
+    text: str
+    head: str | None
+    head_text: str
+    uncommitted: list[str] = field(default_factory=list)
+
+    @property
+    def differs_from_head(self) -> bool:
+        return self.text != self.head_text
+
+
+def memory_in_worktree(ws: Workspace, scope: str) -> WorkingMemory:
+    """The rendered memory of the working tree (exactly the agent's), beside HEAD's."""
+    import evolve.updaters  # noqa: F401  (registers each recipe's renderer)
+
+    text = render_memory(load_units(ws.root), scope)
+    head = ws.store.head()
+    head_text = render_memory(load_units_at(ws.store, head), scope) if head else ""
+    return WorkingMemory(scope, text, head, head_text, ws.store.dirty_paths(["memory"]))

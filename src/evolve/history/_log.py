@@ -3,6 +3,13 @@
 Git does the walking and the path filtering (`git log -- memory prompts`); a commit-graph with
 changed-path Bloom filters, refreshed after each writing command, keeps that fast on long
 histories.
+
+Refusals (a tombstoned, out-of-scope or capped proposal) of an episode that committed nothing
+else are recorded on the side ref `refs/evolve/train` (see `evolve.train._trainref`); the
+log shows each such record beside the commits, right above the commit the episode ran on,
+when that commit is on the current branch. Side refs are not fetched by a plain clone: push and
+fetch them with `git push origin 'refs/evolve/*:refs/evolve/*'` and `git fetch origin
+'refs/evolve/*:refs/evolve/*'`.
 """
 
 from __future__ import annotations
@@ -11,9 +18,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from evolve.store import EPISODE, OPS, RECIPE, TASK, CommitInfo, GitStore, parse_ops
+import git
+
+from evolve.history._show import commit_kind
+from evolve.store import EPISODE, KIND, OPS, RECIPE, TASK, CommitInfo, GitStore, parse_ops
 
 TRACKED = ("memory", "prompts")
+TRAIN_REF = "refs/evolve/train"
+REFUSAL_KIND = "refusal"
+BASE = "Evolve-Base"
 
 
 @dataclass(frozen=True)
@@ -27,11 +40,28 @@ class LogEntry:
     complaint: str | None
     ops: list[tuple[str, str]] = field(default_factory=list)
     trailers: dict[str, str] = field(default_factory=dict)
+    kind: str = "learned"
+    refused: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["ops"] = [{"op": op, "id": ident} for op, ident in self.ops]
         return data
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` on one line, cut at a word boundary to at most `limit` characters (with "…").
+
+    Never cuts inside a word: a first word longer than `limit` is kept whole.
+    """
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat.rfind(" ", 0, limit - 1)  # the kept part plus " …" stays within the limit
+    if cut <= 0:
+        first = flat.split(" ", 1)[0]
+        return first if first == flat else first + " …"
+    return flat[:cut].rstrip(" ,;:") + " …"
 
 
 def complaint_line(body: str) -> str | None:
@@ -42,6 +72,21 @@ def complaint_line(body: str) -> str | None:
             rest = [ln.strip() for ln in lines[i + 1 :] if ln.strip()]
             return rest[0] if rest else None
     return None
+
+
+def refused_lines(body: str) -> list[str]:
+    """The `Refused:` section of an episode commit's (or refusal record's) body."""
+    out: list[str] = []
+    inside = False
+    for line in body.splitlines():
+        if line.strip() == "Refused:":
+            inside = True
+            continue
+        if inside:
+            if not line.strip():
+                break
+            out.append(line.strip().removeprefix("- "))
+    return out
 
 
 def to_entry(info: CommitInfo) -> LogEntry:
@@ -57,16 +102,63 @@ def to_entry(info: CommitInfo) -> LogEntry:
         complaint=complaint_line(info.body),
         ops=parse_ops(t.get(OPS, "")),
         trailers=dict(t),
+        kind=commit_kind(info),
+        refused=refused_lines(info.body),
     )
 
 
+def side_ref_sha(store: GitStore, ref: str) -> str | None:
+    """The commit `ref` points at, or None when the ref does not exist (yet, or in a clone)."""
+    try:
+        out = str(store.repo.git.rev_parse("--verify", "--quiet", ref)).strip()
+    except git.GitCommandError:
+        return None
+    return out or None
+
+
+def refusal_records(store: GitStore) -> list[CommitInfo]:
+    """Every refusal record on the side ref, newest first."""
+    if side_ref_sha(store, TRAIN_REF) is None:
+        return []
+    return [
+        info
+        for info in store.log(rev=TRAIN_REF, grep_trailer=KIND, grep_value=REFUSAL_KIND)
+        if info.trailers.get(KIND) == REFUSAL_KIND
+    ]
+
+
 def history(
-    store: GitStore, paths: Sequence[str] = (), *, max_count: int | None = 50
+    store: GitStore,
+    paths: Sequence[str] = (),
+    *,
+    max_count: int | None = 50,
+    refusals: bool = False,
 ) -> list[LogEntry]:
-    """Commits that touched `paths` (default: memory/ and prompts/), newest first."""
+    """Commits that touched `paths` (default: memory/ and prompts/), newest first.
+
+    With `refusals` (what `evolve log` shows) and no `paths`, the refusal records of episodes
+    that committed nothing are listed too, each right above the commit its episode ran on
+    (when that commit is on HEAD's history).
+    """
     # The workspace's first commit (no parent) scaffolds memory/ and prompts/; it taught nothing.
-    infos = store.log(list(paths) or list(TRACKED), max_count=max_count, min_parents=1)
-    return [to_entry(info) for info in infos]
+    infos = list(store.log(list(paths) or list(TRACKED), max_count=max_count, min_parents=1))
+    records = refusal_records(store) if refusals and not paths else []
+    if not records:
+        return [to_entry(info) for info in infos]
+    order = {sha: i for i, sha in enumerate(store.repo.git.rev_list("HEAD").split())}
+    complete = max_count is None or len(infos) < max_count
+    horizon = order[infos[-1].sha] if infos and not complete else len(order)
+    keyed: list[tuple[tuple[int, int, int], CommitInfo]] = [
+        ((order[info.sha], 1, 0), info) for info in infos
+    ]
+    for rank, info in enumerate(records):
+        at = order.get(info.trailers.get(BASE, ""))
+        if at is None or at > horizon:
+            continue  # its episode ran on a commit this branch no longer has
+        keyed.append(((at, 0, rank), info))
+    keyed.sort(key=lambda pair: pair[0])
+    entries = [to_entry(info) for _, info in keyed]
+    return entries[:max_count] if max_count is not None else entries
 
 
 def refresh_commit_graph(store: GitStore) -> None:

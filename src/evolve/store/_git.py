@@ -465,7 +465,15 @@ class GitStore:
             with log_path.open("a", encoding="utf-8") as handle:
                 handle.write(entry if entry.endswith("\n") else entry + "\n")
 
-    def write_side_ref(self, ref: str, files: dict[str, bytes], subject: str) -> str:
+    def write_side_ref(
+        self,
+        ref: str,
+        files: dict[str, bytes],
+        subject: str,
+        *,
+        body: str = "",
+        trailers: Trailers = (),
+    ) -> str:
         """Commit `files` on top of `ref` (a history of its own, e.g. refs/evolve/records),
         without touching HEAD, the index or the working tree."""
         try:
@@ -485,7 +493,8 @@ class GitStore:
         lines = [f"tree {tree}"] + ([f"parent {parent}"] if parent else [])
         lines += [f"author {name} <{email}> {stamp}", f"committer {name} <{email}> {stamp}"]
         sha = self._store(
-            b"commit", ("\n".join(lines) + "\n\n" + format_message(subject)).encode("utf-8")
+            b"commit",
+            ("\n".join(lines) + "\n\n" + format_message(subject, body, trailers)).encode("utf-8"),
         )
         args = [ref, sha] + ([parent] if parent else ["0" * 40])
         self._git.update_ref(*args)

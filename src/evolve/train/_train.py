@@ -5,6 +5,16 @@ the store makes one commit for the episode, with trailers. Episodes that change 
 no commit. The recipe reads its state from `memory/` before every episode, so a hand edit or a
 revert between episodes takes effect at once.
 
+Episode commits read like `ace · alex · episode 13 (pay_back-1): modify 1` (recipe, persona,
+episode, task, the non-zero counts; a revoke paired with the add that supersedes it is one
+modify). Refusals of an episode that commits nothing are recorded on `refs/evolve/train`
+instead, so they reach git history all the same (`evolve log` lists them). Each episode is
+judged at the persona's own clock (its episodes across every stream, kept on the same side
+ref), so preference drift happens once per persona, not once per stream.
+
+Training needs committed `memory/` and `prompts/`: what the agent was given is then what HEAD
+records.
+
 Resuming: the stream is deterministic for its seed, so a stopped run resumes after the last
 committed episode of the same stream (persona, recipe, seed, feedback tier); episodes after it
 that changed nothing are replayed and change nothing again. A crash between writing and
@@ -14,7 +24,7 @@ committing is undone by the applier's journal before anything else runs.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -26,11 +36,30 @@ from evolve.envs import Environment, Tier
 from evolve.episode import EpisodeSetup, run_episode
 from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
-from evolve.history import refresh_commit_graph
+from evolve.history import clip, refresh_commit_graph
 from evolve.llm import LLM, make_llm
 from evolve.memory import UnitReader, in_scope, render_memory, scope_for
-from evolve.store import EPISODE, GENERATION, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
+from evolve.ops import Op
+from evolve.store import (
+    EPISODE,
+    GENERATION,
+    KIND,
+    OPS,
+    PERSONA,
+    RECIPE,
+    TASK,
+    GitStore,
+    format_ops,
+)
 from evolve.train._stream import history_before, stream_id, stream_tasks
+from evolve.train._trainref import (
+    BASE,
+    CLOCK,
+    Timeline,
+    record_refusals,
+    recorded_refusals,
+    refusal_path,
+)
 from evolve.updaters import (
     MAX_ATTEMPTS,
     EpisodeView,
@@ -54,6 +83,8 @@ class EpisodeOutcome:
     commit: str | None = None
     ops: dict[str, int] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
+    clock: int | None = None  # the persona's own clock at this episode (drift is keyed to it)
+    refusal_record: str | None = None  # refs/evolve/train commit of refusals that committed nothing
 
 
 @dataclass
@@ -100,23 +131,111 @@ def _counts(result: ApplyResult) -> dict[str, int]:
     return counts
 
 
+SUBJECT_ORDER = ("add", "modify", "revoke", "evict", "reactivate")
+
+
+def reader_counts(applied: Sequence[Op]) -> dict[str, int]:
+    """Operation counts as a reviewer reads them: a rewrite is a modify, and a revoke paired
+    with the add that `supersedes` the revoked unit (or that it is `revoked_by`) is one modify."""
+    adds = [op for op in applied if op.op in ("add", "reactivate")]
+    paired: set[int] = set()
+    modify = 0
+    for op in applied:
+        if op.op != "revoke":
+            continue
+        for i, new in enumerate(adds):
+            if i in paired:
+                continue
+            if new.unit.supersedes == op.id or (op.unit.revoked_by or None) == new.id:
+                paired.add(i)
+                modify += 1
+                break
+    counts: dict[str, int] = {}
+    for op in applied:
+        name = "modify" if op.op == "rewrite" else op.op
+        counts[name] = counts.get(name, 0) + 1
+    for i in paired:
+        counts[adds[i].op] -= 1
+    counts["revoke"] = counts.get("revoke", 0) - modify
+    counts["modify"] = counts.get("modify", 0) + modify
+    return {k: v for k, v in counts.items() if v > 0}
+
+
+def commit_subject(
+    recipe: str, persona: str | None, episode: int, task_id: str, counts: dict[str, int]
+) -> str:
+    """`ace · alex · episode 13 (pay_back-1): modify 1` — only the non-zero counts."""
+    ordered = [op for op in SUBJECT_ORDER if op in counts]
+    ordered += sorted(op for op in counts if op not in SUBJECT_ORDER)
+    shown = ", ".join(f"{op} {counts[op]}" for op in ordered) or "no changes"
+    who = f"{recipe} · {persona}" if persona else recipe
+    return f"{who} · episode {episode} ({task_id}): {shown}"
+
+
+BODY_TEXT = 160
+
+
 def commit_message(
-    recipe: str, episode: int, task_id: str, complaint: str, update: Update, result: ApplyResult
+    recipe: str,
+    episode: int,
+    task_id: str,
+    complaint: str,
+    update: Update,
+    result: ApplyResult,
+    *,
+    persona: str | None = None,
 ) -> tuple[str, str]:
-    c = _counts(result)
-    c["modify"] = c.get("modify", 0) + c.pop("rewrite", 0)
-    main = [f"{op} {c.pop(op, 0)}" for op in ("add", "modify", "revoke", "evict")]
-    extra = [f"{op} {n}" for op, n in sorted(c.items())]
-    subject = f"{recipe}: episode {episode} ({task_id}): {', '.join(main + extra)}"
+    subject = commit_subject(recipe, persona, episode, task_id, reader_counts(result.applied))
     body = ["Complaint:", *[f"  {line}" for line in complaint.splitlines()], "", "Operations:"]
     for op in result.applied:
-        body.append(f"- {op.op} {op.id}: {op.unit.text[:160]}")
+        body.append(f"- {op.op} {op.id}: {clip(op.unit.text, BODY_TEXT)}")
     refused = [*update.refused, *result.refused]
     if refused:
         body += ["", "Refused:", *[f"- {r.line()}" for r in refused]]
     if update.notes:
         body += ["", "Notes:", *[f"- {n}" for n in update.notes]]
     return subject, "\n".join(body)
+
+
+def _record_refusals(
+    store: GitStore,
+    recorded: set[str],
+    recipe: str,
+    persona: str,
+    sid: str,
+    episode: int,
+    clock: int,
+    task_id: str,
+    complaint: str,
+    update: Update,
+    applied: ApplyResult,
+    generation: int | None,
+) -> str | None:
+    """Put the refusals of an episode that committed nothing on `refs/evolve/train`, once."""
+    base = store.head()
+    assert base is not None
+    path = refusal_path(sid, episode, base)
+    if path in recorded:
+        return None  # a resumed stream replays this episode; it is on record already
+    refused = [*update.refused, *applied.refused]
+    subject = commit_subject(recipe, persona, episode, task_id, {"refused": len(refused)})
+    body = ["Complaint:", *[f"  {line}" for line in complaint.splitlines()], "", "Refused:"]
+    body += [f"- {clip(r.line(), 400)}" for r in refused]
+    if update.notes:
+        body += ["", "Notes:", *[f"- {n}" for n in update.notes]]
+    trailers = [
+        (EPISODE, str(episode)),
+        (RECIPE, recipe),
+        (TASK, task_id),
+        (PERSONA, persona),
+        (STREAM, sid),
+        (CLOCK, str(clock)),
+        (BASE, base),
+    ]
+    if generation is not None:
+        trailers.append((GENERATION, str(generation)))
+    recorded.add(path)
+    return record_refusals(store, path, subject, "\n".join(body), trailers)
 
 
 def train(
@@ -139,7 +258,7 @@ def train(
 
     Raises:
         UnknownName: an unknown recipe or persona.
-        EvolveError: `memory/` has uncommitted changes, or the lock is held.
+        EvolveError: `memory/` or `prompts/` has uncommitted changes, or the lock is held.
     """
     cfg = ws.config
     name = recipe or cfg.train.recipe
@@ -192,12 +311,15 @@ def _train(
 
     store = ws.store
     recover(store)
-    dirty = store.dirty_paths(["memory"])
-    if dirty:
-        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
-        raise EvolveError(
-            f"memory/ has uncommitted changes ({shown}); commit or discard them first."
-        )
+    # The episodes' memory commits must stand on committed memory and prompts: what the agent
+    # was given is then exactly what HEAD records.
+    for folder in ("memory", "prompts"):
+        dirty = store.dirty_paths([folder])
+        if dirty:
+            shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+            raise EvolveError(
+                f"{folder}/ has uncommitted changes ({shown}); commit or discard them first."
+            )
     sid = stream_id(persona, name, seed, tier)
     last = last_episode(ws, sid)
     start = 0 if last is None else last + 1
@@ -205,6 +327,12 @@ def _train(
         start = max(start, start_at)  # the evolve loop skips a batch a rejected generation used
     tasks = stream_tasks(env, seed, max(total, start))
     history = history_before(env, tasks, persona, start)
+    timeline = Timeline.load(store, persona)
+    added = timeline.extend(sid, start, total)
+    if added:
+        # Saved before the episodes run: a resumed stream replays the same clock values.
+        timeline.save(store, added)
+    recorded = recorded_refusals(store, sid)
     scope = scope_for(persona)
     reader = UnitReader(ws.root)
     applier = MemoryApplier(ws, scope)
@@ -226,11 +354,18 @@ def _train(
             verifier=make_verifier(visible),
             max_attempts=MAX_ATTEMPTS,
         )
+        # The persona's preferences (and their scheduled drift) are read at the persona's own
+        # clock, which runs across every stream the workspace trained for it.
+        clock = timeline.clock(sid, k)
         result = run_episode(
-            env, agent_llm, task, setup, history=history, seed=derive_seed(sid, k), episode=k
+            env, agent_llm, task, setup, history=history, seed=derive_seed(sid, k), episode=clock
         )
         outcome = EpisodeOutcome(
-            k, task.id, result.judgement.accepted, [v.rule for v in result.judgement.violations]
+            k,
+            task.id,
+            result.judgement.accepted,
+            [v.rule for v in result.judgement.violations],
+            clock=clock,
         )
         if not result.judgement.accepted:
             fb = env.feedback(task, result.judgement, tier)
@@ -256,7 +391,9 @@ def _train(
             applied = applier.apply(ops, units)
             outcome.refused = [r.line() for r in [*update.refused, *applied.refused]]
             if applied.paths:
-                subject, body = commit_message(name, k, task.id, fb.text, update, applied)
+                subject, body = commit_message(
+                    name, k, task.id, fb.text, update, applied, persona=persona
+                )
                 trailers = [
                     (EPISODE, str(k)),
                     (RECIPE, name),
@@ -265,14 +402,20 @@ def _train(
                     (PERSONA, persona),
                     (STREAM, sid),
                     (KIND, "train"),
+                    (CLOCK, str(clock)),
                 ]
                 if generation is not None:
                     trailers.append((GENERATION, str(generation)))
                 outcome.commit = store.commit(applied.paths, subject, body=body, trailers=trailers)
                 outcome.ops = _counts(applied)
+            elif outcome.refused:
+                outcome.refusal_record = _record_refusals(
+                    store, recorded, name, persona, sid, k, clock, task.id, fb.text, update,
+                    applied, generation,
+                )  # fmt: skip
             applier.done()
         logged = result.record.model_copy(
-            update={"commit": outcome.commit, "refused": outcome.refused}
+            update={"commit": outcome.commit, "refused": outcome.refused, "episode": k}
         )
         with log_path.open("a", encoding="utf-8") as handle:
             handle.write(canonical_json(logged.model_dump(mode="json")) + "\n")

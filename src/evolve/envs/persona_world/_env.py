@@ -187,7 +187,8 @@ class PersonaWorldEnv:
     ) -> Judgement:
         """Score one episode: the task's own success and every applicable preference.
 
-        `episode` picks the preference values of a training episode; None scores against
+        `episode` is the persona's clock (its training episodes across every stream, which
+        `evolve train` keeps) and picks the preference values held then; None scores against
         the persona as it is now (after every scheduled change).
         """
         p = self.persona(persona)

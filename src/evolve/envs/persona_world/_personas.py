@@ -1,7 +1,11 @@
 """Personas: who the user is, their cards and payment history, and their preferences.
 
 Persona files live in the workspace's protected `evalset/personas/` folder. A preference may
-change at a scheduled training episode (drift), as real users' preferences do.
+change at a scheduled point of the persona's own timeline (drift), as real users' preferences
+do: `at_episode: N` counts the training episodes the workspace has run for this persona,
+across every stream (recipe, seed, feedback tier), so a second stream started after the change
+sees the changed preference. `evolve train` keeps that clock (evolve.train._trainref) and
+passes it to the judge as the `episode`; see docs/sim.md, "Drift".
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ class _Model(BaseModel):
 
 
 class PreferenceChange(_Model):
+    # The persona's clock (episodes seen for this persona across streams), not a stream's index.
     at_episode: int = Field(ge=0)
     value: Any
 
@@ -48,7 +53,8 @@ class Preference(_Model):
         return self
 
     def value_at(self, episode: int | None) -> Value:
-        """The value held at a training episode; None means now (after every change)."""
+        """The value held at tick `episode` of the persona's clock; None means now (after
+        every change)."""
         raw = self.value
         for change in sorted(self.changes, key=lambda c: c.at_episode):
             if episode is None or change.at_episode <= episode:

@@ -1,0 +1,151 @@
+"""What training knows that the branch does not record, kept on the side ref `refs/evolve/train`.
+
+Two things live there, each committed with the store's side-ref writer (a history of its own
+that never touches HEAD, the index or the working tree, and travels with `git push/fetch
+'refs/evolve/*:refs/evolve/*'`):
+
+- `refusals/<stream>/<episode>-<base>.txt`: the refusals (tombstone, scope, cap, review) of an
+  episode that committed nothing else, so they still reach git history; `evolve log` shows them
+  beside the commits (see `evolve.history.refusal_entries`).
+- `timeline/<persona>.json`: the persona's own clock. Every training episode a workspace runs
+  for a persona is one tick of that persona's timeline, whichever stream (seed, recipe,
+  feedback tier) ran it; scheduled preference changes (drift, `changes: - at_episode: N` in the
+  persona file) are keyed to this clock, so a second stream started after the drift sees the
+  drifted preference, not a replay of the old one.
+
+The timeline is a list of segments: episodes `start..end-1` of `stream` are the persona's
+ticks `clock..clock+(end-start)-1`. Segments are written before their episodes run, so a
+stopped stream resumes (and replays) with the very same clock values. A new segment starts at
+the persona's clock now, and never below the stream's own episode number (so a workspace that
+has trained one stream, or a copy without the side ref, keeps clock == episode).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from evolve.errors import EvolveError
+from evolve.history import REFUSAL_KIND, TRAIN_REF, side_ref_sha
+from evolve.history._log import BASE
+from evolve.store import KIND, GitStore
+
+CLOCK = "Evolve-Clock"  # the persona's clock at an episode (a trailer on episode commits)
+__all__ = [
+    "BASE",
+    "CLOCK",
+    "Segment",
+    "Timeline",
+    "record_refusals",
+    "recorded_refusals",
+    "refusal_path",
+]
+
+
+@dataclass(frozen=True)
+class Segment:
+    stream: str
+    start: int
+    end: int
+    clock: int
+
+    def covers(self, stream: str, episode: int) -> bool:
+        return self.stream == stream and self.start <= episode < self.end
+
+
+@dataclass
+class Timeline:
+    """A persona's clock over every stream the workspace trained for it."""
+
+    persona: str
+    segments: list[Segment] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        return f"timeline/{self.persona}.json"
+
+    @classmethod
+    def load(cls, store: GitStore, persona: str) -> Timeline:
+        timeline = cls(persona)
+        raw = store.read_side_ref(TRAIN_REF, timeline.path).get(timeline.path)
+        if raw is not None:
+            try:
+                data = json.loads(raw)
+                timeline.segments = [
+                    Segment(str(s["stream"]), int(s["start"]), int(s["end"]), int(s["clock"]))
+                    for s in data["segments"]
+                ]
+            except (ValueError, KeyError, TypeError):
+                raise EvolveError(
+                    f"{TRAIN_REF}:{timeline.path} is not a valid timeline; restore it with "
+                    f"`git update-ref {TRAIN_REF} {TRAIN_REF}~1` or delete the ref to restart "
+                    "the persona's clock."
+                ) from None
+        return timeline
+
+    def now(self) -> int:
+        """Ticks the persona has seen: the clock the next new episode gets."""
+        return max((s.clock + s.end - s.start for s in self.segments), default=0)
+
+    def clock(self, stream: str, episode: int) -> int:
+        for s in self.segments:
+            if s.covers(stream, episode):
+                return s.clock + episode - s.start
+        raise KeyError(f"episode {episode} of {stream} is not on {self.persona}'s timeline")
+
+    def extend(self, stream: str, start: int, end: int) -> list[Segment]:
+        """Give the episodes `start..end-1` of `stream` that have no clock yet the next ticks."""
+        added: list[Segment] = []
+        k = start
+        while k < end:
+            if any(s.covers(stream, k) for s in self.segments):
+                k += 1
+                continue
+            first = k
+            while k < end and not any(s.covers(stream, k) for s in self.segments):
+                k += 1
+            seg = Segment(stream, first, k, max(self.now(), first))
+            self.segments.append(seg)
+            added.append(seg)
+        return added
+
+    def save(self, store: GitStore, added: list[Segment]) -> None:
+        data = {
+            "persona": self.persona,
+            "segments": [s.__dict__ for s in self.segments],
+        }
+        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+        spans = ", ".join(
+            f"{s.stream} episodes {s.start}..{s.end - 1} at clock {s.clock}..{s.clock + s.end - s.start - 1}"
+            for s in added
+        )
+        store.write_side_ref(
+            TRAIN_REF, {self.path: text.encode("utf-8")}, f"timeline {self.persona}: {spans}"
+        )
+
+
+def recorded_refusals(store: GitStore, stream: str) -> set[str]:
+    """Paths of the refusal records of `stream` already on the side ref."""
+    sha = side_ref_sha(store, TRAIN_REF)
+    return set(store.list_files(sha, f"refusals/{stream}")) if sha else set()
+
+
+def refusal_path(stream: str, episode: int, base: str) -> str:
+    return f"refusals/{stream}/{episode:06d}-{base[:12]}.txt"
+
+
+def record_refusals(
+    store: GitStore,
+    path: str,
+    subject: str,
+    body: str,
+    trailers: list[tuple[str, str]],
+) -> str:
+    """Commit an episode's refusals to the side ref; returns the record's commit."""
+    return store.write_side_ref(
+        TRAIN_REF,
+        {path: (body + "\n").encode("utf-8")},
+        subject,
+        body=body,
+        trailers=[*trailers, (KIND, REFUSAL_KIND)],
+    )

@@ -30,7 +30,7 @@ DRIFT = 12  # evalset/personas/alex.yaml: payment_visibility changes at_episode 
 def _judged(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, list[str]]]:
     """(the clock each episode was judged at, its payment_visibility corrections)."""
     seen: list[tuple[int, list[str]]] = []
-    real = train_module.run_episode
+    real = train_module.run_episode  # type: ignore[attr-defined]
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         result = real(*args, **kwargs)

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime
 import git
 
 from evolve.errors import EvolveError
-from evolve.memory import load_units_at, render_memory
+from evolve.memory import load_units_at
 from evolve.store import GitStore
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.]+([+-]\d{2}:?\d{2}|Z)?)?$")
@@ -45,9 +45,17 @@ def _parse_when(text: str) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def memory_as_of(store: GitStore, rev: str, scope: str) -> tuple[str, str]:
-    """(commit, the rendered memory for `scope` at that commit)."""
-    import evolve.updaters  # noqa: F401  (registers each recipe's renderer)
+def memory_as_of(
+    store: GitStore, rev: str, scope: str, recipes: tuple[str, ...] = ()
+) -> tuple[str, str]:
+    """(commit, the rendered memory for `scope` at that commit): hand notes and the units of
+    `recipes` (default: the recipes that commit's evolve.yaml renders)."""
+    from evolve.updaters import render_for
+    from evolve.workspace import CONFIG_NAME, EvolveConfig, parse_config
 
     commit = resolve_as_of(store, rev)
-    return commit, render_memory(load_units_at(store, commit), scope)
+    if not recipes:
+        raw = store.read(commit, CONFIG_NAME)
+        cfg = parse_config(raw.decode("utf-8")) if raw is not None else EvolveConfig()
+        recipes = cfg.rendered_recipes()
+    return commit, render_for(load_units_at(store, commit), scope, recipes)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from evolve.errors import UnknownName
-from evolve.memory import register_renderer
+from evolve.memory import MemoryUnit, Renderer, render_memory
 from evolve.updaters._ace import AceRecipe
 from evolve.updaters._base import (
     EpisodeView,
@@ -43,8 +45,23 @@ def get_recipe(name: str) -> Recipe:
     return recipe
 
 
-for _name in RECIPES:
-    register_renderer(_name, get_recipe(_name).render)
+def renderers_for(names: Iterable[str]) -> dict[str, Renderer]:
+    """The renderer of each recipe in `names` (in that order), for `render_memory`.
+
+    Raises:
+        UnknownName: a name that is not a recipe.
+    """
+    return {name: get_recipe(name).render for name in dict.fromkeys(names)}
+
+
+def render_for(units: Iterable[MemoryUnit], scope: str, recipes: Iterable[str]) -> str:
+    """Rendered memory for `scope`: hand notes plus the units of `recipes` only.
+
+    A workspace passes the recipes it is configured to render
+    (`EvolveConfig.rendered_recipes()`: `render.recipes`, default `train.recipe`).
+    """
+    return render_memory(units, scope, renderers_for(recipes))
+
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -60,6 +77,8 @@ __all__ = [
     "TraceRecipe",
     "Update",
     "get_recipe",
+    "render_for",
+    "renderers_for",
     "parse_json_reply",
     "summarize_actions",
 ]

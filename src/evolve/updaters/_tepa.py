@@ -199,8 +199,8 @@ class TepaRecipe:
                 self.name, "precedent", sentence, key=key,
                 supersedes=olds[0].id if olds else None,
             )  # fmt: skip
+            put("add", unit)
             for old in olds:
                 put("revoke", ctx.revoked(old, by=unit.id))
-            put("add", unit)
         update.ops = [Op(op=label, unit=unit) for label, unit in changed.values()]
         return update

@@ -22,6 +22,8 @@ ALEX = "user:alex"
 def render_memory(units: Sequence[MemoryUnit], scope: str) -> str:
     """Rendered memory of a workspace configured to render every recipe."""
     return render_for(units, scope, RECIPES)
+
+
 NOW = "2026-04-04T00:00:00+00:00"
 
 

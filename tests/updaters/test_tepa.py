@@ -21,6 +21,8 @@ ALEX = "user:alex"
 def render_memory(units: Sequence[MemoryUnit], scope: str) -> str:
     """Rendered memory of a workspace configured to render every recipe."""
     return render_for(units, scope, RECIPES)
+
+
 NOW = "2026-02-02T00:00:00+00:00"
 DASH_NAME = "End every text message with a dash and my first name."
 INITIALS = "End every text message with my initials."

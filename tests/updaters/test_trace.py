@@ -34,6 +34,8 @@ ALEX = "user:alex"
 def render_memory(units: Sequence[MemoryUnit], scope: str) -> str:
     """Rendered memory of a workspace configured to render every recipe."""
     return render_for(units, scope, RECIPES)
+
+
 NOW = "2026-03-03T00:00:00+00:00"
 TOOLS = (
     "phone__send_text_message",

@@ -18,6 +18,7 @@ from evolve.memory import (
     counters_of,
     counters_path,
     dump_counters,
+    moved_counters,
     parse_counters,
     without_counters,
 )
@@ -49,9 +50,13 @@ def plan(ws: Workspace, scope: str, applied: Sequence[Op]) -> dict[str, bytes | 
         if op.op == "evict":
             counters.pop(op.id, None)
             continue
-        moved = counters_of(op.unit)
+        if not counters_of(op.unit):
+            continue  # a unit that keeps no counters (or an op that did not read them)
+        moved = moved_counters(op.unit)
         if moved:
-            counters[op.id] = dict(moved)
+            counters[op.id] = moved
+        else:
+            counters.pop(op.id, None)
     text = dump_counters(counters)
     if (before or "") == text:
         return {}

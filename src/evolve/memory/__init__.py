@@ -8,6 +8,7 @@ from evolve.memory._counters import (
     counters_path,
     dump_counters,
     is_counters_path,
+    moved_counters,
     parse_counters,
     without_counters,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "learned_time",
     "load_units",
     "load_units_at",
+    "moved_counters",
     "parse_counters",
     "parse_unit",
     "render_memory",

@@ -29,6 +29,8 @@ from evolve.memory._unit import GLOBAL_SCOPE, MalformedUnit, MemoryUnit
 
 COUNTERS_NAME = "_counters.yaml"
 COUNTER_FIELDS: tuple[str, ...] = ("helpful", "harmful", "alpha", "beta")
+# What an unset counter means; the sidecar records only counters that moved off it.
+COUNTER_DEFAULTS: dict[str, float | int] = {"helpful": 0, "harmful": 0, "alpha": 1.0, "beta": 1.0}
 _INT_FIELDS = frozenset({"helpful", "harmful"})
 _LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -55,6 +57,15 @@ def counters_of(unit: MemoryUnit) -> dict[str, float | int]:
         if value is not None:
             out[name] = value
     return out
+
+
+def moved_counters(unit: MemoryUnit) -> dict[str, float | int]:
+    """What the sidecar records for `unit`: its counters once any moved off its default
+    (e.g. helpful 0 and harmful 2), nothing while all are at their defaults."""
+    counters = counters_of(unit)
+    if all(v == COUNTER_DEFAULTS[k] for k, v in counters.items()):
+        return {}
+    return counters
 
 
 def without_counters(unit: MemoryUnit) -> MemoryUnit:

@@ -84,3 +84,9 @@ def train_cmd(
         for line in o.refused:
             stdout.print(f"  episode {o.episode}: {escape(line)}")
     stdout.print("see `git log` or `evolve log` for the memory diffs.")
+    if report.recipe not in ws.config.rendered_recipes():
+        shown = ", ".join(ws.config.rendered_recipes())
+        stdout.print(
+            f"note: this workspace renders {shown} (evolve.yaml render.recipes, default "
+            f"train.recipe); outside training the agent does not see what {report.recipe} learned."
+        )

@@ -224,10 +224,6 @@ def named_units(
     return out
 
 
-def first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
-
 def load_prompt(name: str) -> Template:
     """A recipe's prompt template from the package's `prompts/` folder."""
     text = resources.files("evolve.updaters").joinpath("prompts", f"{name}.md").read_text("utf-8")

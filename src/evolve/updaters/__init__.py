@@ -1,4 +1,15 @@
-"""Update recipes: each turns a complaint into proposed memory operations."""
+"""Update recipes: each turns a complaint into proposed memory operations.
+
+Supersession (issue 8): every recipe's prompt shows the units in force with their ids, and its
+reply schema lets the updater name the unit(s) a proposal replaces (`replaces`; ACE `modify`)
+or retires (`retire`). A named unit is revoked (`revoked_by` the new one, which `supersedes`
+it) whatever the wording; a name the prompt did not show refuses that proposal. Only when the
+updater names nothing does each recipe's safety net apply: ACE revokes a similar (trigram >=
+0.85) bullet the new one negates or changes; TEPA replaces the precedent under the same key;
+TRACE revokes a check on the same api/argument/predicate that cannot hold with the new one;
+topl raises beta of a similar (>= 0.7) conflicting entry (it stays in the pool, ranked down);
+reflexion relies on its window of three; rewrite's reply is itself the replacement.
+"""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from evolve.applier import MemoryApplier
 from evolve.llm import MockLLM
-from evolve.memory import MemoryUnit, UnitReader, dump_unit, in_scope, render_memory
-from evolve.updaters import EpisodeView, RecipeContext, get_recipe
+from evolve.memory import MemoryUnit, UnitReader, dump_unit, in_scope
+from evolve.updaters import EpisodeView, RecipeContext, get_recipe, render_for
 from evolve.workspace import init_workspace
 
 SCOPE = "user:alex"
@@ -65,7 +65,7 @@ def run(count: int, episodes: int) -> tuple[float, float, dict[str, float]]:
             units = reader.load()
             visible = in_scope(units, SCOPE)
             t1 = time.perf_counter()
-            render_memory(visible, SCOPE)
+            render_for(visible, SCOPE, ("tepa",))
             t2 = time.perf_counter()
             ctx = RecipeContext(
                 units=visible, scope=SCOPE,

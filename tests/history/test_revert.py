@@ -37,12 +37,15 @@ class Updater:
     def __init__(self) -> None:
         self.text: str | None = None
         self.tag = False
+        self.modify = False
 
     def __call__(self, messages: Sequence[Message], schema: JsonSchema | None) -> str:
-        ops = [{"op": "add", "text": self.text}] if self.text else []
+        ops: list[dict[str, str]] = [{"op": "add", "text": self.text}] if self.text else []
         tags = []
+        ids = re.findall(r"^\[(ace-[0-9a-f]{10})\]", messages[-1].content, re.M)
+        if self.modify and ids and self.text:
+            ops = [{"op": "modify", "id": ids[0], "text": self.text}]
         if self.tag:
-            ids = re.findall(r"^\[(ace-[0-9a-f]{10})\]", messages[-1].content, re.M)
             tags = [{"id": ids[0], "tag": "helpful"}] if ids else []
         return json.dumps({"operations": ops, "bullet_tags": tags})
 
@@ -285,10 +288,13 @@ def test_revert_of_a_commit_a_later_commit_depends_on_stops_and_changes_nothing(
 ) -> None:
     root = ws.root
     updater = Updater()
-    updater.text, updater.tag = FRIENDS, True
-    report = train(ws, recipe="ace", episodes=3, updater_llm=MockLLM(updater))
-    first, later = report.commits[0], report.commits[1]
+    updater.text = FRIENDS
+    (first,) = train(ws, recipe="ace", episodes=1, updater_llm=MockLLM(updater)).commits
     friends = next(u for u in load_units(root) if u.text == FRIENDS)
+    # A later episode changes what the unit says (a modify revokes it); counter moves alone
+    # live in the sidecar and no longer make a later commit depend on it.
+    updater.text, updater.modify = PUBLIC, True
+    later = train(ws, recipe="ace", episodes=3, updater_llm=MockLLM(updater)).commits[0]
     path = f"memory/alex/{friends.id}.md"
     assert path in run_git(root, "show", "--name-only", "--format=", later).split()
 

@@ -354,7 +354,7 @@ def test_memory_scope_selects_whose_memory(
 
     alex = _json(capsys, "memory")["memory"]
     assert alex.splitlines() == [
-        "- Never pay anyone more than $500 without asking me.",
+        "[house-rules] Never pay anyone more than $500 without asking me.",
         "[ace-00000000b1] Pay with the card I use most often.",
     ]
     assert _json(capsys, "memory", "--scope", ALEX)["memory"] == alex
@@ -362,7 +362,9 @@ def test_memory_scope_selects_whose_memory(
     # Another user sees the global note only; the global scope is the note alone.
     for args in (["--persona", "blair"], ["--scope", "user:blair"], ["--scope", "global"]):
         data = _json(capsys, "memory", *args)
-        assert data["memory"] == "- Never pay anyone more than $500 without asking me.", args
+        assert (
+            data["memory"] == "[house-rules] Never pay anyone more than $500 without asking me."
+        ), args
     code, out, err = _cli(capsys, "memory", "--scope", ALEX, "--persona", "alex")
     assert code != 0 and out == ""
     _one_sentence(err)

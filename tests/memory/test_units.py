@@ -17,12 +17,19 @@ from evolve.memory import (
     dump_unit,
     load_units,
     parse_unit,
-    render_memory,
+    without_counters,
 )
+from evolve.updaters import RECIPES, render_for
 from evolve.workspace import Workspace
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
+
+
+def render_memory(units: list[MemoryUnit], scope: str) -> str:
+    """Rendered memory of a workspace configured to render every recipe."""
+    return render_for(units, scope, RECIPES)
+
 
 # The fixed order of front-matter keys (text is the body, never a key).
 KEY_ORDER = [
@@ -36,8 +43,6 @@ KEY_ORDER = [
     "updated_episode",
     "valid_from",
     "valid_to",
-    "helpful",
-    "harmful",
     "key",
     "revoked_at",
     "revoked_by",
@@ -45,8 +50,6 @@ KEY_ORDER = [
     "argument",
     "predicate",
     "value",
-    "alpha",
-    "beta",
     "supersedes",
     "reason",
     "reverted_commit",
@@ -115,7 +118,9 @@ def test_dump_parse_dump_is_identical_for_a_full_unit() -> None:
     )
     text = dump_unit(unit)
     again = parse_unit("memory/alex/u-1.md", text)
-    assert again == unit
+    # Counters belong to the sidecar (memory/alex/_counters.yaml), never to the unit file.
+    assert again == without_counters(unit)
+    assert "helpful" not in text and "alpha" not in text
     assert dump_unit(again) == text
     assert _front_keys(text) == KEY_ORDER
     assert text.endswith("\nLast line: with a colon\n")
@@ -137,7 +142,6 @@ def test_key_order_is_fixed_whatever_order_fields_were_given_in() -> None:
         "kind",
         "status",
         "scope",
-        "helpful",
     ]
 
 
@@ -303,8 +307,12 @@ def test_hand_written_note_without_front_matter_renders_as_is(workspace: Workspa
     assert hand["about-alex"].recipe == "hand" and hand["about-alex"].scope == ALEX
     assert hand["house-rules"].scope == "global"
     rendered = render_memory(units, ALEX)
-    assert note in rendered  # multi-line: verbatim
-    assert "Never share passwords." in rendered
+    # Every line carries the note's id, so it maps back to its file.
+    assert (
+        "[about-alex] Things to know about Alex:\n[about-alex] prefers mornings\n"
+        "[about-alex] signs texts '-Alex'"
+    ) in rendered
+    assert "[house-rules] Never share passwords." in rendered
     # Hand notes are rendered before anything a learner wrote.
     learned = _unit(id="u-9", text="A learned bullet.", created_episode=0)
     rendered = render_memory([*units, learned], ALEX)
@@ -399,7 +407,7 @@ def test_render_shows_only_active_units_in_scope() -> None:
         assert hidden not in rendered
     # Recipes render in their own way: ACE shows ids, TEPA keys.
     assert "[a-1] ACTIVE alex bullet." in rendered
-    assert "[sms.signoff] TEPA alex." in rendered
+    assert "[t-1] [sms.signoff] TEPA alex." in rendered
     blair = render_memory(units, "user:blair")
     assert "ACTIVE blair bullet." in blair and "alex" not in blair
     assert "GLOBAL note." in blair

@@ -10,13 +10,20 @@ import pytest
 
 from evolve.applier import MemoryApplier
 from evolve.llm._mock import MockLLM
-from evolve.memory import MemoryUnit, load_units, render_memory
-from evolve.updaters import EpisodeView, RecipeContext, Update, get_recipe
+from evolve.memory import MemoryUnit, load_units
+from evolve.updaters import RECIPES, EpisodeView, RecipeContext, Update, get_recipe, render_for
 from evolve.updaters._rewrite import DOCUMENT_ID
 from evolve.updaters._topl import posterior_mean
 from evolve.workspace import Workspace
 
 ALEX = "user:alex"
+
+
+def render_memory(units: Sequence[MemoryUnit], scope: str) -> str:
+    """Rendered memory of a workspace configured to render every recipe."""
+    return render_for(units, scope, RECIPES)
+
+
 NOW = "2026-04-04T00:00:00+00:00"
 
 
@@ -118,7 +125,10 @@ def test_reflexion_end_to_end_renders_the_three_newest(workspace: Workspace) -> 
         _apply_and_commit(workspace, update, f"episode {episode}")
     units = load_units(workspace.root)
     assert sorted(u.text for u in units) == ["Lesson 3.", "Lesson 4.", "Lesson 5."]
-    assert render_memory(units, ALEX) == "- Lesson 3.\n- Lesson 4.\n- Lesson 5."
+    by_text = {u.text: u.id for u in units}
+    assert render_memory(units, ALEX) == "\n".join(
+        f"[{by_text[t]}] {t}" for t in ("Lesson 3.", "Lesson 4.", "Lesson 5.")
+    )
 
 
 @pytest.mark.parametrize(
@@ -152,7 +162,7 @@ def test_rewrite_replaces_the_document(workspace: Workspace) -> None:
     _apply_and_commit(workspace, second, "episode 2")
     units = load_units(workspace.root)
     assert len(units) == 1
-    assert render_memory(units, ALEX) == "New document: pay with the Visa."
+    assert render_memory(units, ALEX) == f"[{DOCUMENT_ID}] New document: pay with the Visa."
     # The same document again changes nothing.
     again = _observe("rewrite", units, {"memory": "  New document: pay with the Visa.\n"}, 3)
     assert again.ops == [] and again.refused == []
@@ -196,9 +206,9 @@ def test_topl_alpha_rises_on_support() -> None:
     pool = [_unit("topl-a", "topl", "assertion", PAY_VISA, alpha=2.0, beta=1.0)]
     update = _observe("topl", pool, {"assertions": [PAY_VISA.upper()]}, episode=3)
     (op,) = update.ops
-    assert op.id == "topl-a" and op.op == "tag"
+    assert op.id == "topl-a" and op.op == "count"  # the sidecar moves; the file does not
     assert (op.unit.alpha, op.unit.beta) == (3.0, 1.0)
-    assert op.unit.updated_episode == 3 and op.unit.text == PAY_VISA
+    assert op.unit.updated_episode == pool[0].updated_episode and op.unit.text == PAY_VISA
 
 
 def test_topl_beta_rises_when_a_similar_assertion_contradicts() -> None:
@@ -240,7 +250,8 @@ def test_topl_renders_the_top_8_by_posterior_mean() -> None:
     ranked = sorted(
         (u for u in pool if u.status == "active"), key=lambda u: posterior_mean(u), reverse=True
     )
-    assert lines == [f"- {u.text}" for u in ranked[:8]]
+    # The top 8 by posterior mean, shown in the order they were learned, each with its id.
+    assert sorted(lines) == sorted(f"[{u.id}] {u.text}" for u in ranked[:8])
     assert "Assertion 1 about" not in rendered and "Assertion 4 about" not in rendered
     assert "Revoked but strong." not in rendered
 
@@ -254,8 +265,9 @@ def test_topl_moves_both_parameters_over_episodes(workspace: Workspace) -> None:
     visa, amex = units[PAY_VISA], units[PAY_AMEX]
     assert (visa.alpha, visa.beta) == (3.0, 4.0)
     assert (amex.alpha, amex.beta) == (4.0, 1.0)
-    # The corrected statement now ranks first.
-    assert render_memory(list(units.values()), ALEX).splitlines()[0] == f"- {PAY_AMEX}"
+    # The corrected statement ranks first and, learned last, is rendered last (it wins).
+    assert get_recipe("topl").ranked(list(units.values()))[0].text == PAY_AMEX  # type: ignore[attr-defined]
+    assert render_memory(list(units.values()), ALEX).splitlines()[-1] == f"[{amex.id}] {PAY_AMEX}"
 
 
 @pytest.mark.parametrize("bad", ["", "   ", 5, "x" * 301])

@@ -10,12 +10,19 @@ import pytest
 
 from evolve.applier import MemoryApplier, Op
 from evolve.llm._mock import MockLLM
-from evolve.memory import MemoryUnit, load_units, render_memory
-from evolve.updaters import EpisodeView, RecipeContext, Update, get_recipe
+from evolve.memory import MemoryUnit, load_units
+from evolve.updaters import RECIPES, EpisodeView, RecipeContext, Update, get_recipe, render_for
 from evolve.updaters._tepa import VOCABULARY, snap
 from evolve.workspace import Workspace
 
 ALEX = "user:alex"
+
+
+def render_memory(units: Sequence[MemoryUnit], scope: str) -> str:
+    """Rendered memory of a workspace configured to render every recipe."""
+    return render_for(units, scope, RECIPES)
+
+
 NOW = "2026-02-02T00:00:00+00:00"
 DASH_NAME = "End every text message with a dash and my first name."
 INITIALS = "End every text message with my initials."
@@ -77,15 +84,16 @@ def test_revoked_tepa_precedent_is_absent_from_render_while_other_key_present(
         _precedent("tepa-card", "payment.card", CARD),
     ]
     _apply_and_commit(workspace, [Op(op="add", unit=u) for u in seed], "seed")
+    # Every line: the unit id, then the key; in the order learned (here: by id, no times).
     assert render_memory(load_units(workspace.root), ALEX) == (
-        f"[payment.card] {CARD}\n[sms.signoff] {DASH_NAME}"
+        f"[tepa-card] [payment.card] {CARD}\n[tepa-sign] [sms.signoff] {DASH_NAME}"
     )
     update = _observe(load_units(workspace.root), [{"key": "sms.signoff", "sentence": INITIALS}])
     _apply_and_commit(workspace, update.ops, "episode 3")
     units = load_units(workspace.root)
     rendered = render_memory(units, ALEX)
     assert DASH_NAME not in rendered
-    assert f"[payment.card] {CARD}" in rendered
+    assert f"[tepa-card] [payment.card] {CARD}" in rendered
     assert f"[sms.signoff] {INITIALS}" in rendered
     # The revoked precedent stays on disk, archived with who revoked it.
     kept = next(u for u in units if u.id == "tepa-sign")
@@ -102,12 +110,12 @@ def test_a_new_precedent_under_a_key_revokes_the_active_one() -> None:
     added = update.ops[0].unit
     revoked = update.ops[1].unit
     assert added.key == "sms.signoff" and added.text == INITIALS and added.status == "active"
-    assert added.created_episode == 3 and added.valid_from == NOW
+    assert added.created_episode == 3 and (added.valid_from or "").startswith(NOW[:19])
     assert revoked.id == "tepa-sign" and revoked.text == DASH_NAME
     assert revoked.status == "revoked"
     assert revoked.revoked_at == 3
     assert revoked.revoked_by == added.id
-    assert revoked.valid_to == NOW
+    assert (revoked.valid_to or "").startswith(NOW[:19])
 
 
 def test_writing_the_archived_text_again_reactivates_it_and_revokes_the_current() -> None:

@@ -16,11 +16,26 @@ from evolve.episode import EpisodeSetup, run_episode
 from evolve.evaluate import make_verifier, open_env
 from evolve.llm import Message
 from evolve.llm._mock import MockLLM
-from evolve.memory import MemoryUnit, in_scope, load_units, render_memory
-from evolve.updaters import MAX_ATTEMPTS, EpisodeView, RecipeContext, Update, get_recipe
+from evolve.memory import MemoryUnit, in_scope, load_units
+from evolve.updaters import (
+    MAX_ATTEMPTS,
+    RECIPES,
+    EpisodeView,
+    RecipeContext,
+    Update,
+    get_recipe,
+    render_for,
+)
 from evolve.workspace import Workspace
 
 ALEX = "user:alex"
+
+
+def render_memory(units: Sequence[MemoryUnit], scope: str) -> str:
+    """Rendered memory of a workspace configured to render every recipe."""
+    return render_for(units, scope, RECIPES)
+
+
 NOW = "2026-03-03T00:00:00+00:00"
 TOOLS = (
     "phone__send_text_message",

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evolve._io import atomic_write
-from evolve.applier import _journal
+from evolve.applier import _counters, _journal
 from evolve.errors import PathRefused
-from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, parse_unit
+from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, parse_unit, without_counters
 from evolve.memory._similarity import normalize
 from evolve.ops import TEXT_OPS, Op, Refusal
 from evolve.workspace import Workspace
@@ -62,6 +62,8 @@ class MemoryApplier:
                 return f"a unit with id {unit.id} already exists"
         elif unit.id not in existing:
             return f"no unit with id {unit.id} in scope {self.scope}"
+        if (why := _counters.check(op, existing)) is not None:
+            return why
         if op.op in TEXT_OPS and unit.status in ("active", "pending"):
             stone = tombstone_for(unit, tombstones)
             if stone is not None:
@@ -73,7 +75,7 @@ class MemoryApplier:
                 again = parse_unit(path, dump_unit(unit))
             except MalformedUnit as exc:
                 return f"malformed unit: {exc}"
-            if again != unit.with_(text=unit.text.strip()):
+            if again != without_counters(unit).with_(text=unit.text.strip()):
                 return "the unit does not survive its canonical serialization"
         return None
 
@@ -103,15 +105,21 @@ class MemoryApplier:
                 tombstones.append(op.unit)
         if not result.applied:
             return result
-        result.paths = sorted({str(op.unit.path()) for op in result.applied})
+        sidecar = _counters.plan(self.ws, self.scope, result.applied)  # counters: not in units
+        final: dict[str, Op] = {
+            str(op.unit.path()): op for op in result.applied if _counters.content_only(op)
+        }
+        result.paths = sorted({*final, *sidecar})
+        if not result.paths:
+            return result
         _journal.begin(self.ws.store, result.paths)
-        final: dict[str, Op] = {str(op.unit.path()): op for op in result.applied}
         for path, op in final.items():
             full = self.ws.resolve(path)
             if op.op == "evict":
                 full.unlink(missing_ok=True)
             else:
                 atomic_write(full, dump_unit(op.unit))
+        _counters.write(self.ws, sidecar)
         return result
 
     def done(self) -> None:

@@ -89,3 +89,9 @@ def train_cmd(
                 "(refs/evolve/train; see `evolve log`)"
             )
     stdout.print("see `git log` or `evolve log` for the memory diffs.")
+    if report.recipe not in ws.config.rendered_recipes():
+        shown = ", ".join(ws.config.rendered_recipes())
+        stdout.print(
+            f"note: this workspace renders {shown} (evolve.yaml render.recipes, default "
+            f"train.recipe); outside training the agent does not see what {report.recipe} learned."
+        )

@@ -8,20 +8,31 @@ from typing import Literal
 from evolve.agent import read_prompt_files
 from evolve.envs import ApiCall, Environment
 from evolve.episode import EpisodeSetup
-from evolve.memory import MemoryUnit, fixed_block, in_scope, load_units, render_memory, scope_for
-from evolve.updaters import MAX_ATTEMPTS, RECIPES, get_recipe
+from evolve.memory import MemoryUnit, fixed_block, in_scope, load_units, scope_for
+from evolve.updaters import MAX_ATTEMPTS, RECIPES, get_recipe, render_for
 from evolve.workspace import Workspace, max_turns
 
 InjectMode = Literal["none", "recipe", "oracle", "fixed"]
 INJECT_MODES: tuple[InjectMode, ...] = ("none", "recipe", "oracle", "fixed")
 
 
-def make_verifier(units: Sequence[MemoryUnit]) -> Callable[[Sequence[ApiCall]], list[str]] | None:
-    """The enforced checks of the recipes whose active units are in memory, if any.
+def make_verifier(
+    units: Sequence[MemoryUnit], rendered: Sequence[str] | None = None
+) -> Callable[[Sequence[ApiCall]], list[str]] | None:
+    """The enforced checks of the recipes whose active units are in memory, if any (only of
+    the `rendered` recipes when given: a recipe the workspace does not render enforces nothing).
 
     Only TRACE enforces checks today; other recipes' `verify` accepts every attempt.
     """
-    recipes = sorted({u.recipe for u in units if u.status == "active" and u.recipe in RECIPES})
+    recipes = sorted(
+        {
+            u.recipe
+            for u in units
+            if u.status == "active"
+            and u.recipe in RECIPES
+            and (rendered is None or u.recipe in rendered)
+        }
+    )
     if not recipes:
         return None
     checkers = [get_recipe(name) for name in recipes]
@@ -43,7 +54,7 @@ def agent_memory(ws: Workspace, env: Environment, persona: str, mode: InjectMode
         return ""
     if mode == "oracle":
         return "\n".join(f"- {s}" for s in env.oracle_statements(persona, None))
-    rendered = render_memory(load_units(ws.root), scope_for(persona))
+    rendered = render_for(load_units(ws.root), scope_for(persona), ws.config.rendered_recipes())
     if mode == "fixed":
         return fixed_block(len(rendered))
     return rendered
@@ -61,6 +72,6 @@ def episode_setup(
         persona=persona,
         stats=cfg.memory.stats,
         max_turns=max_turns(ws.root, cfg),
-        verifier=make_verifier(units),
+        verifier=make_verifier(units, cfg.rendered_recipes()),
         max_attempts=MAX_ATTEMPTS,
     )

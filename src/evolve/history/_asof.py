@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime
 import git
 
 from evolve.errors import EvolveError
-from evolve.memory import load_units, load_units_at, render_memory
+from evolve.memory import load_units, load_units_at
 from evolve.store import GitStore
 from evolve.workspace import Workspace
 
@@ -47,12 +47,20 @@ def _parse_when(text: str) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def memory_as_of(store: GitStore, rev: str, scope: str) -> tuple[str, str]:
-    """(commit, the rendered memory for `scope` at that commit)."""
-    import evolve.updaters  # noqa: F401  (registers each recipe's renderer)
+def memory_as_of(
+    store: GitStore, rev: str, scope: str, recipes: tuple[str, ...] = ()
+) -> tuple[str, str]:
+    """(commit, the rendered memory for `scope` at that commit): hand notes and the units of
+    `recipes` (default: the recipes that commit's evolve.yaml renders)."""
+    from evolve.updaters import render_for
+    from evolve.workspace import CONFIG_NAME, EvolveConfig, parse_config
 
     commit = resolve_as_of(store, rev)
-    return commit, render_memory(load_units_at(store, commit), scope)
+    if not recipes:
+        raw = store.read(commit, CONFIG_NAME)
+        cfg = parse_config(raw.decode("utf-8")) if raw is not None else EvolveConfig()
+        recipes = cfg.rendered_recipes()
+    return commit, render_for(load_units_at(store, commit), scope, recipes)
 
 
 @dataclass(frozen=True)
@@ -73,9 +81,10 @@ class WorkingMemory:
 
 def memory_in_worktree(ws: Workspace, scope: str) -> WorkingMemory:
     """The rendered memory of the working tree (exactly the agent's), beside HEAD's."""
-    import evolve.updaters  # noqa: F401  (registers each recipe's renderer)
+    from evolve.updaters import render_for
 
-    text = render_memory(load_units(ws.root), scope)
+    recipes = ws.config.rendered_recipes()
+    text = render_for(load_units(ws.root), scope, recipes)
     head = ws.store.head()
-    head_text = render_memory(load_units_at(ws.store, head), scope) if head else ""
+    head_text = render_for(load_units_at(ws.store, head), scope, recipes) if head else ""
     return WorkingMemory(scope, text, head, head_text, ws.store.dirty_paths(["memory"]))

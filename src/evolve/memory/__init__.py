@@ -1,7 +1,28 @@
 """Memory: unit files, reading them (now or at any revision), and rendering them."""
 
+from evolve.memory._counters import (
+    COUNTER_FIELDS,
+    COUNTERS_NAME,
+    Counters,
+    counters_of,
+    counters_path,
+    dump_counters,
+    is_counters_path,
+    moved_counters,
+    parse_counters,
+    without_counters,
+)
 from evolve.memory._files import MEMORY_PREFIX, UnitReader, in_scope, load_units, load_units_at
-from evolve.memory._render import RENDERERS, fixed_block, register_renderer, render_memory
+from evolve.memory._render import (
+    HAND,
+    Renderer,
+    by_learned,
+    fixed_block,
+    learned_key,
+    learned_time,
+    render_memory,
+    tagged,
+)
 from evolve.memory._unit import (
     GLOBAL_SCOPE,
     SCOPE_PATTERN,
@@ -16,23 +37,37 @@ from evolve.memory._unit import (
 )
 
 __all__ = [
+    "COUNTERS_NAME",
+    "COUNTER_FIELDS",
+    "Counters",
     "GLOBAL_SCOPE",
+    "HAND",
     "MEMORY_PREFIX",
     "SCOPE_PATTERN",
-    "RENDERERS",
     "UNIT_SCHEMA",
+    "Renderer",
     "UnitReader",
     "MalformedUnit",
     "MemoryUnit",
     "Status",
+    "by_learned",
+    "counters_of",
+    "counters_path",
+    "dump_counters",
     "dump_unit",
     "fixed_block",
     "in_scope",
+    "is_counters_path",
+    "learned_key",
+    "learned_time",
     "load_units",
     "load_units_at",
+    "moved_counters",
+    "parse_counters",
     "parse_unit",
-    "register_renderer",
     "render_memory",
     "scope_for",
+    "tagged",
     "unit_path",
+    "without_counters",
 ]

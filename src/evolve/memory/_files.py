@@ -7,6 +7,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evolve.memory._counters import (
+    COUNTERS_NAME,
+    Counters,
+    overlay,
+    parse_counters,
+    scope_of_counters,
+)
 from evolve.memory._unit import MemoryUnit, parse_unit
 
 if TYPE_CHECKING:  # reading the working tree needs no git; only as-of reads do
@@ -31,24 +38,50 @@ class UnitReader:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._cache: dict[str, tuple[tuple[int, int, int], MemoryUnit]] = {}
+        self._sidecars: dict[str, tuple[tuple[int, int, int], Counters]] = {}
 
     def load(self) -> list[MemoryUnit]:
+        """The units, with the counters of their scope's sidecar overlaid."""
         folder = self.root / "memory"
         seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]] = {}
+        sidecars: dict[str, tuple[tuple[int, int, int], Counters]] = {}
         if folder.is_dir():
-            self._walk(folder, "memory", seen)
+            self._walk(folder, "memory", seen, sidecars)
         self._cache = seen
-        return [seen[rel][1] for rel in sorted(seen)]
+        self._sidecars = sidecars
+        units = [seen[rel][1] for rel in sorted(seen)]
+        if not sidecars:
+            return units
+        return overlay(units, {scope_of_counters(rel): c for rel, (_, c) in sidecars.items()})
 
     def _walk(
-        self, folder: Path, prefix: str, seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]]
+        self,
+        folder: Path,
+        prefix: str,
+        seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]],
+        sidecars: dict[str, tuple[tuple[int, int, int], Counters]],
     ) -> None:
         cache = self._cache
         with os.scandir(folder) as entries:
             for entry in entries:
                 name = entry.name
                 if entry.is_dir(follow_symlinks=False):
-                    self._walk(Path(entry.path), f"{prefix}/{name}", seen)
+                    self._walk(Path(entry.path), f"{prefix}/{name}", seen, sidecars)
+                    continue
+                if (
+                    name == COUNTERS_NAME
+                    and prefix.count("/") <= 1
+                    and entry.is_file(follow_symlinks=False)
+                ):
+                    rel = f"{prefix}/{name}"
+                    st = entry.stat(follow_symlinks=False)
+                    key = (st.st_mtime_ns, st.st_size, st.st_ino)
+                    known = self._sidecars.get(rel)
+                    if known is not None and known[0] == key:
+                        sidecars[rel] = known
+                    else:
+                        raw = Path(entry.path).read_text(encoding="utf-8")
+                        sidecars[rel] = (key, parse_counters(rel, raw))
                     continue
                 if (
                     not name.endswith(".md")
@@ -75,9 +108,15 @@ def load_units(root: Path) -> list[MemoryUnit]:
 def load_units_at(store: GitStore, rev: str) -> list[MemoryUnit]:
     """Every unit under `memory/` as it was at commit `rev` (read from git, not rebuilt)."""
     files = store.read_tree_files(rev, "memory")
-    return [
+    units = [
         parse_unit(rel, files[rel].decode("utf-8")) for rel in sorted(files) if _is_unit_path(rel)
     ]
+    sidecars = {
+        scope_of_counters(rel): parse_counters(rel, files[rel].decode("utf-8"))
+        for rel in files
+        if rel.rsplit("/", 1)[-1] == COUNTERS_NAME and rel.count("/") <= 2
+    }
+    return overlay(units, sidecars) if sidecars else units
 
 
 def in_scope(units: Iterable[MemoryUnit], scope: str) -> list[MemoryUnit]:

@@ -1,47 +1,98 @@
 """Rendering memory into the `<memory>` section: a pure function of the unit files.
 
-Only active units in scope are rendered. Each recipe renders its own units (ACE shows ids,
-TEPA keys); hand-written notes are rendered as they are.
+What is rendered (DESIGN.md §4, "Memory over time"):
+
+- only active units in scope, and only hand-written notes plus the units of the recipes the
+  caller names: a workspace renders the recipe(s) it is configured for, never every recipe
+  that was ever trained in it;
+- every line carries its unit id (`[<id>] text`), so a line of rendered memory maps to its
+  file for `evolve show` and `evolve revert`;
+- units in the order they were *learned*: the time each became active (`valid_from`, an
+  aware ISO timestamp), ties by id. A per-stream episode counter restarts in every stream,
+  so it never orders memory; a reactivated unit takes a new `valid_from` and moves last.
+
+There is no global registry filled as a side effect of an import: the caller passes the
+renderer of each recipe to render (`evolve.updaters.renderers_for` builds them), and a unit
+of a recipe it names without a renderer is an error, not a silent plain rendering.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 
-from evolve.memory._unit import MemoryUnit
+from evolve.memory._unit import GLOBAL_SCOPE, MemoryUnit
 
 Renderer = Callable[[Sequence[MemoryUnit]], str]
-RENDERERS: dict[str, Renderer] = {}
+HAND = "hand"
+_NEVER = datetime.min.replace(tzinfo=UTC)
+_BULLET = re.compile(r"^\s*(?:[-*•]\s+)?")
 
 
-def register_renderer(recipe: str, renderer: Renderer) -> None:
-    RENDERERS[recipe] = renderer
+def learned_time(unit: MemoryUnit) -> datetime:
+    """When `unit` became active: its `valid_from` (naive taken as UTC); never set → oldest."""
+    if not unit.valid_from:
+        return _NEVER
+    try:
+        when = datetime.fromisoformat(unit.valid_from.replace("Z", "+00:00"))
+    except ValueError:
+        return _NEVER
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def _plain(units: Sequence[MemoryUnit]) -> str:
-    return "\n".join(f"- {u.text}" if "\n" not in u.text else u.text for u in units)
+def learned_key(unit: MemoryUnit) -> tuple[datetime, str]:
+    """Sort key: when the unit became active, then its id."""
+    return (learned_time(unit), unit.id)
 
 
-def _order(unit: MemoryUnit) -> tuple[int, str]:
-    return (unit.created_episode if unit.created_episode is not None else -1, unit.id)
+def by_learned(units: Iterable[MemoryUnit]) -> list[MemoryUnit]:
+    """`units` oldest-learned first."""
+    return sorted(units, key=learned_key)
 
 
-def render_memory(units: Iterable[MemoryUnit], scope: str) -> str:
-    """The text the agent receives for `scope`."""
+def tagged(unit_id: str, text: str) -> str:
+    """`text` with every non-empty line prefixed by the unit id, `[<id>] line`.
+
+    A leading Markdown bullet of the line is dropped (the id takes its place), so the agent
+    and the sim read the same statement with or without the id.
+    """
+    lines = (_BULLET.sub("", line, count=1).rstrip() for line in text.splitlines())
+    return "\n".join(f"[{unit_id}] {line}" for line in lines if line.strip())
+
+
+def render_hand(units: Sequence[MemoryUnit]) -> str:
+    """Hand-written notes: their lines as written, each with the note's id."""
+    return "\n".join(tagged(u.id, u.text) for u in by_learned(units) if u.status == "active")
+
+
+def render_memory(
+    units: Iterable[MemoryUnit], scope: str, renderers: Mapping[str, Renderer]
+) -> str:
+    """The text the agent receives for `scope`.
+
+    `renderers` maps each recipe to render to its renderer, in the order the blocks appear;
+    units of any other recipe are not rendered. Hand-written notes come first: a person's
+    words stand before what a learner wrote.
+
+    Raises:
+        TypeError: `renderers` is not a mapping (e.g. a call written for the old signature).
+    """
+    if not isinstance(renderers, Mapping):
+        raise TypeError("render_memory needs a mapping of recipe name to renderer")
     visible = [
-        u for u in units if u.status == "active" and u.scope in (scope, "global") and u.text.strip()
+        u
+        for u in units
+        if u.status == "active" and u.scope in (scope, GLOBAL_SCOPE) and u.text.strip()
     ]
     groups: dict[str, list[MemoryUnit]] = {}
-    for unit in sorted(visible, key=_order):
+    for unit in by_learned(visible):
         groups.setdefault(unit.recipe, []).append(unit)
-    blocks = []
-    # Hand-written notes first: a person's words stand before what a learner wrote.
-    for recipe in sorted(groups, key=lambda r: (r != "hand", r)):
-        renderer = RENDERERS.get(recipe, _plain)
-        text = renderer(groups[recipe]).strip()
-        if text:
-            blocks.append(text)
-    return "\n".join(blocks)
+    blocks = [render_hand(groups.get(HAND, []))]
+    for recipe, renderer in renderers.items():
+        if recipe != HAND and recipe in groups:
+            blocks.append(renderer(groups[recipe]))
+    return "\n".join(b.strip() for b in blocks if b.strip())
 
 
 _FILLER = (

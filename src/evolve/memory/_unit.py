@@ -112,11 +112,15 @@ def unit_path(scope: str, unit_id: str) -> PurePosixPath:
 
 
 _ORDER = [name for name in MemoryUnit.model_fields if name != "text"]
+# Evidence counters live in the scope's `_counters.yaml` sidecar (evolve.memory._counters),
+# never in the unit file: a unit file changes only when what it says or its status changes.
+# They stay fields of the model so that old files that still carry them are read.
+FILE_EXCLUDED = frozenset({"helpful", "harmful", "alpha", "beta"})
 
 
 def dump_unit(unit: MemoryUnit) -> str:
-    """The canonical file text of a unit."""
-    data = unit.model_dump(by_alias=True, exclude_none=True)
+    """The canonical file text of a unit (its counters belong to the sidecar, not the file)."""
+    data = unit.model_dump(by_alias=True, exclude_none=True, exclude=set(FILE_EXCLUDED))
     text = str(data.pop("text", "")).strip()
     ordered = {}
     for name in _ORDER:

@@ -23,6 +23,7 @@ OpName = Literal[
     "tombstone",
     "approve",
     "restore",
+    "count",  # moves only evidence counters: written to the scope's _counters.yaml sidecar
 ]
 # Ops that put (possibly new) text in front of the agent: tombstones are checked for these.
 TEXT_OPS: frozenset[str] = frozenset({"add", "modify", "reactivate", "rewrite"})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -46,6 +47,12 @@ _COMPUTED_RATES = {
 }
 
 
+# A rendered memory line starts with its unit id, and a TEPA line then with its key:
+# `[tepa-1a2b] [payment.visibility] Payments ...`. Only the last leading tag is left for
+# `split_sentences` to drop, so a key never reads as a value (e.g. an e-mail subject tag).
+_LEADING_TAGS = re.compile(r"(?m)^([ \t]*(?:[-*•][ \t]*)?)(?:\[[\w.:-]+\][ \t]*)+(?=\[[\w.:-]+\])")
+
+
 def read_directives(system_prompt: str) -> dict[str, Directive]:
     """The directive in force for each slot: the last one stated wins.
 
@@ -57,7 +64,7 @@ def read_directives(system_prompt: str) -> dict[str, Directive]:
 
 @lru_cache(maxsize=64)
 def _directives_of(system_prompt: str) -> tuple[tuple[str, Directive], ...]:
-    readable = without_sections(system_prompt, ("api_docs", "stats"))
+    readable = _LEADING_TAGS.sub(r"\1", without_sections(system_prompt, ("api_docs", "stats")))
     found: dict[str, Directive] = {}
     for sentence in split_sentences(readable):
         for directive in recognize(sentence):
@@ -73,8 +80,6 @@ class Stats:
 
 
 def read_stats(system_prompt: str) -> Stats:
-    import re
-
     body = section(system_prompt, "stats") or ""
     card = re.search(r"most used: .*?\(payment_card_id (\d+)\)", body)
     paid = re.search(r"Paid so far to .*?: \$(\d+(?:\.\d+)?)", body)

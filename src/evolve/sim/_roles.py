@@ -20,7 +20,13 @@ from evolve.envs.persona_world._rules import resolve_ref
 from evolve.envs.persona_world._world import Profile
 from evolve.llm import Message
 from evolve.sim._model import SimLLM, role
-from evolve.sim._updater import complaint_of, proposals_from_complaint, slot_of
+from evolve.sim._updater import (
+    complaint_of,
+    proposals_from_complaint,
+    replaced_ids,
+    shown_units,
+    slot_of,
+)
 
 # TEPA: the vocabulary key for each slot, and off-vocabulary keys a model might invent
 # (the first of each list folds back by alias; the second names no vocabulary detail).
@@ -70,13 +76,21 @@ def _ace(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
         if m:
             bullets.append((m.group(1), m.group(2), slot_of(m.group(2))))
     proposals = proposals_from_complaint(complaint_of(list(messages)))
-    operations: list[dict[str, str]] = []
+    shown = shown_units(section(prompt, "bullets"))
+    operations: list[dict[str, Any]] = []
     for p in proposals:
         same = [b for b in bullets if b[2] == p.slot]
+        # Every other bullet on the slot is named as replaced, whatever its wording.
+        replaces = replaced_ids(shown, p.slot, p.statement)
         if same and rng.random() < sim.rates.ace_modify:
-            operations.append({"op": "modify", "id": same[-1][0], "text": p.statement})
+            target = same[-1][0]
+            op: dict[str, Any] = {"op": "modify", "id": target, "text": p.statement}
+            replaces = [i for i in replaces if i != target]
         else:
-            operations.append({"op": "add", "text": p.statement})
+            op = {"op": "add", "text": p.statement}
+        if replaces:
+            op["replaces"] = replaces
+        operations.append(op)
     complained = {p.slot for p in proposals}
     kind = _task_kind(sim, prompt)
     tags = []
@@ -93,11 +107,16 @@ def _ace(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
 @role("tepa_precedent")
 def _tepa(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
     out = []
+    shown = shown_units(section(_user(messages), "precedents"))
     for p in proposals_from_complaint(complaint_of(list(messages))):
         key, variants = TEPA_KEYS[p.slot]
         if rng.random() < sim.rates.tepa_off_vocabulary:
             key = variants[rng.randrange(len(variants))]
-        out.append({"key": key, "sentence": p.statement})
+        entry: dict[str, Any] = {"key": key, "sentence": p.statement}
+        replaces = replaced_ids(shown, p.slot, p.statement)
+        if replaces:
+            entry["replaces"] = replaces
+        out.append(entry)
     return {"precedents": out}
 
 
@@ -146,22 +165,53 @@ def _compile(slot: str, statement: str, profile: Profile | None) -> dict[str, st
 @role("trace_checks")
 def _trace(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
     profile = _profile(section(_user(messages), "actions") or "")
-    checks = []
+    shown = shown_units(section(_user(messages), "checks"))
+    checks: list[dict[str, Any]] = []
     for p in proposals_from_complaint(complaint_of(list(messages))):
-        check = _compile(p.slot, p.statement, profile)
-        if check is not None:
-            checks.append(check)
+        check: dict[str, Any] | None = _compile(p.slot, p.statement, profile)
+        if check is None:
+            continue
+        # A compiled check on the same slot, or on the same argument with the same predicate
+        # ("When sending a Venmo payment, the visibility must equal ..."), is replaced.
+        head = _check_head(check)
+        replaces = [
+            u.id
+            for u in shown
+            if (p.slot in u.slots or u.text.startswith(head)) and u.text != _check_sentence(check)
+        ]
+        if replaces:
+            check["replaces"] = replaces
+        checks.append(check)
     return {"checks": checks}
+
+
+def _check_sentence(check: dict[str, Any]) -> str:
+    from evolve.updaters._trace import sentence
+
+    return sentence(check["api"], check["argument"], check["predicate"], check["value"])
+
+
+def _check_head(check: dict[str, Any]) -> str:
+    """The rendered check sentence up to its value: api, argument and predicate."""
+    text = _check_sentence(check)
+    return text[: text.rfind(" '") + 1]
 
 
 @role("reflection")
 def _reflection(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
-    statements = [p.statement for p in proposals_from_complaint(complaint_of(list(messages)))]
-    if not statements:
+    proposals = proposals_from_complaint(complaint_of(list(messages)))[:2]
+    if not proposals:
         return {
             "reflection": "I should check the finished task against what was asked before completing it."
         }
-    return {"reflection": " ".join(statements[:2])}
+    shown = shown_units(section(_user(messages), "reflections"))
+    slots = {p.slot for p in proposals}
+    text = " ".join(p.statement for p in proposals)
+    answer: dict[str, Any] = {"reflection": text}
+    replaces = [u.id for u in shown if u.slots & slots and u.text.strip() != text]
+    if replaces:
+        answer["replaces"] = replaces
+    return answer
 
 
 @role("memory_rewrite")
@@ -188,9 +238,12 @@ def _rewrite(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> An
 
 @role("assertions")
 def _assertions(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
-    return {
-        "assertions": [p.statement for p in proposals_from_complaint(complaint_of(list(messages)))]
-    }
+    shown = shown_units(section(_user(messages), "pool"))
+    out: list[Any] = []
+    for p in proposals_from_complaint(complaint_of(list(messages))):
+        replaces = replaced_ids(shown, p.slot, p.statement)
+        out.append({"text": p.statement, "replaces": replaces} if replaces else p.statement)
+    return {"assertions": out}
 
 
 GENERIC_ADVICE = (

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from evolve.agent import section
-from evolve.envs.persona_world import RULES, recognize
+from evolve.envs.persona_world import RULES, recognize, split_sentences
 from evolve.llm import Message
 
 _INSTANCE = [(rule, rule.instance_regex()) for rule in RULES]
@@ -69,7 +69,38 @@ def slot_of(statement: str) -> str | None:
 
 
 _ID = re.compile(r"\[([A-Za-z0-9_.:-]+)\]")
+_SHOWN = re.compile(
+    r"^\[([A-Za-z0-9_.:-]+)\]\s*(?:\[[A-Za-z0-9_.:-]+\]\s*)?(.*?)\s*(?:\(alpha [^)]*\))?$"
+)
 
 
 def ids_in(text: str) -> list[str]:
     return _ID.findall(text)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A unit as an updater prompt shows it: `[id] text` (a TEPA key or topl counts aside)."""
+
+    id: str
+    text: str
+
+    @property
+    def slots(self) -> set[str]:
+        return {d.slot for s in split_sentences(self.text) for d in recognize(s)}
+
+
+def shown_units(section_text: str | None) -> list[Shown]:
+    """The units listed in a prompt section, one `[id] text` line each."""
+    out = []
+    for line in (section_text or "").splitlines():
+        m = _SHOWN.match(line.strip())
+        if m:
+            out.append(Shown(m.group(1), m.group(2)))
+    return out
+
+
+def replaced_ids(shown: list[Shown], slot: str, statement: str) -> list[str]:
+    """The shown units a new statement about `slot` supersedes: those on the same slot that
+    say something else (what a competent updater would name, from the prompt alone)."""
+    return [u.id for u in shown if slot in u.slots and u.text.strip() != statement.strip()]

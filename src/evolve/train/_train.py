@@ -38,7 +38,7 @@ from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
 from evolve.history import clip, refresh_commit_graph
 from evolve.llm import LLM, make_llm
-from evolve.memory import UnitReader, in_scope, render_memory, scope_for
+from evolve.memory import UnitReader, in_scope, scope_for
 from evolve.ops import Op
 from evolve.store import (
     EPISODE,
@@ -66,6 +66,7 @@ from evolve.updaters import (
     RecipeContext,
     Update,
     get_recipe,
+    render_for,
     summarize_actions,
 )
 from evolve.workspace import Workspace, max_turns
@@ -347,11 +348,11 @@ def _train(
         visible = in_scope(units, scope)
         setup = EpisodeSetup(
             prompt_files=prompt_files,
-            memory=render_memory(visible, scope),
+            memory=render_for(visible, scope, (name,)),  # the agent sees what this recipe learns
             persona=persona,
             stats=ws.config.memory.stats,
             max_turns=max_turns(ws.root, ws.config),
-            verifier=make_verifier(visible),
+            verifier=make_verifier(visible, (name,)),
             max_attempts=MAX_ATTEMPTS,
         )
         # The persona's preferences (and their scheduled drift) are read at the persona's own

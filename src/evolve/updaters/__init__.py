@@ -1,9 +1,22 @@
-"""Update recipes: each turns a complaint into proposed memory operations."""
+"""Update recipes: each turns a complaint into proposed memory operations.
+
+Supersession (issue 8): every recipe's prompt shows the units in force with their ids, and its
+reply schema lets the updater name the unit(s) a proposal replaces (`replaces`; ACE `modify`)
+or retires (`retire`). A named unit is revoked (`revoked_by` the new one, which `supersedes`
+it) whatever the wording; a name the prompt did not show refuses that proposal. Only when the
+updater names nothing does each recipe's safety net apply: ACE revokes a similar (trigram >=
+0.85) bullet the new one negates or changes; TEPA replaces the precedent under the same key;
+TRACE revokes a check on the same api/argument/predicate that cannot hold with the new one;
+topl raises beta of a similar (>= 0.7) conflicting entry (it stays in the pool, ranked down);
+reflexion relies on its window of three; rewrite's reply is itself the replacement.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from evolve.errors import UnknownName
-from evolve.memory import register_renderer
+from evolve.memory import MemoryUnit, Renderer, render_memory
 from evolve.updaters._ace import AceRecipe
 from evolve.updaters._base import (
     EpisodeView,
@@ -43,8 +56,23 @@ def get_recipe(name: str) -> Recipe:
     return recipe
 
 
-for _name in RECIPES:
-    register_renderer(_name, get_recipe(_name).render)
+def renderers_for(names: Iterable[str]) -> dict[str, Renderer]:
+    """The renderer of each recipe in `names` (in that order), for `render_memory`.
+
+    Raises:
+        UnknownName: a name that is not a recipe.
+    """
+    return {name: get_recipe(name).render for name in dict.fromkeys(names)}
+
+
+def render_for(units: Iterable[MemoryUnit], scope: str, recipes: Iterable[str]) -> str:
+    """Rendered memory for `scope`: hand notes plus the units of `recipes` only.
+
+    A workspace passes the recipes it is configured to render
+    (`EvolveConfig.rendered_recipes()`: `render.recipes`, default `train.recipe`).
+    """
+    return render_memory(units, scope, renderers_for(recipes))
+
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -60,6 +88,8 @@ __all__ = [
     "TraceRecipe",
     "Update",
     "get_recipe",
+    "render_for",
+    "renderers_for",
     "parse_json_reply",
     "summarize_actions",
 ]

@@ -1,12 +1,19 @@
 """`ace`: a playbook of bullets (seed 000 §5–7), with the owed fixes.
 
-- Similar bullets are found by surface similarity (a protocol; trigram cosine by default) and
-  judged for polarity separately: a newer bullet that negates or changes an older similar one
-  *replaces* it (the older is revoked, not silently kept); a true duplicate is dropped.
+- Supersession is named: an `add` may list the bullets it `replaces`, a `modify` names the
+  bullet it corrects, and `retire` names a bullet to revoke with no successor. Named bullets
+  are revoked (`revoked_by` the new one, which `supersedes` the first of them) whatever the
+  textual similarity: "Payments should be public." -> "...private." is a replacement because
+  the updater says so, not because trigrams agree.
+- Safety net, only when the updater names nothing: similar bullets are found by surface
+  similarity (a protocol; trigram cosine by default) and judged for polarity separately: a
+  newer bullet that negates or changes an older similar one *replaces* it (the older is
+  revoked, not silently kept); a true duplicate is dropped either way.
 - Ids are opaque. A modify revokes the old bullet and adds the corrected one with a new id
   that `supersedes` it, so no id ever names text it no longer has. Re-adding a superseded text
   reactivates that bullet and revokes the one that replaced it: the newest statement wins.
-- `helpful` / `harmful` move with the episode's tags and the cap evicts by them before age.
+- `helpful` / `harmful` move with the episode's tags (`count` ops: the counter sidecar, never
+  the bullet's file) and the cap evicts by them before age.
 - The commit records what dedup and the cap actually did.
 """
 
@@ -17,7 +24,7 @@ from typing import ClassVar
 
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
-from evolve.memory import MemoryUnit
+from evolve.memory import MemoryUnit, tagged
 from evolve.memory._similarity import Similarity, conflicts, normalize, trigram_cosine
 from evolve.ops import Op, Refusal
 from evolve.updaters._base import (
@@ -29,6 +36,7 @@ from evolve.updaters._base import (
     ask,
     items,
     load_prompt,
+    named_units,
 )
 
 SCHEMA = JsonSchema(
@@ -41,11 +49,12 @@ SCHEMA = JsonSchema(
                 "items": {
                     "type": "object",
                     "properties": {
-                        "op": {"enum": ["add", "modify"]},
+                        "op": {"enum": ["add", "modify", "retire"]},
                         "id": {"type": "string"},
                         "text": {"type": "string"},
+                        "replaces": {"type": "array", "items": {"type": "string"}},
                     },
-                    "required": ["op", "text"],
+                    "required": ["op"],
                 },
             },
             "bullet_tags": {
@@ -79,10 +88,10 @@ class _Playbook:
 
     def put(self, op: str, unit: MemoryUnit, reason: str = "") -> None:
         prev = self.changed.get(unit.id)
-        # A unit born this episode stays an add whatever happens to it next; a reactivated
-        # one keeps that label through later tags.
+        # A unit born this episode stays an add whatever happens to it next; a content op
+        # keeps its label through a later counter move.
         label = op
-        if prev is not None and (prev[0] == "add" or (prev[0] == "reactivate" and op == "tag")):
+        if prev is not None and (prev[0] == "add" or op == "count"):
             label = prev[0]
         self.changed[unit.id] = (label, unit)
         if unit.status == "active":
@@ -98,25 +107,37 @@ class _Playbook:
     def tag(self, ident: str, kind: str) -> None:
         u = self.active[ident]
         if kind == "helpful":
-            self.put("tag", self.ctx.touched(u, helpful=(u.helpful or 0) + 1))
+            self.put(
+                "count", self.ctx.counted(u, helpful=(u.helpful or 0) + 1, harmful=u.harmful or 0)
+            )
         elif kind == "harmful":
-            self.put("tag", self.ctx.touched(u, harmful=(u.harmful or 0) + 1))
+            self.put(
+                "count", self.ctx.counted(u, harmful=(u.harmful or 0) + 1, helpful=u.helpful or 0)
+            )
 
-    def place(self, text: str, supersedes: str | None) -> None:
-        """Dedup with polarity: a duplicate is dropped; a similar bullet that the new one
-        negates or changes is revoked in its favour; a superseded text comes back."""
+    def retire(self, ident: str) -> None:
+        self.put("revoke", self.ctx.revoked(self.active[ident], by=None), "retired by the updater")
+
+    def place(self, text: str, named: Sequence[str], verb: str = "replaced by") -> None:
+        """Put a new bullet in. Bullets the updater `named` are revoked in its favour,
+        whatever their wording. With nothing named, the safety net: a duplicate is dropped; a
+        similar bullet that the new one negates or changes is revoked in its favour. A
+        superseded text comes back."""
         ctx, sim, threshold = self.ctx, self.recipe.similarity, self.recipe.threshold
-        old = self.active.get(supersedes) if supersedes is not None else None
+        olds = [self.active[i] for i in named if i in self.active]
+        supersedes = olds[0].id if olds else None
         similar = [
-            u for u in self.active.values() if u.id != supersedes and sim(text, u.text) >= threshold
+            u for u in self.active.values() if u.id not in named and sim(text, u.text) >= threshold
         ]
         duplicate = next((u for u in similar if not conflicts(text, u.text)), None)
+        if named:
+            similar = []  # the updater said what this replaces: the net stays out of it
         if duplicate is not None:
-            if old is not None:
+            for old in olds:
                 self.put(
                     "revoke",
                     ctx.revoked(old, by=duplicate.id),
-                    f"modified into a duplicate of {duplicate.id}",
+                    f"{verb} a duplicate of {duplicate.id}",
                 )
             self.update.notes.append(
                 f"dedup: dropped new bullet {text[:60]!r}, duplicate of {duplicate.id}"
@@ -132,25 +153,17 @@ class _Playbook:
             None,
         )
         target = back.id if back is not None else ctx.new_id(self.recipe.name)
-        if back is not None and back.revoked_by in self.active and back.revoked_by != supersedes:
+        if back is not None and back.revoked_by in self.active and back.revoked_by not in named:
             # The unit that replaced the re-added text gives way, however it was worded.
             similar.append(self.active[back.revoked_by])
         for u in similar:
             self.put(
                 "revoke", ctx.revoked(u, by=target), f"negated or changed by newer bullet {target}"
             )
-        if old is not None:
-            self.put("revoke", ctx.revoked(old, by=target), f"modified into {target}")
+        for old in olds:
+            self.put("revoke", ctx.revoked(old, by=target), f"{verb} {target}")
         if back is not None:
-            restored = ctx.touched(
-                back,
-                status="active",
-                revoked_at=None,
-                revoked_by=None,
-                valid_to=None,
-                valid_from=ctx.now,
-            )
-            self.put("reactivate", restored, "re-added: the newest statement wins")
+            self.put("reactivate", ctx.reactivated(back), "re-added: the newest statement wins")
             return
         unit = ctx.new_unit(
             self.recipe.name, "bullet", text, helpful=0, harmful=0, supersedes=supersedes
@@ -194,7 +207,7 @@ class AceRecipe:
         self.similarity = similarity
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        return "\n".join(f"[{u.id}] {u.text}" for u in active_by_age(units))
+        return "\n".join(tagged(u.id, u.text) for u in active_by_age(units))
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         return []
@@ -222,35 +235,44 @@ class AceRecipe:
                 update.refused.append(Refusal(op="tag", what=ident, reason=f"unknown tag {kind!r}"))
             else:
                 book.tag(ident, kind)
+        shown = {i: u for i, u in book.active.items() if i in rendered}
         for proposal in items(data, "operations", update):
             op, text = proposal.get("op"), proposal.get("text")
-            if op not in ("add", "modify"):
+            if op not in ("add", "modify", "retire"):
                 update.refused.append(
                     Refusal(
                         op=str(op),
                         what=str(text)[:80],
-                        reason="the ace recipe has only add and modify",
+                        reason="the ace recipe has only add, modify and retire",
                     )
                 )
                 continue
+            if op in ("modify", "retire"):
+                ident = proposal.get("id")
+                if not isinstance(ident, str) or ident not in book.active:
+                    update.refused.append(
+                        Refusal(op=op, what=str(ident), reason="unknown bullet id")
+                    )
+                    continue
+                if op == "retire":
+                    book.retire(ident)
+                    continue
             if not isinstance(text, str) or not text.strip() or len(text) > MAX_STATEMENT:
                 update.refused.append(
                     Refusal(op=op, what=str(text)[:80], reason="text must be 1-300 characters")
                 )
                 continue
-            supersedes = None
+            named = named_units(proposal, shown, update, op)
+            if named is None:
+                continue
+            ids = [u.id for u in named if u.id in book.active]
             if op == "modify":
-                ident = proposal.get("id")
-                if not isinstance(ident, str) or ident not in book.active:
-                    update.refused.append(
-                        Refusal(op="modify", what=str(ident), reason="unknown bullet id")
-                    )
-                    continue
+                ident = str(proposal["id"])
                 if normalize(book.active[ident].text) == normalize(text):
                     update.notes.append(f"modify {ident}: no change")
                     continue
-                supersedes = ident
-            book.place(text.strip(), supersedes)
+                ids = [ident, *(i for i in ids if i != ident)]
+            book.place(text.strip(), ids, "modified into" if op == "modify" else "replaced by")
         book.cap()
         update.ops = book.ops()
         return update

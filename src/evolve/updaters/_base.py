@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from string import Template
 from typing import Any, Protocol
@@ -19,8 +20,11 @@ from typing import Any, Protocol
 from evolve._io import sha256_hex
 from evolve.envs import ApiCall
 from evolve.llm import LLM, JsonSchema, Message
-from evolve.memory import MemoryUnit
+from evolve.memory import MemoryUnit, by_learned, learned_key, learned_time
+from evolve.memory._similarity import trigram_cosine
 from evolve.ops import Op, Refusal
+
+_TICK = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,41 @@ class RecipeContext:
     max_memory_chars: int = 1200
     tools: tuple[str, ...] = ()
     _counter: int = 0
+    _last: datetime | None = None
+
+    def stamp(self) -> str:
+        """A `valid_from` for a unit that becomes active now: aware ISO with microseconds,
+        later than every unit already in memory and than any stamp of this episode.
+
+        So units order by when they were learned even when the clock gives one value to a
+        whole episode (or to several episodes in one second), and two units of one episode
+        keep the order in which the recipe made them.
+        """
+        try:
+            now = datetime.fromisoformat(self.now.replace("Z", "+00:00"))
+        except ValueError:
+            now = datetime.now(UTC)
+        if now.tzinfo is None:
+            now = now.replace(tzinfo=UTC)
+        floor = max((learned_time(u) for u in self.units), default=None)
+        if self._last is not None:
+            floor = self._last if floor is None else max(floor, self._last)
+        when = now if floor is None or now > floor else floor + _TICK
+        self._last = when
+        return when.isoformat(timespec="microseconds")
+
+    def source_line(self, text: str) -> str:
+        """The complaint line a statement came from: the line most like it (first on ties).
+
+        A unit's provenance is the complaint about the rule it is about, not the episode's
+        first complaint line.
+        """
+        lines = [ln.strip().lstrip("-*• ").strip() for ln in self.episode.complaint.splitlines()]
+        lines = [ln for ln in lines if ln]
+        if not lines:
+            return ""
+        best = max(range(len(lines)), key=lambda i: (trigram_cosine(lines[i], text), -i))
+        return lines[best]
 
     def new_id(self, recipe: str) -> str:
         """An opaque id, deterministic for (scope, episode, seed, n): runs are reproducible."""
@@ -57,7 +96,9 @@ class RecipeContext:
         )
         return f"{recipe}-{digest[:10]}"
 
-    def new_unit(self, recipe: str, kind: str, text: str, **fields: Any) -> MemoryUnit:
+    def new_unit(
+        self, recipe: str, kind: str, text: str, complaint: str | None = None, **fields: Any
+    ) -> MemoryUnit:
         return MemoryUnit(
             id=self.new_id(recipe),
             recipe=recipe,
@@ -66,9 +107,9 @@ class RecipeContext:
             scope=self.scope,
             created_episode=self.episode.episode,
             updated_episode=self.episode.episode,
-            valid_from=self.now,
+            valid_from=self.stamp(),
             source_task=self.episode.task_id,
-            complaint=first_line(self.episode.complaint),
+            complaint=complaint if complaint is not None else self.source_line(text),
             text=text.strip(),
             **fields,
         )
@@ -76,13 +117,29 @@ class RecipeContext:
     def touched(self, unit: MemoryUnit, **changes: Any) -> MemoryUnit:
         return unit.with_(updated_episode=self.episode.episode, **changes)
 
-    def revoked(self, unit: MemoryUnit, by: str) -> MemoryUnit:
+    def counted(self, unit: MemoryUnit, **counters: Any) -> MemoryUnit:
+        """`unit` with moved counters only (a `count` op: the unit file is not rewritten)."""
+        return unit.with_(**counters)
+
+    def reactivated(self, unit: MemoryUnit) -> MemoryUnit:
+        """A revoked unit made active again: it counts as learned now (a new valid_from)."""
+        return self.touched(
+            unit,
+            status="active",
+            revoked_at=None,
+            revoked_by=None,
+            valid_to=None,
+            valid_from=self.stamp(),
+        )
+
+    def revoked(self, unit: MemoryUnit, by: str | None) -> MemoryUnit:
+        """`unit` revoked now; `by` names the unit that replaced it (None: retired)."""
         return self.touched(
             unit,
             status="revoked",
             revoked_at=self.episode.episode,
             revoked_by=by,
-            valid_to=self.now,
+            valid_to=self.stamp(),
         )
 
     def mine(self, recipe: str) -> list[MemoryUnit]:
@@ -116,18 +173,55 @@ class Recipe(Protocol):
         ...
 
 
-def age(unit: MemoryUnit) -> tuple[int, str]:
-    """Order of creation: the episode that created a unit, then its id."""
-    return (unit.created_episode if unit.created_episode is not None else -1, unit.id)
+def age(unit: MemoryUnit) -> tuple[datetime, str]:
+    """Order of learning: when a unit became active (`valid_from`), then its id.
+
+    Never the per-stream episode counter, which restarts in every stream.
+    """
+    return learned_key(unit)
 
 
 def active_by_age(units: Sequence[MemoryUnit]) -> list[MemoryUnit]:
-    """The active units, oldest first (the order most recipes render and evict in)."""
-    return sorted((u for u in units if u.status == "active"), key=age)
+    """The active units, oldest-learned first (the order recipes render and evict in)."""
+    return by_learned(u for u in units if u.status == "active")
 
 
-def first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+def named_units(
+    entry: Mapping[str, Any],
+    known: Mapping[str, MemoryUnit],
+    update: Update,
+    op: str,
+    field_name: str = "replaces",
+    keys: Mapping[str, str] | None = None,
+) -> list[MemoryUnit] | None:
+    """The existing units a proposal names under `field_name` (ids, or keys via `keys`).
+
+    This is how an updater supersedes or retires a unit whatever the wording: it names what
+    the prompt showed it. None (and a refusal) when the field is malformed or names a unit
+    that is not among `known` (the active units the prompt showed).
+    """
+    raw = entry.get(field_name)
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
+        update.refused.append(
+            Refusal(op=op, what=str(raw)[:80], reason=f"'{field_name}' must be a list of ids")
+        )
+        return None
+    out: list[MemoryUnit] = []
+    for ref in raw:
+        ref = ref.strip().strip("[]")
+        ident = ref if ref in known else (keys or {}).get(ref)
+        if ident is None or ident not in known:
+            update.refused.append(
+                Refusal(op=op, what=ref[:80], reason=f"'{field_name}' names no active unit shown")
+            )
+            return None
+        if known[ident] not in out:
+            out.append(known[ident])
+    return out
 
 
 def load_prompt(name: str) -> Template:

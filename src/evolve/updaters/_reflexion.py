@@ -1,4 +1,10 @@
-"""`reflexion`: one or two sentences per rejected episode; the last three are kept (seed 000 §4)."""
+"""`reflexion`: one or two sentences per rejected episode; the last three are kept (seed 000 §4).
+
+The prompt shows the kept reflections with their ids; a reflection may name those it makes
+wrong or out of date (`replaces`), which are revoked in its favour whatever their wording,
+and `retire` revokes reflections with no successor. With nothing named, the window of three
+is the only way an old reflection leaves (its design in the seed).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ from typing import ClassVar
 
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
-from evolve.memory import MemoryUnit
+from evolve.memory import MemoryUnit, tagged
 from evolve.ops import Op, Refusal
 from evolve.updaters._base import (
     MAX_STATEMENT,
@@ -16,6 +22,7 @@ from evolve.updaters._base import (
     active_by_age,
     ask,
     load_prompt,
+    named_units,
     sentences,
 )
 
@@ -23,7 +30,11 @@ SCHEMA = JsonSchema(
     "reflection",
     {
         "type": "object",
-        "properties": {"reflection": {"type": "string"}},
+        "properties": {
+            "reflection": {"type": "string"},
+            "replaces": {"type": "array", "items": {"type": "string"}},
+            "retire": {"type": "array", "items": {"type": "string"}},
+        },
         "required": ["reflection"],
     },
 )
@@ -34,17 +45,19 @@ class ReflexionRecipe:
     keep: ClassVar[int] = 3
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        return "\n".join(f"- {u.text}" for u in active_by_age(units))
+        return "\n".join(tagged(u.id, u.text) for u in active_by_age(units))
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         return []
 
     def observe(self, ctx: RecipeContext) -> Update:
         update = Update()
+        active = active_by_age(ctx.mine(self.name))
         prompt = load_prompt("reflexion").safe_substitute(
             instruction=ctx.episode.instruction,
             actions=ctx.episode.actions,
             complaint=ctx.episode.complaint,
+            reflections=self.render(active) or "(none)",
         )
         data = ask(ctx, SCHEMA, load_prompt("system").template, prompt, update)
         if data is None:
@@ -59,9 +72,24 @@ class ReflexionRecipe:
         if len(parts) > 2:
             update.notes.append(f"reflection cut from {len(parts)} sentences to two")
         text = " ".join(parts[:2])[:MAX_STATEMENT]
-        unit = ctx.new_unit(self.name, "reflection", text)
-        ops = [Op(op="add", unit=unit)]
-        active = active_by_age(ctx.mine(self.name))
+        shown = {u.id: u for u in active}
+        retired = named_units(data, shown, update, "retire", "retire") or []
+        named = named_units(data, shown, update, "add") or []
+        ops: list[Op] = []
+        for old in retired:
+            if old in named:
+                continue
+            ops.append(Op(op="revoke", unit=ctx.revoked(old, by=None)))
+            update.notes.append(f"revoke {old.id}: retired by the updater")
+        unit = ctx.new_unit(
+            self.name, "reflection", text, supersedes=named[0].id if named else None
+        )
+        for old in named:
+            ops.append(Op(op="revoke", unit=ctx.revoked(old, by=unit.id)))
+            update.notes.append(f"revoke {old.id}: replaced by {unit.id}")
+        ops.append(Op(op="add", unit=unit))
+        gone = {u.id for u in [*retired, *named]}
+        active = [u for u in active if u.id not in gone]
         for victim in active[: max(0, len(active) + 1 - self.keep)]:
             ops.append(Op(op="evict", unit=victim))
             update.notes.append(f"keep last {self.keep}: evicted {victim.id}")

@@ -1,4 +1,10 @@
-"""`rewrite`: the model rewrites the whole memory document, capped at `max_memory_chars`."""
+"""`rewrite`: the model rewrites the whole memory document, capped at `max_memory_chars`.
+
+The reply *is* the replacement: the one document unit is rewritten in place (op `rewrite`,
+same id), so the history of its file is the history of the document and a line the model
+leaves out is retired. A document over the cap is cut at a line break, or else at a word
+boundary, never mid-word.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ from collections.abc import Sequence
 
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
-from evolve.memory import MemoryUnit
+from evolve.memory import MemoryUnit, tagged
 from evolve.ops import Op, Refusal
 from evolve.updaters._base import RecipeContext, Update, ask, load_prompt
 
@@ -21,7 +27,9 @@ class RewriteRecipe:
     name = "rewrite"
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        return "\n".join(u.text for u in units if u.status == "active" and u.kind == "document")
+        return "\n".join(
+            tagged(u.id, u.text) for u in units if u.status == "active" and u.kind == "document"
+        )
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         return []
@@ -49,14 +57,31 @@ class RewriteRecipe:
             return update
         text = text.strip()
         if len(text) > ctx.max_memory_chars:
-            cut = text[: ctx.max_memory_chars]
-            text = cut[: cut.rfind("\n")] if "\n" in cut else cut
+            text = clip(text, ctx.max_memory_chars)
             update.notes.append(
                 f"rewrite truncated to {len(text)} of {ctx.max_memory_chars} characters"
             )
+        before = set(current.text.splitlines()) if current is not None else set()
+        fresh = "\n".join(ln for ln in text.splitlines() if ln not in before) or text
         if current is None:
             unit = ctx.new_unit(self.name, "document", text).with_(id=DOCUMENT_ID)
             update.ops = [Op(op="add", unit=unit)]
         elif current.text.strip() != text:
-            update.ops = [Op(op="rewrite", unit=ctx.touched(current, text=text, status="active"))]
+            rewritten = ctx.touched(
+                current, text=text, status="active", complaint=ctx.source_line(fresh)
+            )
+            update.ops = [Op(op="rewrite", unit=rewritten)]
         return update
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters at a line break, else at a word boundary."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    if "\n" in cut:
+        return cut[: cut.rfind("\n")].rstrip()
+    if text[limit : limit + 1].isspace():
+        return cut.rstrip()
+    space = cut.rfind(" ")
+    return (cut[:space] if space > 0 else cut).rstrip()

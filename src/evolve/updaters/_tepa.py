@@ -2,6 +2,9 @@
 
 One active precedent per key; a new one revokes it (kept with `revoked_at` / `revoked_by`);
 writing an archived text again under its key re-activates it; only active precedents render.
+A precedent may also name (`replaces`, by id or key) precedents under *other* keys that it
+supersedes, and `retire` revokes precedents with no successor: so a preference written once
+under an off-vocabulary key (`other.*`) is replaced when it changes, whatever the wording.
 
 Owed fix: keys are snapped to the vocabulary only when they name the *same detail* (after
 folding app and detail aliases). A key that prefix or substring matching would fold into a
@@ -16,16 +19,18 @@ from collections.abc import Sequence
 
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
-from evolve.memory import MemoryUnit
+from evolve.memory import MemoryUnit, tagged
 from evolve.memory._similarity import normalize
 from evolve.ops import Op, Refusal
 from evolve.updaters._base import (
     MAX_STATEMENT,
     RecipeContext,
     Update,
+    active_by_age,
     ask,
     items,
     load_prompt,
+    named_units,
     strict_fields,
 )
 
@@ -63,10 +68,15 @@ SCHEMA = JsonSchema(
                 "type": "array",
                 "items": {
                     "type": "object",
-                    "properties": {"key": {"type": "string"}, "sentence": {"type": "string"}},
+                    "properties": {
+                        "key": {"type": "string"},
+                        "sentence": {"type": "string"},
+                        "replaces": {"type": "array", "items": {"type": "string"}},
+                    },
                     "required": ["key", "sentence"],
                 },
-            }
+            },
+            "retire": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["precedents"],
     },
@@ -110,10 +120,7 @@ class TepaRecipe:
     name = "tepa"
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        active = sorted(
-            (u for u in units if u.status == "active"), key=lambda u: (u.key or "", u.id)
-        )
-        return "\n".join(f"[{u.key}] {u.text}" for u in active)
+        return "\n".join(tagged(u.id, f"[{u.key}] {u.text}") for u in active_by_age(units))
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         return []
@@ -139,10 +146,19 @@ class TepaRecipe:
         data = ask(ctx, SCHEMA, load_prompt("system").template, prompt, update)
         if data is None:
             return update
+        shown = {u.id: u for u in mine if u.status == "active"}
+        keys = {u.key: u.id for u in shown.values() if u.key}
+        retired = named_units(data, shown, update, "retire", "retire", keys) or []
+        for unit in retired:
+            put("revoke", ctx.revoked(state[unit.id], by=None))
+            update.notes.append(f"retire {unit.id}: retired by the updater")
         for entry in items(data, "precedents", update):
             if not strict_fields(
-                entry, {"key", "sentence"}, {"key", "sentence"}, update, "precedent"
+                entry, {"key", "sentence", "replaces"}, {"key", "sentence"}, update, "precedent"
             ):
+                continue
+            named = named_units(entry, shown, update, "precedent", keys=keys)
+            if named is None:
                 continue
             sentence = str(entry["sentence"]).strip()
             if len(sentence) > MAX_STATEMENT:
@@ -171,24 +187,20 @@ class TepaRecipe:
                 ),
                 None,
             )
+            # The one in force under this key, and every precedent the updater named.
+            by_id = {u.id: state[u.id] for u in (current, *named) if u is not None}
+            olds = [u for u in by_id.values() if u.status == "active"]
             if archived is not None:
-                put(
-                    "reactivate",
-                    ctx.touched(
-                        archived,
-                        status="active",
-                        revoked_at=None,
-                        revoked_by=None,
-                        valid_to=None,
-                        valid_from=ctx.now,
-                    ),
-                )
-                if current is not None:
-                    put("revoke", ctx.revoked(current, by=archived.id))
+                for old in olds:
+                    put("revoke", ctx.revoked(old, by=archived.id))
+                put("reactivate", ctx.reactivated(archived))
                 continue
-            unit = ctx.new_unit(self.name, "precedent", sentence, key=key)
+            unit = ctx.new_unit(
+                self.name, "precedent", sentence, key=key,
+                supersedes=olds[0].id if olds else None,
+            )  # fmt: skip
             put("add", unit)
-            if current is not None:
-                put("revoke", ctx.revoked(current, by=unit.id))
+            for old in olds:
+                put("revoke", ctx.revoked(old, by=unit.id))
         update.ops = [Op(op=label, unit=unit) for label, unit in changed.values()]
         return update

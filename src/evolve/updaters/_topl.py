@@ -1,28 +1,61 @@
 """`topl`: the top L assertions of a pool, ranked by a Beta posterior (seed 000 §2, Q1).
 
 Each complaint line is induced into an assertion. Support raises `alpha` of the matching pool
-entry (or adds a new one at Beta(1, 1) plus this support); an induced assertion that is
-similar to a pool entry but contradicts it raises that entry's `beta`. So both parameters
-move, and the posterior mean is not a monotone count of complaints.
+entry (or adds a new one at Beta(1, 1) plus this support). Both parameters move, and only in
+the counter sidecar (`count` ops), so an assertion's file changes only with its text or status.
+
+The prompt shows the pool with ids. An assertion may name (`replaces`) the entries it
+contradicts: each named entry's `beta` rises *and* it is revoked in favour of the newer one,
+so a contradicted assertion stops rendering once a newer one on the same subject exists,
+whatever the textual similarity. Safety net when the updater names nothing: an entry that is
+similar (trigram cosine >= 0.7) but disagrees (`conflicts`) gets `beta` + 1 and stays in the
+pool, where the posterior ranks it down. Support for a revoked entry's exact text brings it
+back (alpha + 1) and revokes what replaced it: the newest statement wins.
+
+The rendered top L appear in the order they were learned, like every recipe's memory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
-from evolve.memory import MemoryUnit
+from evolve.memory import MemoryUnit, by_learned, learned_key, tagged
 from evolve.memory._similarity import conflicts, normalize, trigram_cosine
 from evolve.ops import Op, Refusal
-from evolve.updaters._base import MAX_STATEMENT, RecipeContext, Update, ask, load_prompt
+from evolve.updaters._base import (
+    MAX_STATEMENT,
+    RecipeContext,
+    Update,
+    ask,
+    load_prompt,
+    named_units,
+)
 
 SCHEMA = JsonSchema(
     "assertions",
     {
         "type": "object",
-        "properties": {"assertions": {"type": "array", "items": {"type": "string"}}},
+        "properties": {
+            "assertions": {
+                "type": "array",
+                "items": {
+                    "anyOf": [
+                        {"type": "string"},
+                        {
+                            "type": "object",
+                            "properties": {
+                                "text": {"type": "string"},
+                                "replaces": {"type": "array", "items": {"type": "string"}},
+                            },
+                            "required": ["text"],
+                        },
+                    ]
+                },
+            }
+        },
         "required": ["assertions"],
     },
 )
@@ -41,21 +74,28 @@ class TopLRecipe:
 
     def ranked(self, units: Sequence[MemoryUnit]) -> list[MemoryUnit]:
         active = [u for u in units if u.status == "active"]
-        return sorted(
-            active,
-            key=lambda u: (-posterior_mean(u), -(u.alpha or 0), u.created_episode or 0, u.id),
-        )
+        return sorted(active, key=lambda u: (-posterior_mean(u), -(u.alpha or 0), learned_key(u)))
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        return "\n".join(f"- {u.text}" for u in self.ranked(units)[: self.top])
+        return "\n".join(tagged(u.id, u.text) for u in by_learned(self.ranked(units)[: self.top]))
+
+    def pool(self, units: Sequence[MemoryUnit]) -> str:
+        """The pool as the updater sees it: every active entry, best first, with its id."""
+        return "\n".join(
+            f"[{u.id}] {u.text} (alpha {u.alpha or 1.0:g}, beta {u.beta or 1.0:g})"
+            for u in self.ranked(units)
+        )
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         return []
 
     def observe(self, ctx: RecipeContext) -> Update:
         update = Update()
+        mine = ctx.mine(self.name)
         prompt = load_prompt("topl").safe_substitute(
-            instruction=ctx.episode.instruction, complaint=ctx.episode.complaint
+            instruction=ctx.episode.instruction,
+            complaint=ctx.episode.complaint,
+            pool=self.pool(mine) or "(empty)",
         )
         data = ask(ctx, SCHEMA, load_prompt("system").template, prompt, update)
         if data is None:
@@ -66,38 +106,83 @@ class TopLRecipe:
                 Refusal(op="add", what=str(raw)[:80], reason="'assertions' is not a list")
             )
             return update
-        pool = {u.id: u for u in ctx.mine(self.name) if u.status == "active"}
+        pool = {u.id: u for u in mine if u.status == "active"}
+        shown = dict(pool)
+        archive = {u.id: u for u in mine if u.status == "revoked"}
         changed: dict[str, tuple[str, MemoryUnit]] = {}
-        for text in raw:
+
+        def put(op: str, unit: MemoryUnit) -> None:
+            prev = changed.get(unit.id, ("count",))[0]
+            changed[unit.id] = (op if prev == "count" else prev, unit)
+            if unit.status == "active":
+                pool[unit.id] = unit
+                archive.pop(unit.id, None)
+            else:
+                pool.pop(unit.id, None)
+                archive[unit.id] = unit
+
+        for item in raw:
+            entry: dict[str, Any] = {"text": item} if isinstance(item, str) else item
+            text = entry.get("text") if isinstance(entry, dict) else None
             if not isinstance(text, str) or not text.strip() or len(text) > MAX_STATEMENT:
                 update.refused.append(
                     Refusal(
                         op="add",
-                        what=str(text)[:80],
+                        what=str(item)[:80],
                         reason="an assertion must be 1-300 characters of text",
                     )
                 )
                 continue
             text = text.strip()
+            named = named_units(entry, shown, update, "add")
+            if named is None:
+                continue
+            named = [
+                pool[u.id] for u in named if u.id in pool and normalize(u.text) != normalize(text)
+            ]
             support = next((u for u in pool.values() if normalize(u.text) == normalize(text)), None)
-            for u in list(pool.values()):
-                if (
-                    u is support
-                    or trigram_cosine(text, u.text) < self.threshold
-                    or not conflicts(text, u.text)
-                ):
-                    continue
-                pool[u.id] = ctx.touched(u, beta=(u.beta or 1.0) + 1.0)
-                changed[u.id] = (changed.get(u.id, ("tag",))[0], pool[u.id])
-                update.notes.append(f"beta+1 for {u.id}: contradicted by {text[:50]!r}")
+            back = next((u for u in archive.values() if normalize(u.text) == normalize(text)), None)
+            if support is None and back is not None:
+                # Support for a revoked text: it comes back; what replaced it gives way.
+                support = ctx.reactivated(back)
+                if back.revoked_by in pool and all(u.id != back.revoked_by for u in named):
+                    named.append(pool[back.revoked_by])
+                put("reactivate", support)
+            if not named:  # the safety net: similar and disagreeing entries lose support
+                for u in list(pool.values()):
+                    if (
+                        u is support
+                        or u.id == getattr(support, "id", None)
+                        or trigram_cosine(text, u.text) < self.threshold
+                        or not conflicts(text, u.text)
+                    ):
+                        continue
+                    put("count", ctx.counted(u, beta=(u.beta or 1.0) + 1.0, alpha=u.alpha or 1.0))
+                    update.notes.append(f"beta+1 for {u.id}: contradicted by {text[:50]!r}")
             if support is not None:
                 support = pool[support.id]
-                pool[support.id] = ctx.touched(support, alpha=(support.alpha or 1.0) + 1.0)
-                changed[support.id] = (changed.get(support.id, ("tag",))[0], pool[support.id])
-                continue
-            unit = ctx.new_unit(self.name, "assertion", text, alpha=2.0, beta=1.0)
-            pool[unit.id] = unit
-            changed[unit.id] = ("add", unit)
+                put(
+                    "count",
+                    ctx.counted(
+                        support, alpha=(support.alpha or 1.0) + 1.0, beta=support.beta or 1.0
+                    ),
+                )
+                winner = support.id
+            else:
+                unit = ctx.new_unit(
+                    self.name, "assertion", text, alpha=2.0, beta=1.0,
+                    supersedes=named[0].id if named else None,
+                )  # fmt: skip
+                winner = unit.id
+            for old in named:
+                old = pool.get(old.id, old)
+                contradicted = ctx.counted(
+                    old, beta=(old.beta or 1.0) + 1.0, alpha=old.alpha or 1.0
+                )
+                put("revoke", ctx.revoked(contradicted, by=winner))
+                update.notes.append(f"beta+1 and revoke {old.id}: replaced by {winner}")
+            if support is None:
+                put("add", unit)
         ranked = self.ranked(list(pool.values()))
         for victim in ranked[self.pool_cap :]:
             if changed.get(victim.id, ("",))[0] == "add":

@@ -4,6 +4,13 @@ A check is (api, argument, predicate, value). Values over 24 characters are refu
 with `equals`. After each attempt the active checks are evaluated on the recorded calls; a
 check whose API or argument is absent is inapplicable; a failing check retries the episode in
 a fresh world, up to three attempts, in training and in evaluation. FIFO cap of 12.
+
+Checks can be retired and replaced, or a stale check would make every later attempt fail: a
+check may name (`replaces`) the checks it supersedes and `retire` revokes checks with no
+successor, by the ids the prompt shows, whatever they say. Safety net when the updater names
+nothing: a new check on the same api, argument and predicate whose value cannot hold together
+with an active one (`equals` another value; `startswith`/`endswith` a value that is not a
+prefix/suffix of the other) revokes it.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from typing import ClassVar
 
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
-from evolve.memory import MemoryUnit
+from evolve.memory import MemoryUnit, tagged
 from evolve.ops import Op, Refusal
 from evolve.updaters._base import (
     RecipeContext,
@@ -22,6 +29,7 @@ from evolve.updaters._base import (
     ask,
     items,
     load_prompt,
+    named_units,
     strict_fields,
 )
 
@@ -57,10 +65,12 @@ SCHEMA = JsonSchema(
                         "argument": {"type": "string"},
                         "predicate": {"enum": list(PREDICATES)},
                         "value": {"type": "string"},
+                        "replaces": {"type": "array", "items": {"type": "string"}},
                     },
                     "required": ["api", "argument", "predicate", "value"],
                 },
-            }
+            },
+            "retire": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["checks"],
     },
@@ -92,12 +102,26 @@ def holds(predicate: str, actual: object, value: str) -> bool:
     return value not in text
 
 
+def exclusive(old: MemoryUnit, api: str, argument: str, predicate: str, value: str) -> bool:
+    """Whether a check (api, argument, predicate, value) cannot hold together with `old`."""
+    if (old.api, old.argument, old.predicate) != (api, argument, predicate):
+        return False
+    was = old.value or ""
+    if predicate == "equals":
+        return was != value
+    if predicate == "startswith":
+        return not (was.startswith(value) or value.startswith(was))
+    if predicate == "endswith":
+        return not (was.endswith(value) or value.endswith(was))
+    return False
+
+
 class TraceRecipe:
     name = "trace"
     cap: ClassVar[int] = 12
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        return "\n".join(f"- {u.text}" for u in active_by_age(units))
+        return "\n".join(tagged(u.id, u.text) for u in active_by_age(units))
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         failures = []
@@ -130,9 +154,23 @@ class TraceRecipe:
         if data is None:
             return update
         ops: list[Op] = []
+        shown = {u.id: u for u in active}
+
+        def retire(victim: MemoryUnit, by: str | None, why: str) -> None:
+            if victim not in active:
+                return
+            active.remove(victim)
+            ops.append(Op(op="revoke", unit=ctx.revoked(victim, by=by)))
+            update.notes.append(f"revoke {victim.id}: {why}")
+
+        for victim in named_units(data, shown, update, "retire", "retire") or []:
+            retire(victim, None, "retired by the updater")
         fields = {"api", "argument", "predicate", "value"}
         for entry in items(data, "checks", update):
-            if not strict_fields(entry, fields, fields, update, "check"):
+            if not strict_fields(entry, {*fields, "replaces"}, fields, update, "check"):
+                continue
+            named = named_units(entry, shown, update, "check")
+            if named is None:
                 continue
             api, argument, predicate, value = (
                 str(entry[k]) for k in ("api", "argument", "predicate", "value")
@@ -163,15 +201,23 @@ class TraceRecipe:
             ):
                 update.notes.append(f"duplicate check {what}")
                 continue
+            if not named:  # the safety net, only when the updater names nothing
+                named = [u for u in active if exclusive(u, api, argument, predicate, value)]
+                why = "cannot hold together with newer check"
+            else:
+                why = "replaced by"
             unit = ctx.new_unit(
                 self.name, "check", sentence(api, argument, predicate, value),
                 api=api, argument=argument, predicate=predicate, value=value,
+                supersedes=named[0].id if named else None,
             )  # fmt: skip
+            for old in named:
+                retire(old, unit.id, f"{why} {unit.id}")
             ops.append(Op(op="add", unit=unit))
             active.append(unit)
         while len(active) > self.cap:
             victim = active.pop(0)
-            if any(op.unit.id == victim.id for op in ops):
+            if any(op.unit.id == victim.id and op.op == "add" for op in ops):
                 ops = [op for op in ops if op.unit.id != victim.id]
             else:
                 ops.append(Op(op="evict", unit=victim))

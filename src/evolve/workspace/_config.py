@@ -82,6 +82,15 @@ class GateConfig(_Section):
         return self
 
 
+class RenderConfig(_Section):
+    """What the agent is shown of memory/ (DESIGN.md §4, "Memory over time")."""
+
+    recipes: tuple[str, ...] = Field(
+        default=(),
+        description="Recipes whose units are rendered, besides hand notes; empty: train.recipe.",
+    )
+
+
 DEFAULT_PROTECTED = ("evalset/", "tests/", "evolve.yaml", ".gitignore")
 
 
@@ -113,9 +122,14 @@ class EvolveConfig(_Section):
     agent: AgentConfig = AgentConfig()
     run: RunConfig = RunConfig()
     train: TrainConfig = TrainConfig()
+    render: RenderConfig = RenderConfig()
     gate: GateConfig = GateConfig()
     protected: tuple[str, ...] = DEFAULT_PROTECTED
     parameters: dict[str, ParameterRange] = Field(default_factory=lambda: dict(DEFAULT_PARAMETERS))
+
+    def rendered_recipes(self) -> tuple[str, ...]:
+        """The recipes whose units the agent sees: `render.recipes`, else `train.recipe`."""
+        return self.render.recipes or (self.train.recipe,)
 
 
 def _describe_error(err: dict[str, Any]) -> str:

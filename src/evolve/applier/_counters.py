@@ -1,0 +1,77 @@
+"""The applier's part of the counter sidecar (`memory/<persona>/_counters.yaml`).
+
+A `count` op moves only a unit's evidence counters (ACE helpful/harmful, topl alpha/beta): it
+writes the scope's sidecar and never the unit file. Every other op that the applier writes
+also records the counters its unit carries in the sidecar (so a new unit's counters, and
+those of an old-format file, land there); an evict drops the unit's entry. The unit file is
+written without counters (`dump_unit` leaves them out), so it changes only when the unit's
+text or status does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from evolve._io import atomic_write
+from evolve.memory import (
+    MemoryUnit,
+    counters_of,
+    counters_path,
+    dump_counters,
+    moved_counters,
+    parse_counters,
+    without_counters,
+)
+from evolve.ops import Op
+from evolve.workspace import Workspace
+
+
+def check(op: Op, existing: Mapping[str, MemoryUnit]) -> str | None:
+    """Why a `count` op is refused, or None (other ops are not this module's business)."""
+    if op.op != "count":
+        return None
+    current = existing.get(op.id)
+    if current is None:
+        return None  # the applier reports the unknown id
+    if without_counters(current) != without_counters(op.unit):
+        return "a count op may change only the unit's counters, not its text or status"
+    if not counters_of(op.unit):
+        return "a count op must carry counters"
+    return None
+
+
+def plan(ws: Workspace, scope: str, applied: Sequence[Op]) -> dict[str, bytes | None]:
+    """The sidecar change for `applied` ops: {path: new bytes or None to delete}, or {}."""
+    rel = str(counters_path(scope))
+    full = ws.resolve(rel)
+    before = full.read_text(encoding="utf-8") if full.is_file() else None
+    counters = parse_counters(rel, before) if before is not None else {}
+    for op in applied:
+        if op.op == "evict":
+            counters.pop(op.id, None)
+            continue
+        if not counters_of(op.unit):
+            continue  # a unit that keeps no counters (or an op that did not read them)
+        moved = moved_counters(op.unit)
+        if moved:
+            counters[op.id] = moved
+        else:
+            counters.pop(op.id, None)
+    text = dump_counters(counters)
+    if (before or "") == text:
+        return {}
+    return {rel: text.encode("utf-8") if text else None}
+
+
+def write(ws: Workspace, changes: Mapping[str, bytes | None]) -> None:
+    for rel, data in changes.items():
+        full = ws.resolve(rel)
+        if data is None:
+            full.unlink(missing_ok=True)
+        else:
+            atomic_write(full, data)
+
+
+def content_only(op: Op) -> bool:
+    """Whether `op` writes a unit file (every op but `count`)."""
+    return op.op != "count"

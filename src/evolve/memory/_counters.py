@@ -1,0 +1,143 @@
+"""The counter sidecar: evidence counters kept apart from what a unit says.
+
+ACE's helpful/harmful and topl's alpha/beta move with almost every episode. Kept in the unit
+files, they made most episode commits rewrite unit files, so the history of a unit was mostly
+counter noise and an old update could not be reverted once a later episode had moved a
+counter. They live instead in one sidecar per scope folder::
+
+    memory/<persona>/_counters.yaml      (global scope: memory/_counters.yaml)
+
+a YAML mapping ``unit-id -> {field: number}``, written canonically (sorted keys). It is not a
+unit (`.yaml`, not `.md`), so unit readers skip it; readers overlay it onto the units they
+return, so recipes see one `MemoryUnit` with its counters. A unit file changes only when its
+text or status changes. Old unit files that still carry counters in their front matter are
+read as before (the sidecar wins where both have a value) and lose them on their next write.
+
+The sidecar is evidence, not content: reverts do not restore it and a change to it is never
+a revert conflict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+from evolve.memory._unit import GLOBAL_SCOPE, MalformedUnit, MemoryUnit
+
+COUNTERS_NAME = "_counters.yaml"
+COUNTER_FIELDS: tuple[str, ...] = ("helpful", "harmful", "alpha", "beta")
+# What an unset counter means; the sidecar records only counters that moved off it.
+COUNTER_DEFAULTS: dict[str, float | int] = {"helpful": 0, "harmful": 0, "alpha": 1.0, "beta": 1.0}
+_INT_FIELDS = frozenset({"helpful", "harmful"})
+_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+Counters = dict[str, dict[str, float | int]]
+
+
+def counters_path(scope: str) -> PurePosixPath:
+    """`memory/<user>/_counters.yaml`, or `memory/_counters.yaml` for the global scope."""
+    if scope == GLOBAL_SCOPE:
+        return PurePosixPath("memory") / COUNTERS_NAME
+    return PurePosixPath("memory") / scope.removeprefix("user:") / COUNTERS_NAME
+
+
+def is_counters_path(path: str) -> bool:
+    return PurePosixPath(path).name == COUNTERS_NAME
+
+
+def counters_of(unit: MemoryUnit) -> dict[str, float | int]:
+    """The counter fields `unit` carries (those that are set)."""
+    out: dict[str, float | int] = {}
+    for name in COUNTER_FIELDS:
+        value = getattr(unit, name)
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def moved_counters(unit: MemoryUnit) -> dict[str, float | int]:
+    """What the sidecar records for `unit`: its counters once any moved off its default
+    (e.g. helpful 0 and harmful 2), nothing while all are at their defaults."""
+    counters = counters_of(unit)
+    if all(v == COUNTER_DEFAULTS[k] for k, v in counters.items()):
+        return {}
+    return counters
+
+
+def without_counters(unit: MemoryUnit) -> MemoryUnit:
+    """`unit` as its file holds it: content and status, no counters."""
+    if not counters_of(unit):
+        return unit
+    return unit.with_(**dict.fromkeys(COUNTER_FIELDS))
+
+
+def _valid(name: str, value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if name in _INT_FIELDS:
+        return isinstance(value, int) and value >= 0
+    return bool(value > 0)
+
+
+def parse_counters(path: str, raw: str) -> Counters:
+    """Parse a sidecar.
+
+    Raises:
+        MalformedUnit: not a mapping of unit ids to mappings of known counter fields.
+    """
+    try:
+        data = yaml.load(raw, Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        raise MalformedUnit(f"{path}: not valid YAML.") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise MalformedUnit(f"{path}: must map unit ids to their counters.")
+    out: Counters = {}
+    for ident, fields in data.items():
+        if not isinstance(ident, str) or not isinstance(fields, dict):
+            raise MalformedUnit(f"{path}: entry {ident!r} must map counter names to numbers.")
+        entry: dict[str, float | int] = {}
+        for name, value in fields.items():
+            if name not in COUNTER_FIELDS:
+                raise MalformedUnit(f"{path}: entry {ident!r}: unknown counter {name!r}.")
+            if not _valid(str(name), value):
+                raise MalformedUnit(f"{path}: entry {ident!r}: bad value for {name!r}.")
+            entry[str(name)] = float(value) if name not in _INT_FIELDS else int(value)
+        out[ident] = entry
+    return out
+
+
+def dump_counters(counters: Mapping[str, Mapping[str, float | int]]) -> str:
+    """The canonical text of a sidecar (sorted ids and fields; empty entries dropped)."""
+    data = {
+        ident: {k: fields[k] for k in sorted(fields)}
+        for ident, fields in sorted(counters.items())
+        if fields
+    }
+    if not data:
+        return ""
+    return str(yaml.dump(data, Dumper=_DUMPER, sort_keys=True, width=10_000))
+
+
+def overlay(units: Iterable[MemoryUnit], sidecars: Mapping[str, Counters]) -> list[MemoryUnit]:
+    """Units with the counters of their scope's sidecar (`sidecars` maps scope -> counters).
+
+    The sidecar wins over counters still in an old unit file; a unit the sidecar does not
+    mention keeps what its file says.
+    """
+    out = []
+    for unit in units:
+        entry = sidecars.get(unit.scope, {}).get(unit.id)
+        out.append(unit.with_(**entry) if entry else unit)
+    return out
+
+
+def scope_of_counters(path: str) -> str:
+    """The scope a sidecar path belongs to."""
+    parts = PurePosixPath(path).parts
+    return GLOBAL_SCOPE if len(parts) == 2 else f"user:{parts[1]}"

@@ -20,9 +20,10 @@ KIND = "Evolve-Kind"
 
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
 _TRAILER_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*)$")
-# Control characters other than tab and newline (C0, DEL and C1), and lone surrogates: a
-# commit message is text a person reads in a terminal, so they are written as escapes.
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# Control characters other than tab and newline (C0, DEL and C1), Unicode line and paragraph
+# separators, and lone surrogates: a commit message is text a person reads in a terminal and
+# tools split into lines, so they are written as escapes.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def clean_text(text: str) -> str:

@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import secrets
 import subprocess
 import tempfile
@@ -95,8 +96,15 @@ def _clean_identity(value: str) -> str:
 
 
 def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "no message from git"
+    """git's own complaint out of its stderr (its first `fatal:`/`error:` line), else the last
+    line, shortened, without a final period."""
+    found = re.search(r"(?:fatal|error): (.+)", text)
+    if found:
+        line = found.group(1)
+    else:
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        line = lines[-1] if lines else "no message from git"
+    return line.strip().rstrip("'.")[:300]
 
 
 @dataclass(frozen=True)
@@ -854,7 +862,13 @@ class GitStore:
             b"commit", ("\n".join(lines) + "\n\n" + format_message(subject)).encode("utf-8")
         )
         self._recover_locks(ref, "packed-refs")
-        self._git.update_ref(ref, sha, parent or self._zero)
+        try:
+            self._git.update_ref(ref, sha, parent or self._zero)
+        except git.GitCommandError as exc:
+            raise EvolveError(
+                f"cannot update {ref}: {_last_line(str(exc.stderr))}; retry when no other git "
+                "process is running."
+            ) from None
         return sha
 
     def read_side_ref(self, ref: str, prefix: str = "") -> dict[str, bytes]:

@@ -1,0 +1,157 @@
+"""A git lock file left by a killed process is recovered by the next writer.
+
+Evolve creates ref and index locks only while it holds the workspace's writer lock, so a
+lock found while holding it, and untouched for a second, is a leftover; without the writer
+lock, nothing is removed and the refusal says what to do.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from evolve.errors import EvolveError
+from evolve.workspace import Workspace
+
+RunGit = Callable[..., str]
+
+_KILLED_MID_COMMIT = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    from evolve.workspace import Workspace
+
+    real_replace = os.replace
+
+    def stall(src, dst):
+        if str(src).endswith(".lock"):
+            print("locked", flush=True)
+            time.sleep(600)
+        real_replace(src, dst)
+
+    os.replace = stall
+    ws = Workspace(Path(sys.argv[1]))
+    with ws.lock("evolve train"):
+        (ws.root / "memory" / "killed.md").write_text("never lands\\n", encoding="utf-8")
+        ws.store.commit(["memory/killed.md"], "never lands")
+    """
+)
+
+
+def _age(path: Path, seconds: float = 30.0) -> None:
+    """Make `path` look as old as a leftover of an earlier run."""
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def _edit(ws: Workspace, text: str) -> str:
+    rel = "memory/note.md"
+    (ws.root / rel).write_text(text, encoding="utf-8")
+    return rel
+
+
+def test_branch_lock_of_a_process_killed_mid_commit_is_recovered(
+    workspace: Workspace, run_git: RunGit, caplog: pytest.LogCaptureFixture
+) -> None:
+    ws = workspace
+    base = ws.store.head()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_MID_COMMIT, str(ws.root)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "locked"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    lock = ws.store.git_dir / "refs" / "heads" / "main.lock"
+    assert lock.exists()
+    assert ws.store.head() == base
+
+    # Without the writer lock: refused, one sentence naming the file, nothing removed.
+    rel = _edit(ws, "after the kill\n")
+    with pytest.raises(EvolveError, match="main.lock exists") as info:
+        ws.store.commit([rel], "no writer lock")
+    assert str(info.value).count(". ") == 0 and str(info.value).endswith(".")
+    assert lock.exists() and ws.store.head() == base
+
+    # The next writer recovers it (a fresh leftover waits out the one-second grace first).
+    caplog.set_level(logging.WARNING, logger="evolve.store._git")
+    with ws.lock("evolve train"):
+        sha = ws.store.commit([rel], "after the kill")
+    assert sha is not None and not lock.exists()
+    assert run_git(ws.root, "rev-parse", "HEAD^").strip() == base
+    assert any("main.lock" in r.getMessage() for r in caplog.records)
+    assert "killed.md" not in run_git(ws.root, "ls-tree", "-r", "--name-only", "HEAD")
+    run_git(ws.root, "fsck", "--no-progress", "--no-dangling")
+
+
+def test_old_leftover_branch_lock_is_removed_at_once(workspace: Workspace, run_git: RunGit) -> None:
+    ws = workspace
+    lock = ws.store.git_dir / "refs" / "heads" / "main.lock"
+    lock.write_text("", encoding="utf-8")
+    _age(lock)
+    rel = _edit(ws, "x\n")
+    start = time.monotonic()
+    with ws.lock("evolve train"):
+        assert ws.store.commit([rel], "recovered") is not None
+    assert time.monotonic() - start < 1.0
+    assert not lock.exists()
+    assert run_git(ws.root, "status", "--porcelain") == ""
+
+
+def test_a_lock_a_live_git_releases_quickly_is_waited_for_not_removed(
+    workspace: Workspace,
+) -> None:
+    ws = workspace
+    lock = ws.store.git_dir / "refs" / "heads" / "main.lock"
+    lock.write_text("", encoding="utf-8")
+    with ws.lock("evolve train"):
+        # A concurrent git finishing with its lock within the grace period: the store waits
+        # and then finds the lock gone (nothing of git's is removed while it works).
+        timer = subprocess.Popen(
+            [sys.executable, "-c", f"import time, os; time.sleep(0.3); os.unlink({str(lock)!r})"]
+        )
+        assert ws.store.recover_stale_lock(lock) is True
+        timer.wait()
+
+
+def test_leftover_index_lock_is_recovered(workspace: Workspace, run_git: RunGit) -> None:
+    ws = workspace
+    lock = ws.store.git_dir / "index.lock"
+    lock.write_text("", encoding="utf-8")
+    _age(lock)
+    rel = _edit(ws, "index\n")
+    with ws.lock("evolve train"):
+        sha = ws.store.commit([rel], "index lock recovered")
+        assert sha is not None
+        _edit(ws, "uncommitted\n")
+        lock.write_text("", encoding="utf-8")
+        _age(lock)
+        ws.store.reset_hard(sha)
+    assert not lock.exists()
+    assert run_git(ws.root, "status", "--porcelain") == ""
+
+
+def test_leftover_side_ref_lock_is_recovered(workspace: Workspace, run_git: RunGit) -> None:
+    ws = workspace
+    ref = "refs/evolve/records"
+    first = ws.store.write_side_ref(ref, {"a.json": b"{}"}, "record 1")
+    lock = ws.store.git_dir / "refs" / "evolve" / "records.lock"
+    lock.write_text("", encoding="utf-8")
+    _age(lock)
+    with pytest.raises(EvolveError, match="records.lock"):
+        ws.store.write_side_ref(ref, {"b.json": b"{}"}, "record 2")  # no writer lock: git refuses
+    with ws.lock("evolve evolve"):
+        second = ws.store.write_side_ref(ref, {"b.json": b"{}"}, "record 2")
+    assert not lock.exists()
+    assert run_git(ws.root, "rev-parse", f"{ref}^").strip() == first
+    assert sorted(ws.store.read_side_ref(ref)) == ["a.json", "b.json"]
+    assert run_git(ws.root, "rev-parse", ref).strip() == second

@@ -649,7 +649,7 @@ class GitStore:
         if parent is not None and not allow_empty and tree == base_tree:
             return None
         if self.uses_git_commit():
-            return self._git_commit(paths, message, parent, base_tree)
+            return self._git_commit(paths, message, tree)
         name, email = self._author()
         cname, cemail = self._identity_of("COMMITTER")
         stamp = f"{int(time.time())} {time.strftime('%z')}"
@@ -667,21 +667,17 @@ class GitStore:
             self._git.update_index("--add", "--remove", "--", *paths)
         return sha
 
-    def _git_commit(
-        self, paths: Sequence[str], message: str, parent: str | None, base_tree: str | None
-    ) -> str:
-        """Commit through `git commit --only`, so hooks run and signing applies.
+    def _git_commit(self, paths: Sequence[str], message: str, tree: str) -> str:
+        """Commit `tree` (HEAD's tree with `paths` changed) through `git commit`, so hooks run
+        and signing applies.
 
-        git takes only paths it knows: those in the working tree or in HEAD's tree (a path in
-        neither changes nothing, as on the fast path).
+        git commits a temporary index holding exactly `tree` (stat data kept from the real
+        index where the content matches, so git need not rehash the working tree), which is
+        what `git commit --only` does too; the real index is updated for `paths` only after
+        the commit succeeded, so a refusing hook or signer leaves everything as it was.
         """
-        named = [
-            p
-            for p in paths
-            if os.path.lexists(self.root / p)
-            or (parent is not None and self._entry_at(parent, p) is not None)
-        ]
         self._recover_locks(*self._branch_locks())
+        temp_index = self.git_dir / f"evolve-index-{os.getpid()}"
         name, email = self._author()
         cname, cemail = self._identity_of("COMMITTER")
         env = {
@@ -690,14 +686,19 @@ class GitStore:
             "GIT_AUTHOR_EMAIL": email,
             "GIT_COMMITTER_NAME": cname,
             "GIT_COMMITTER_EMAIL": cemail,
-            "GIT_LITERAL_PATHSPECS": "1",
             "GIT_EDITOR": "true",
         }
-        args = ["git", "commit", "--quiet", "--cleanup=verbatim", "--file=-", "--only"]
-        args += ["--allow-empty"] + (["--", *named] if named else [])
-        done = subprocess.run(
-            args, cwd=self.root, input=message.encode("utf-8"), capture_output=True, env=env
-        )
+        try:
+            self._git_bytes("read-tree", "-m", "-i", f"--index-output={temp_index}", tree)
+            done = subprocess.run(
+                ["git", "commit", "--quiet", "--allow-empty", "--cleanup=verbatim", "--file=-"],
+                cwd=self.root,
+                input=message.encode("utf-8"),
+                capture_output=True,
+                env={**env, "GIT_INDEX_FILE": str(temp_index)},
+            )
+        finally:
+            temp_index.unlink(missing_ok=True)
         if done.returncode != 0:
             detail = _last_line(done.stderr.decode("utf-8", "replace"))
             raise EvolveError(
@@ -705,9 +706,10 @@ class GitStore:
                 "repository's commit hook or signing set-up and rerun."
             )
         sha = self.head()
-        if sha is None or sha == parent:  # pragma: no cover - git said it committed
+        if sha is None:  # pragma: no cover - git said it committed
             raise EvolveError("git commit made no commit; rerun the command.")
-        if len(named) < len(paths):
+        if paths:
+            self._recover_locks("index")
             self._git.update_index("--add", "--remove", "--", *paths)
         return sha
 

@@ -155,3 +155,35 @@ def test_leftover_side_ref_lock_is_recovered(workspace: Workspace, run_git: RunG
     assert run_git(ws.root, "rev-parse", f"{ref}^").strip() == first
     assert sorted(ws.store.read_side_ref(ref)) == ["a.json", "b.json"]
     assert run_git(ws.root, "rev-parse", ref).strip() == second
+
+
+def test_the_next_writer_recovers_every_leftover_lock_at_once(
+    workspace: Workspace, run_git: RunGit
+) -> None:
+    ws = workspace
+    ws.store.write_side_ref("refs/evolve/records", {"a.json": b"{}"}, "record")
+    git_dir = ws.store.git_dir
+    leftovers = [
+        git_dir / "index.lock",
+        git_dir / "HEAD.lock",
+        git_dir / "refs" / "heads" / "main.lock",
+        git_dir / "refs" / "evolve" / "records.lock",
+    ]
+    for lock in leftovers:
+        lock.write_text("", encoding="utf-8")
+        _age(lock)
+    assert ws.store.recover_stale_locks() == []  # not under the writer lock: nothing removed
+    assert all(lock.exists() for lock in leftovers)
+    with ws.lock("evolve evolve"):
+        removed = ws.store.recover_stale_locks()
+    assert sorted(removed) == sorted(leftovers)
+    assert not any(lock.exists() for lock in leftovers)
+    run_git(ws.root, "update-ref", "refs/heads/main", "HEAD")  # git itself can write again
+    assert run_git(ws.root, "status", "--porcelain") == ""
+
+
+def test_reftable_repository_is_refused_with_one_sentence(workspace: Workspace) -> None:
+    (workspace.store.git_dir / "reftable").mkdir()
+    with pytest.raises(EvolveError, match="reftable format") as info:
+        Workspace(workspace.root).store.head()
+    assert str(info.value).count(". ") == 0

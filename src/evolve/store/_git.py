@@ -29,6 +29,7 @@ import re
 import secrets
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
 import zlib
@@ -142,6 +143,7 @@ class _ObjectReader:
         self._root = root
         self._proc: subprocess.Popen[bytes] | None = None
         self._finalizer: Callable[[], None] | None = None
+        self._lock = threading.Lock()
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
@@ -159,6 +161,10 @@ class _ObjectReader:
         """(id, type, content) of the object `name` (any `git rev-parse` name), or None."""
         if "\n" in name or not name:
             return None
+        with self._lock:  # one request and its answer at a time on the pipe
+            return self._get(name)
+
+    def _get(self, name: str) -> tuple[str, str, bytes] | None:
         proc = self._start()
         stdin, stdout = proc.stdin, proc.stdout
         assert stdin is not None and stdout is not None
@@ -208,6 +214,11 @@ class GitStore:
                 f"{root} is not a git repository; run `evolve init` to create a workspace."
             ) from exc
         self._git = self.repo.git
+        if (Path(self.repo.common_dir) / "reftable").is_dir():
+            raise EvolveError(
+                f"{root} keeps its refs in the reftable format, which evolve cannot update; "
+                "convert it with `git refs migrate --ref-format=files`."
+            )
         self._config_cache: dict[str, str | None] | None = None
         self._trees: dict[str, str] = {}
         self._tree_cache: dict[str, dict[str, tuple[int, bytes]]] = {}
@@ -584,6 +595,23 @@ class GitStore:
             lock,
         )
         return True
+
+    def recover_stale_locks(self) -> list[Path]:
+        """Recover every git lock a killed evolve process may have left behind: the index,
+        HEAD, ORIG_HEAD, packed-refs and any ref under refs/heads/ or refs/evolve/.
+
+        For the next writer to call first thing, under the writer lock (without it, nothing
+        is removed). Returns the locks that were removed.
+        """
+        candidates = [self.git_dir / f"{name}.lock" for name in ("index", "HEAD", "ORIG_HEAD")]
+        candidates.append(self.common_dir / "packed-refs.lock")
+        for folder in ("refs/heads", "refs/evolve"):
+            candidates += sorted((self.common_dir / folder).rglob("*.lock"))
+        removed = []
+        for lock in candidates:
+            if lock.exists() and self.recover_stale_lock(lock) and not lock.exists():
+                removed.append(lock)
+        return removed
 
     def _recover_locks(self, *names: str) -> None:
         """Recover the stale ones among the named locks (relative to the git dirs)."""

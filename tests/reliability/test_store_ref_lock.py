@@ -107,20 +107,48 @@ def test_old_leftover_branch_lock_is_removed_at_once(workspace: Workspace, run_g
     assert run_git(ws.root, "status", "--porcelain") == ""
 
 
-def test_a_lock_a_live_git_releases_quickly_is_waited_for_not_removed(
-    workspace: Workspace,
-) -> None:
+def test_a_lock_of_a_live_git_in_the_repository_is_not_removed(workspace: Workspace) -> None:
+    ws = workspace
+    lock = ws.store.git_dir / "index.lock"
+    lock.write_text("", encoding="utf-8")
+    _age(lock)
+    # A git command the user runs by hand in the workspace (not a child of this process).
+    user_git = subprocess.Popen(["sh", "-c", "sleep 4 | git cat-file --batch"], cwd=ws.root)
+    try:
+        time.sleep(0.3)
+        with ws.lock("evolve train"):
+            start = time.monotonic()
+            assert ws.store.recover_stale_lock(lock) is False
+            assert 0.9 <= time.monotonic() - start < 3.0  # waited for it, then gave up
+            assert lock.exists()
+            rel = _edit(ws, "blocked\n")
+            with pytest.raises(EvolveError):
+                ws.store.commit([rel], "blocked by the user's git")
+    finally:
+        user_git.wait()
+    with ws.lock("evolve train"):  # that git is gone: the leftover goes at once
+        start = time.monotonic()
+        assert ws.store.recover_stale_lock(lock) is True
+        assert time.monotonic() - start < 0.9
+    assert not lock.exists()
+
+
+def test_a_lock_a_live_git_releases_is_waited_for(workspace: Workspace) -> None:
     ws = workspace
     lock = ws.store.git_dir / "refs" / "heads" / "main.lock"
     lock.write_text("", encoding="utf-8")
-    with ws.lock("evolve train"):
-        # A concurrent git finishing with its lock within the grace period: the store waits
-        # and then finds the lock gone (nothing of git's is removed while it works).
-        timer = subprocess.Popen(
-            [sys.executable, "-c", f"import time, os; time.sleep(0.3); os.unlink({str(lock)!r})"]
-        )
-        assert ws.store.recover_stale_lock(lock) is True
-        timer.wait()
+    user_git = subprocess.Popen(["sh", "-c", "sleep 4 | git cat-file --batch"], cwd=ws.root)
+    remover = subprocess.Popen(
+        [sys.executable, "-c", f"import time, os; time.sleep(0.5); os.unlink({str(lock)!r})"]
+    )
+    try:
+        time.sleep(0.2)
+        with ws.lock("evolve train"):
+            assert ws.store.recover_stale_lock(lock) is True  # gone by itself, not by us
+    finally:
+        remover.wait()
+        user_git.wait()
+    assert remover.returncode == 0  # it was still there for its owner to remove
 
 
 def test_leftover_index_lock_is_recovered(workspace: Workspace, run_git: RunGit) -> None:

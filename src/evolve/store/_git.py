@@ -198,6 +198,31 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
+def _git_running_in(root: Path, git_dir: Path) -> bool | None:
+    """Whether a git process other than this process's children works in this repository
+    (its current folder inside `root` or `git_dir`); None when processes cannot be listed."""
+    proc = Path("/proc")
+    if not (proc / "self").is_dir():
+        return None
+    me = os.getpid()
+    inside = (str(root), str(git_dir))
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if not (entry / "comm").read_text(encoding="utf-8").startswith("git"):
+                continue
+            stat = (entry / "stat").read_text(encoding="utf-8")
+            if int(stat.rpartition(")")[2].split()[1]) == me:
+                continue  # our own cat-file reader, or GitPython's
+            cwd = os.readlink(entry / "cwd")
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile, or not ours to inspect
+        if any(cwd == p or cwd.startswith(p + "/") for p in inside):
+            return True
+    return False
+
+
 class GitStore:
     """A git repository holding a workspace; the only code that makes commits."""
 
@@ -561,30 +586,32 @@ class GitStore:
         """Remove `lock` (a git `.lock` file) if a killed process left it; True if it is gone.
 
         Evolve creates ref and index locks only while it holds the workspace's writer lock,
-        so one found while this process holds that lock is either a git command the user runs
-        by hand (gone within milliseconds) or a leftover of a killed evolve process. A lock
-        untouched for `STALE_LOCK_SECONDS` is the latter, and is removed with a warning.
-        Without the writer lock nothing is removed.
+        so one found while this process holds that lock belongs either to a git command the
+        user runs by hand or to a killed evolve process. While a git process (not one of
+        ours) runs in this repository, its lock is respected: waited for up to
+        `STALE_LOCK_SECONDS`, never removed. With none running, the lock is a leftover and is
+        removed with a warning. Where processes cannot be listed (no /proc), a lock untouched
+        for `STALE_LOCK_SECONDS` counts as a leftover. Without the writer lock nothing is
+        removed.
         """
         from evolve.workspace._lock import writer_lock_held
 
-        try:
-            first = lock.stat()
-        except FileNotFoundError:
+        if not lock.exists():
             return True
         if not writer_lock_held(self.git_dir):
             return False
+        start = time.monotonic()
         while True:
-            age = time.time() - first.st_mtime
-            if age >= STALE_LOCK_SECONDS:
-                break
-            time.sleep(min(0.05, STALE_LOCK_SECONDS - age))
             try:
-                now = lock.stat()
+                mtime = lock.stat().st_mtime
             except FileNotFoundError:
                 return True  # a live git finished with it
-            if (now.st_ino, now.st_mtime_ns) != (first.st_ino, first.st_mtime_ns):
-                first = now  # a new lock: someone is working; give it its own time
+            busy = _git_running_in(self.root.resolve(), self.git_dir.resolve())
+            if busy is False or (busy is None and time.time() - mtime >= STALE_LOCK_SECONDS):
+                break
+            if time.monotonic() - start >= (STALE_LOCK_SECONDS if busy else 5.0):
+                return False
+            time.sleep(0.05)
         try:
             lock.unlink()
         except FileNotFoundError:
@@ -676,6 +703,8 @@ class GitStore:
         tree = self._write_tree(base_tree, changes) or self._store(b"tree", b"")
         if parent is not None and not allow_empty and tree == base_tree:
             return None
+        if paths:
+            self._check_index_free()
         if self.uses_git_commit():
             return self._git_commit(paths, message, tree)
         name, email = self._author()
@@ -691,8 +720,7 @@ class GitStore:
         self._trees[sha] = tree
         if paths:
             # One index write, so that `git status` agrees with the new HEAD.
-            self._recover_locks("index")
-            self._git.update_index("--add", "--remove", "--", *paths)
+            self._sync_index(paths, sha)
         return sha
 
     def _git_commit(self, paths: Sequence[str], message: str, tree: str) -> str:
@@ -737,9 +765,30 @@ class GitStore:
         if sha is None:  # pragma: no cover - git said it committed
             raise EvolveError("git commit made no commit; rerun the command.")
         if paths:
-            self._recover_locks("index")
-            self._git.update_index("--add", "--remove", "--", *paths)
+            self._sync_index(paths, sha)
         return sha
+
+    def _check_index_free(self) -> None:
+        """Refuse before committing when a live git holds the index (the commit's index
+        update would fail after the branch moved)."""
+        lock = self.git_dir / "index.lock"
+        if lock.exists() and not self.recover_stale_lock(lock):
+            raise EvolveError(
+                f"{lock} exists: another git process is using the index; retry when it is "
+                "done, or delete that file if no git or evolve process is running."
+            )
+
+    def _sync_index(self, paths: Sequence[str], sha: str) -> None:
+        """Update the index for the committed `paths`, so `git status` agrees with HEAD."""
+        try:
+            self._git.update_index("--add", "--remove", "--", *paths)
+        except git.GitCommandError as exc:
+            named = " ".join(paths[:3]) + (" ..." if len(paths) > 3 else "")
+            raise EvolveError(
+                f"commit {sha[:10]} was made, but git could not update the index "
+                f"({_last_line(str(exc.stderr))}); run `git reset -q -- {named}` to bring it "
+                "in line."
+            ) from None
 
     # Objects are written from Python (zlib + the repository's hash, no process) and trees are
     # rebuilt only along the changed paths, so a commit costs one git process (the index

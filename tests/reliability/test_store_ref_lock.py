@@ -200,12 +200,14 @@ def test_the_next_writer_recovers_every_leftover_lock_at_once(
     for lock in leftovers:
         lock.write_text("", encoding="utf-8")
         _age(lock)
+    temp_index = git_dir / "evolve-index-99999"  # of a git-commit-path commit cut short
+    temp_index.write_bytes(b"DIRC")
     assert ws.store.recover_stale_locks() == []  # not under the writer lock: nothing removed
     assert all(lock.exists() for lock in leftovers)
     with ws.lock("evolve evolve"):
         removed = ws.store.recover_stale_locks()
-    assert sorted(removed) == sorted(leftovers)
-    assert not any(lock.exists() for lock in leftovers)
+    assert sorted(removed) == sorted([*leftovers, temp_index])
+    assert not any(lock.exists() for lock in [*leftovers, temp_index])
     run_git(ws.root, "update-ref", "refs/heads/main", "HEAD")  # git itself can write again
     assert run_git(ws.root, "status", "--porcelain") == ""
 

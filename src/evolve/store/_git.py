@@ -628,8 +628,10 @@ class GitStore:
         HEAD, ORIG_HEAD, packed-refs and any ref under refs/heads/ or refs/evolve/.
 
         For the next writer to call first thing, under the writer lock (without it, nothing
-        is removed). Returns the locks that were removed.
+        is removed). Returns the locks (and temporary index files) that were removed.
         """
+        from evolve.workspace._lock import writer_lock_held
+
         candidates = [self.git_dir / f"{name}.lock" for name in ("index", "HEAD", "ORIG_HEAD")]
         candidates.append(self.common_dir / "packed-refs.lock")
         for folder in ("refs/heads", "refs/evolve"):
@@ -638,6 +640,11 @@ class GitStore:
         for lock in candidates:
             if lock.exists() and self.recover_stale_lock(lock) and not lock.exists():
                 removed.append(lock)
+        if writer_lock_held(self.git_dir):
+            # Temporary indexes of git-commit-path commits that a kill interrupted.
+            for temp in self.git_dir.glob("evolve-index-*"):
+                temp.unlink(missing_ok=True)
+                removed.append(temp)
         return removed
 
     def _recover_locks(self, *names: str) -> None:

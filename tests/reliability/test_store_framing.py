@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import run_cli
 from evolve.history import history, revert, show_unit
@@ -184,3 +186,33 @@ def test_log_patches_cannot_be_forged_by_file_content(tmp_path: Path) -> None:
     assert [info.subject for info, _ in pairs] == ["two", "one"]
     assert "+x\x1ey\x1dz\x1f" in pairs[0][1]
     assert "-\x00\x1e0\x00\x1d\x1f" in pairs[0][1]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    content=st.text(max_size=200),
+    subject=st.text(min_size=1, max_size=60).filter(lambda s: s.split() != []),
+    body=st.text(max_size=200),
+    value=st.text(max_size=60),
+)
+def test_any_text_in_files_and_messages_parses_back(
+    tmp_path_factory: pytest.TempPathFactory, content: str, subject: str, body: str, value: str
+) -> None:
+    root = tmp_path_factory.mktemp("fuzz")
+    store = GitStore.init(root)
+    (root / "u.md").write_text("base\n", encoding="utf-8")
+    base = store.commit(["u.md"], "base")
+    (root / "u.md").write_bytes(content.encode("utf-8", "surrogatepass") + b"\n")
+    sha = store.commit(
+        ["u.md"], subject, body=body, trailers={"Evolve-Task": value, "Evolve-Kind": "k"}
+    )
+    infos = list(store.log())
+    assert [i.sha for i in infos] == ([sha, base] if sha else [base])
+    if sha:
+        assert infos[0].trailers["Evolve-Kind"] == "k"
+        assert infos[0].parents == (base,)
+        pairs = store.log_patches(["u.md"])
+        assert [i.sha for i, _ in pairs] == [sha, base]
+    store.close()

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -27,9 +26,6 @@ _HOLDER = textwrap.dedent(
     from evolve.errors import LockHeld
     from evolve.workspace import WriterLock
     lock = WriterLock(Path(sys.argv[1]), sys.argv[2])
-    start = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
-    while time.time() < start:
-        time.sleep(0.001)
     try:
         lock.acquire()
     except LockHeld:
@@ -43,11 +39,9 @@ _HOLDER = textwrap.dedent(
 )
 
 
-def _holder(
-    path: Path, command: str, hold: float = 600.0, start: float = 0.0
-) -> subprocess.Popen[str]:
+def _holder(path: Path, command: str, hold: float = 600.0) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, str(path), command, str(hold), str(start)],
+        [sys.executable, "-c", _HOLDER, str(path), command, str(hold)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -182,22 +176,55 @@ def test_sigkilled_holder_frees_the_lock_at_once(tmp_path: Path) -> None:
         assert holder is not None and holder["pid"] == os.getpid()
 
 
+_CONTENDER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from evolve.errors import LockHeld
+    from evolve.workspace import WriterLock
+    lock = WriterLock(Path(sys.argv[1]), sys.argv[2])
+    go, release = Path(sys.argv[3]), Path(sys.argv[4])
+    print("ready", flush=True)
+    while not go.exists():
+        time.sleep(0.0005)
+    try:
+        lock.acquire()
+    except LockHeld:
+        print("refused", flush=True)
+        sys.exit(0)
+    print("won", flush=True)
+    while not release.exists():
+        time.sleep(0.005)
+    lock.release()
+    print("released", flush=True)
+    """
+)
+
+
 def test_concurrent_takeovers_of_a_dead_holders_lock_have_one_winner(tmp_path: Path) -> None:
     path = tmp_path / "w.lock"
     dead = _holder(path, "evolve crashed")
     _wait_won(dead)
     os.kill(dead.pid, signal.SIGKILL)
     dead.wait()
-    start = time.time() + 1.5  # all of them try in the same few milliseconds
-    procs = [_holder(path, f"contender {n}", hold=2.0, start=start) for n in range(6)]
-    outcomes = []
+    go, release = tmp_path / "go", tmp_path / "release"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CONTENDER, str(path), f"contender {n}", str(go), str(release)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(6)
+    ]
     for proc in procs:
-        out, _ = proc.communicate(timeout=60)
-        outcomes.append(out.split())
-    winners = [o for o in outcomes if o[:1] == ["won"]]
-    assert len(winners) == 1, outcomes
-    assert winners[0] == ["won", "released"]
-    assert sorted(o for o in outcomes if o != winners[0]) == [["refused"]] * 5
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    go.touch()  # all of them try within the same few milliseconds
+    first = [proc.stdout.readline().strip() for proc in procs if proc.stdout is not None]
+    assert sorted(first) == ["refused"] * 5 + ["won"], first
+    release.touch()  # the winner lets go only after every other one has tried
+    for proc in procs:
+        proc.communicate(timeout=60)
+        assert proc.returncode == 0
 
 
 def test_workspace_lock_lives_under_git_dir(workspace: Workspace) -> None:

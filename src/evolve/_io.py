@@ -26,6 +26,20 @@ def sha256_hex(data: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+# File names are at most 255 bytes on common file systems; mkstemp adds 8 random characters
+# and we add ".tmp", so the name part of a temporary file's prefix keeps this many bytes.
+_NAME_BYTES = 255 - len(".") - len(".") - 8 - len(".tmp")
+
+
+def temp_prefix(name: str) -> str:
+    """The prefix of a temporary file next to a file called `name` (".<name>."), with the
+    name cut so that the whole temporary name fits in 255 bytes, at a character boundary."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if len(raw) > _NAME_BYTES:
+        name = raw[:_NAME_BYTES].decode("utf-8", "ignore")
+    return f".{name}."
+
+
 def atomic_write(path: Path, data: str | bytes, *, fsync: bool = False) -> None:
     """Write `data` to `path` so that readers see the old file or the new one, never a part.
 
@@ -34,7 +48,7 @@ def atomic_write(path: Path, data: str | bytes, *, fsync: bool = False) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(raw)

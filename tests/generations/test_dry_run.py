@@ -29,9 +29,11 @@ from evolve.workspace import CONFIG_NAME, Workspace
 RunGit = Callable[..., str]
 
 # Inside .git, a dry run may touch these timestamps (never their bytes): the writer lock is
-# created and removed in .git/ itself, and `git status` (the dirty-tree check) rewrites the
-# index with the same content.
+# created in .git/ itself, and `git status` (the dirty-tree check) rewrites the index with the
+# same content.
 MTIME_ONLY = {".git", ".git/index"}
+# The writer lock's flock file stays after release (it names no one then); it is no change.
+LOCK_FILE = ".git/evolve-writer.lock"
 REASONS = re.compile(
     r"accepted: dev gain |score did not improve|workspace tests failed|the generation changed "
     r"nothing|prompt size |tokens per episode |protected files changed"
@@ -53,6 +55,9 @@ def _files(root: Path) -> dict[str, tuple[str, int]]:
     for folder, dirs, files in os.walk(root):
         for name in dirs + files:
             path = Path(folder) / name
+            if path.relative_to(root).as_posix() == LOCK_FILE:
+                assert path.read_bytes() == b"", "a released writer lock names no one"
+                continue
             info = path.lstat()
             if stat.S_ISLNK(info.st_mode):
                 what = "link:" + os.readlink(path)
@@ -69,7 +74,8 @@ def _mtimes(root: Path) -> dict[str, int]:
     for folder, dirs, files in os.walk(root):
         for name in dirs + files:
             path = Path(folder) / name
-            out[path.relative_to(root).as_posix()] = path.lstat().st_mtime_ns
+            if path.relative_to(root).as_posix() != LOCK_FILE:
+                out[path.relative_to(root).as_posix()] = path.lstat().st_mtime_ns
     return out
 
 

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import socket
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from evolve.generations import RECORDS_REF, GenerationRecord, evolve, load_recor
 from evolve.generations._loop import _Models
 from evolve.llm import Message, MockLLM
 from evolve.sim import SimLLM, proposals_from_complaint
-from evolve.workspace import CONFIG_NAME, PARAMETERS_FILE, Workspace, init_workspace
+from evolve.workspace import CONFIG_NAME, PARAMETERS_FILE, Workspace, WriterLock, init_workspace
 
 RunGit = Callable[..., str]
 
@@ -420,13 +419,8 @@ def test_another_writer_holding_the_lock_is_refused_naming_it(
     ws: Workspace, run_git: RunGit
 ) -> None:
     lock = ws.store.git_dir / "evolve-writer.lock"
-    holder = {
-        "pid": os.getppid(),  # alive, and not us
-        "host": socket.gethostname(),
-        "command": "evolve train --episodes 50",
-        "since": "2026-01-01T00:00:00+00:00",
-    }
-    lock.write_text(json.dumps(holder), encoding="utf-8")
+    held = WriterLock(lock, "evolve train --episodes 50").acquire()  # a second holder's flock
+    holder = json.loads(lock.read_text(encoding="utf-8"))
     base = _head(ws.root, run_git)
     reflector = _generic()
 
@@ -434,8 +428,9 @@ def test_another_writer_holding_the_lock_is_refused_naming_it(
         evolve(ws, generations=1, models=_models(ws, reflector))
 
     assert "`evolve train --episodes 50`" in str(info.value)
-    assert f"pid {os.getppid()}" in str(info.value)
+    assert f"pid {os.getpid()}" in str(info.value)
     assert json.loads(lock.read_text(encoding="utf-8")) == holder  # not taken over
+    held.release()
     assert reflector.calls == [] and _head(ws.root, run_git) == base
 
 

@@ -14,10 +14,12 @@ from evolve.store import (
     PERSONA,
     RECIPE,
     TASK,
+    clean_text,
     format_message,
     format_ops,
     parse_ops,
     parse_trailers,
+    split_message,
 )
 
 
@@ -124,3 +126,62 @@ def test_trailer_round_trip_property(trailers: dict[str, str]) -> None:
     message = format_message("subject", trailers=trailers)
     parsed = parse_trailers(message.split("\n\n", 1)[1] if "\n\n" in message else "")
     assert parsed == {k: " ".join(v.split()) for k, v in trailers.items()}
+
+
+# --- reading a raw message -------------------------------------------------------------
+
+
+def test_split_message_reads_subject_body_and_trailers() -> None:
+    message = format_message(
+        "learn: x", "Complaint:\n  said y\n\nMore: not a trailer here", {"Evolve-Kind": "train"}
+    )
+    subject, body, trailers = split_message(message)
+    assert subject == "learn: x"
+    assert body == "Complaint:\n  said y\n\nMore: not a trailer here"
+    assert trailers == {"Evolve-Kind": "train"}
+
+
+def test_split_message_without_body_or_trailers() -> None:
+    assert split_message("only a subject\n") == ("only a subject", "", {})
+    assert split_message("s\n\nEvolve-Kind: x\n") == ("s", "", {"Evolve-Kind": "x"})
+    assert split_message("s\n\njust a body\n") == ("s", "just a body", {})
+    assert split_message("two-line\nsubject\n\nb\n") == ("two-line subject", "b", {})
+
+
+def test_split_message_unfolds_continuations_and_tolerates_a_hook_line() -> None:
+    folded = "s\n\nEvolve-Task: a\n  b\nEvolve-Kind: k\n"
+    assert split_message(folded)[2] == {"Evolve-Task": "a b", "Evolve-Kind": "k"}
+    hooked = "s\n\nEvolve-Kind: k\nEvolve-Task: t\nchecked by a hook\n"
+    assert split_message(hooked)[2] == {"Evolve-Kind": "k", "Evolve-Task": "t"}
+    # a plain last paragraph with one colon line is a body, not trailers
+    prose = "s\n\nNote: this is prose\nand more prose\nand even more\nand more\n"
+    assert split_message(prose)[2] == {}
+
+
+def test_split_message_is_not_fooled_by_separator_characters() -> None:
+    subject, body, trailers = split_message("a\x1fb\x1ec\n\nx\x1fy\n\nEvolve-Kind: k\x1fz\n")
+    assert (subject, body, trailers) == ("a\x1fb\x1ec", "x\x1fy", {"Evolve-Kind": "k\x1fz"})
+
+
+def test_format_message_escapes_control_characters_and_lone_surrogates() -> None:
+    message = format_message("s\x1bx", "b\x1fo\x00d\ud800y\u2028z\tok", {"Evolve-Task": "t\x07"})
+    assert "\\x1f" in message and "\\x00" in message and "\\ud800" in message
+    assert "\\u2028" in message and "\\x07" in message and "\\x1b" in message
+    assert "\tok" in message  # tab and newline stay
+    assert all(c.isprintable() or c in "\n\t" for c in message)
+    message.encode("utf-8")  # no lone surrogate left to fail the encoding
+    assert clean_text("plain text\n") == "plain text\n"
+
+
+@given(
+    subject=st.text(min_size=1).filter(lambda s: s.split() != []),
+    body=st.text(),
+    value=st.text(),
+)
+def test_any_text_round_trips_through_a_message(subject: str, body: str, value: str) -> None:
+    message = format_message(subject, body, {"Evolve-Task": value, "Evolve-Kind": "k"})
+    got_subject, _, trailers = split_message(message)
+    assert got_subject == " ".join(clean_text(subject).split())
+    assert trailers["Evolve-Kind"] == "k"
+    flat = " ".join(clean_text(value).split())
+    assert trailers.get("Evolve-Task", "") == flat

@@ -20,7 +20,7 @@ from evolve.episode import run_episode
 from evolve.memory import dump_unit, parse_unit
 from evolve.store import GitStore
 from evolve.train import last_episode, train
-from evolve.workspace import Workspace, init_workspace
+from evolve.workspace import Workspace, WriterLock, init_workspace
 
 RunGit = Callable[..., str]
 STREAM = "alex/ace/0/instance"
@@ -62,7 +62,7 @@ def _assert_sound(ws: Workspace, run_git: RunGit) -> None:
     assert run_git(ws.root, "status", "--porcelain", "--untracked-files=all") == ""
     assert _memory_matches_head(ws) == []
     assert not journal_path(ws.store).exists()
-    assert not (ws.store.git_dir / LOCK).exists()
+    WriterLock(ws.store.git_dir / LOCK, "probe").acquire().release()  # the lock is free
     for path in (ws.root / "memory").rglob("*.md"):
         rel = path.relative_to(ws.root).as_posix()
         assert dump_unit(parse_unit(rel, path.read_text("utf-8"))) == path.read_text("utf-8")

@@ -1,37 +1,55 @@
-"""The writer lock: one writer at a time, a clear message, stale locks taken over."""
+"""The writer lock: one writer at a time, a refusal naming the holder, released by the kernel."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from evolve.errors import EvolveError, LockHeld
 from evolve.workspace import Workspace, WriterLock
+from evolve.workspace._lock import writer_lock_held
+
+# A process that takes the lock, says so on stdout, then holds it until killed (or for argv[3]
+# seconds, then releases it and prints "released").
+_HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from evolve.errors import LockHeld
+    from evolve.workspace import WriterLock
+    lock = WriterLock(Path(sys.argv[1]), sys.argv[2])
+    try:
+        lock.acquire()
+    except LockHeld:
+        print("refused", flush=True)
+        sys.exit(0)
+    print("won", flush=True)
+    time.sleep(float(sys.argv[3]))
+    lock.release()
+    print("released", flush=True)
+    """
+)
 
 
-def _write_lock(
-    path: Path, *, pid: int, host: str | None = None, command: str = "evolve x"
-) -> None:
-    info = {
-        "pid": pid,
-        "host": host if host is not None else socket.gethostname(),
-        "command": command,
-        "since": "2024-01-01T00:00:00+00:00",
-    }
-    path.write_text(json.dumps(info), encoding="utf-8")
+def _holder(path: Path, command: str, hold: float = 600.0) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(path), command, str(hold)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
-def _dead_pid() -> int:
-    """The pid of a child process that has exited and been reaped."""
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
+def _wait_won(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "won"
 
 
 def test_acquire_writes_holder_info(tmp_path: Path) -> None:
@@ -66,7 +84,8 @@ def test_release_frees_the_lock_for_the_next_writer(tmp_path: Path) -> None:
     path = tmp_path / "w.lock"
     first = WriterLock(path, "a").acquire()
     first.release()
-    assert not path.exists()
+    assert path.exists()  # never unlinked: unlinking a flock file would let two writers in
+    assert WriterLock(path, "probe").holder() is None  # a released lock names no one
     second = WriterLock(path, "b").acquire()
     assert json.loads(path.read_text(encoding="utf-8"))["command"] == "b"
     second.release()
@@ -76,68 +95,136 @@ def test_release_twice_is_harmless(tmp_path: Path) -> None:
     lock = WriterLock(tmp_path / "w.lock", "a").acquire()
     lock.release()
     lock.release()
-    assert not (tmp_path / "w.lock").exists()
+    WriterLock(tmp_path / "w.lock", "b").acquire().release()
 
 
-def test_release_of_a_lock_never_taken_leaves_the_holders_file(tmp_path: Path) -> None:
+def test_release_of_a_lock_never_taken_leaves_the_holders_lock(tmp_path: Path) -> None:
     path = tmp_path / "w.lock"
     holder = WriterLock(path, "holder").acquire()
     loser = WriterLock(path, "loser")
     with pytest.raises(LockHeld):
         loser.acquire()
     loser.release()
-    assert path.exists()
     assert json.loads(path.read_text(encoding="utf-8"))["command"] == "holder"
+    with pytest.raises(LockHeld):
+        WriterLock(path, "third").acquire()
     holder.release()
 
 
 def test_context_manager_releases_on_exit_and_on_error(tmp_path: Path) -> None:
     path = tmp_path / "w.lock"
     with WriterLock(path, "a") as lock:
-        assert path.exists()
         assert lock.holder() is not None
-    assert not path.exists()
+        assert writer_lock_held(tmp_path.parent / tmp_path.name) is False  # named LOCK_NAME only
+    WriterLock(path, "b").acquire().release()
     with pytest.raises(RuntimeError), WriterLock(path, "a"):
-        assert path.exists()
         raise RuntimeError("boom")
-    assert not path.exists()
+    WriterLock(path, "b").acquire().release()
 
 
-def test_stale_lock_of_a_dead_pid_on_this_host_is_taken_over(tmp_path: Path) -> None:
+def test_writer_lock_held_tells_code_under_the_lock(workspace: Workspace) -> None:
+    git_dir = workspace.store.git_dir
+    assert not writer_lock_held(git_dir)
+    with workspace.lock("evolve train"):
+        assert writer_lock_held(git_dir)
+    assert not writer_lock_held(git_dir)
+
+
+def test_a_lock_file_naming_a_dead_process_is_no_lock(tmp_path: Path) -> None:
+    # What an older evolve (or a crash) leaves behind: a file naming someone, with no flock.
     path = tmp_path / "w.lock"
-    _write_lock(path, pid=_dead_pid(), command="evolve crashed")
+    path.write_text(json.dumps({"pid": 1, "command": "evolve crashed"}), encoding="utf-8")
     with WriterLock(path, "evolve train") as lock:
         holder = lock.holder()
-        assert holder is not None
-        assert holder["pid"] == os.getpid()
+        assert holder is not None and holder["pid"] == os.getpid()
         assert holder["command"] == "evolve train"
-    assert not path.exists()
 
 
-@pytest.mark.parametrize("pid", [1, os.getppid()])
-def test_lock_of_a_live_foreign_pid_is_respected(tmp_path: Path, pid: int) -> None:
+def test_unreadable_lock_content_is_overwritten_by_the_next_holder(tmp_path: Path) -> None:
     path = tmp_path / "w.lock"
-    _write_lock(path, pid=pid, command="evolve evolve")
-    with pytest.raises(LockHeld, match=rf"`evolve evolve` \(pid {pid} "):
-        WriterLock(path, "evolve train").acquire()
-    assert json.loads(path.read_text(encoding="utf-8"))["pid"] == pid
+    path.write_text("not json, and longer than the holder's info " * 10, encoding="utf-8")
+    with WriterLock(path, "evolve train"):
+        assert json.loads(path.read_text(encoding="utf-8"))["command"] == "evolve train"
 
 
-def test_lock_of_a_dead_pid_on_another_host_is_respected(tmp_path: Path) -> None:
+def test_another_process_holding_it_is_refused_by_name(tmp_path: Path) -> None:
     path = tmp_path / "w.lock"
-    _write_lock(path, pid=_dead_pid(), host=socket.gethostname() + "-elsewhere")
-    with pytest.raises(LockHeld, match="elsewhere"):
-        WriterLock(path, "evolve train").acquire()
-    assert path.exists()
+    proc = _holder(path, "evolve train --episodes 50")
+    try:
+        _wait_won(proc)
+        with pytest.raises(LockHeld) as info:
+            WriterLock(path, "evolve evolve").acquire()
+        message = str(info.value)
+        assert "`evolve train --episodes 50`" in message
+        assert f"pid {proc.pid} " in message
+    finally:
+        proc.kill()
+        proc.wait()
 
 
-def test_unreadable_lock_file_is_respected(tmp_path: Path) -> None:
+def test_sigkilled_holder_frees_the_lock_at_once(tmp_path: Path) -> None:
     path = tmp_path / "w.lock"
-    path.write_text("not json", encoding="utf-8")
-    with pytest.raises(LockHeld) as info:
-        WriterLock(path, "evolve train").acquire()
-    assert str(path) in str(info.value)
-    assert path.read_text(encoding="utf-8") == "not json"
+    proc = _holder(path, "evolve train")
+    _wait_won(proc)
+    with pytest.raises(LockHeld):
+        WriterLock(path, "evolve evolve").acquire()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert f'"pid": {proc.pid}' in path.read_text(encoding="utf-8")  # the file still names it
+    with WriterLock(path, "evolve evolve") as lock:  # no waiting, no pid guessing
+        holder = lock.holder()
+        assert holder is not None and holder["pid"] == os.getpid()
+
+
+_CONTENDER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from evolve.errors import LockHeld
+    from evolve.workspace import WriterLock
+    lock = WriterLock(Path(sys.argv[1]), sys.argv[2])
+    go, release = Path(sys.argv[3]), Path(sys.argv[4])
+    print("ready", flush=True)
+    while not go.exists():
+        time.sleep(0.0005)
+    try:
+        lock.acquire()
+    except LockHeld:
+        print("refused", flush=True)
+        sys.exit(0)
+    print("won", flush=True)
+    while not release.exists():
+        time.sleep(0.005)
+    lock.release()
+    print("released", flush=True)
+    """
+)
+
+
+def test_concurrent_takeovers_of_a_dead_holders_lock_have_one_winner(tmp_path: Path) -> None:
+    path = tmp_path / "w.lock"
+    dead = _holder(path, "evolve crashed")
+    _wait_won(dead)
+    os.kill(dead.pid, signal.SIGKILL)
+    dead.wait()
+    go, release = tmp_path / "go", tmp_path / "release"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CONTENDER, str(path), f"contender {n}", str(go), str(release)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(6)
+    ]
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    go.touch()  # all of them try within the same few milliseconds
+    first = [proc.stdout.readline().strip() for proc in procs if proc.stdout is not None]
+    assert sorted(first) == ["refused"] * 5 + ["won"], first
+    release.touch()  # the winner lets go only after every other one has tried
+    for proc in procs:
+        proc.communicate(timeout=60)
+        assert proc.returncode == 0
 
 
 def test_workspace_lock_lives_under_git_dir(workspace: Workspace) -> None:
@@ -148,4 +235,4 @@ def test_workspace_lock_lives_under_git_dir(workspace: Workspace) -> None:
             workspace.lock("evolve evolve").acquire()
         # the lock file is inside .git/, so it never makes the tree dirty
         assert workspace.store.dirty_paths() == []
-    assert not lock.path.exists()
+    workspace.lock("evolve evolve").acquire().release()

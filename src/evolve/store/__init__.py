@@ -9,10 +9,12 @@ from evolve.store._trailers import (
     PERSONA,
     RECIPE,
     TASK,
+    clean_text,
     format_message,
     format_ops,
     parse_ops,
     parse_trailers,
+    split_message,
 )
 
 __all__ = [
@@ -25,8 +27,10 @@ __all__ = [
     "TASK",
     "CommitInfo",
     "GitStore",
+    "clean_text",
     "format_message",
     "format_ops",
     "parse_ops",
     "parse_trailers",
+    "split_message",
 ]

@@ -1,9 +1,17 @@
-"""The writer lock: one writer per workspace, and a second one fails at once naming the first."""
+"""The writer lock: one writer per workspace, and a second one fails at once naming the first.
+
+The lock is `fcntl.flock` on a file under `.git/` that is never deleted. The kernel releases
+a flock when its holder exits however it exits (SIGKILL included), so there is no stale lock
+to take over and no takeover race: of two processes that try at once, exactly one gets it.
+The file's content says who holds it (pid, host, command, since), so that a refusal can name
+the holder; it is only a label, the flock is the lock.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import socket
@@ -15,92 +23,92 @@ from evolve.errors import LockHeld
 
 LOCK_NAME = "evolve-writer.lock"
 
+# Lock files this process holds (resolved paths), so that code running under the lock can ask.
+_HELD: set[Path] = set()
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+
+def writer_lock_held(git_dir: Path) -> bool:
+    """Whether this process holds the writer lock of the repository at `git_dir`."""
+    return (git_dir / LOCK_NAME).resolve() in _HELD
 
 
 class WriterLock:
-    """An exclusive lock file under `.git/`, holding who took it and when.
-
-    A lock left by a process that no longer exists on this host is taken over, since a crash
-    must not need a person to clean up.
-    """
+    """An exclusive `flock` on a file under `.git/`, whose content names who took it and when."""
 
     def __init__(self, path: Path, command: str) -> None:
         self.path = path
         self.command = command
-        self._held = False
+        self._fd = -1
+
+    @property
+    def _held(self) -> bool:
+        return self._fd >= 0
 
     def holder(self) -> dict[str, object] | None:
+        """Who the lock file says holds the lock (None when it names no one).
+
+        Only the holder writes the file, and a release empties it; after a crash it still
+        names the dead holder until the next writer takes the lock.
+        """
         try:
-            return dict(json.loads(self.path.read_text(encoding="utf-8")))
-        except (FileNotFoundError, ValueError):
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError, UnicodeDecodeError):
             return None
+        return dict(data) if isinstance(data, dict) else None
 
     def acquire(self) -> WriterLock:
+        if self._held:
+            return self
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise LockHeld(f"cannot open the lock file {self.path}: {exc.strerror}.") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise LockHeld(self._held_message(self.holder())) from None
+            raise LockHeld(  # pragma: no cover - file systems without flock
+                f"cannot lock {self.path}: {exc.strerror}."
+            ) from exc
         info = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "command": self.command,
             "since": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = self.holder()
-                if holder is not None and self._stale(holder):
-                    with contextlib.suppress(FileNotFoundError):
-                        self.path.unlink()
-                    continue
-                raise LockHeld(self._held_message(holder)) from None
-            except OSError as exc:  # pragma: no cover - unusual file systems
-                if exc.errno == errno.EROFS:
-                    raise LockHeld(
-                        f"cannot lock {self.path}: the file system is read-only."
-                    ) from exc
-                raise
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(info, handle)
-            self._held = True
-            return self
-        holder = self.holder()
-        raise LockHeld(self._held_message(holder))
-
-    @staticmethod
-    def _stale(holder: dict[str, object]) -> bool:
-        pid = holder.get("pid")
-        return (
-            holder.get("host") == socket.gethostname()
-            and isinstance(pid, int)
-            and pid != os.getpid()
-            and not _pid_alive(pid)
-        )
+        raw = json.dumps(info).encode("utf-8")
+        # Overwrite in place, then cut: a reader never sees an empty file while we hold it.
+        os.pwrite(fd, raw, 0)
+        os.ftruncate(fd, len(raw))
+        self._fd = fd
+        _HELD.add(self.path.resolve())
+        return self
 
     def _held_message(self, holder: dict[str, object] | None) -> str:
         if holder is None:
             return (
                 f"the workspace is locked by another evolve process ({self.path}); wait for it "
-                "to finish, or delete that file if no evolve process is running."
+                "to finish."
             )
         return (
             f"the workspace is locked by `{holder.get('command')}` (pid {holder.get('pid')} on "
-            f"{holder.get('host')}, since {holder.get('since')}); wait for it to finish, or "
-            f"delete {self.path} if that process is gone."
+            f"{holder.get('host')}, since {holder.get('since')}); wait for it to finish "
+            f"(its lock on {self.path} ends when that process exits)."
         )
 
     def release(self) -> None:
-        if self._held:
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
-            self._held = False
+        if not self._held:
+            return
+        fd, self._fd = self._fd, -1
+        _HELD.discard(self.path.resolve())
+        try:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)  # no longer names us; the file itself stays
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
     def __enter__(self) -> WriterLock:
         return self.acquire()

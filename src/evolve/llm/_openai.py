@@ -284,7 +284,7 @@ def _json_problem(text: str) -> str | None:
         stripped = stripped.removeprefix("json").strip()
     try:
         data = json.loads(stripped)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return f"not valid JSON: {exc.msg} at character {exc.pos}"
     if not isinstance(data, dict):
         return f"a JSON {type(data).__name__}, not an object"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+from evolve.llm import _http
 from evolve.llm._budget import Budget
 from evolve.llm._cache import CachedLLM
 from evolve.llm._cost import PricedLLM, Rate, find_rate
-from evolve.llm._http import RetryPolicy
 from evolve.llm._registry import make_llm
 from evolve.llm._types import LLM
 
@@ -66,7 +66,7 @@ def make_role_llm(
         options = {
             "timeout": m.timeout_s,
             "max_tokens_default": getattr(m.max_tokens, role),
-            "retry": RetryPolicy(max_retry_after=m.max_retry_wait_s),
+            "retry": _http.RetryPolicy(max_retry_after=m.max_retry_wait_s),
             "budget": budget if budget is not None else Budget(m.total_timeout_s),
         }
         if name.strip().startswith("openai/"):

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evolve.errors import ConfigError
 
@@ -56,6 +63,11 @@ class ModelRoles(_Section):
     cache: Literal["off", "read", "write", "replay"] = Field(
         default="off", description="The request cache (outside git); replay needs no model."
     )
+
+    @field_validator("cache", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        return "off" if value is False else value  # YAML 1.1 reads a bare `off` as false
 
 
 class Price(_Section):

@@ -10,7 +10,7 @@ import yaml
 from tests.conftest import GitRunner, one_sentence, run_cli
 
 from evolve.errors import ModelError
-from evolve.llm import _roles, make_role_llm, with_models
+from evolve.llm import _roles, make_llm, make_role_llm, with_models
 from evolve.llm._openai import OpenAIChat
 from evolve.workspace import Workspace
 
@@ -31,7 +31,7 @@ class Recorder:
         return REAL_MAKE_LLM("sim", env=env)
 
 
-REAL_MAKE_LLM = _roles.make_llm
+REAL_MAKE_LLM = make_llm
 
 
 @pytest.fixture

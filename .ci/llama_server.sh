@@ -18,8 +18,8 @@ PYTHON=${EVOLVE_LLAMA_BASE_PYTHON:-python3}
 log() { echo "llama_server.sh: $*" >&2; }
 
 mkdir -p "$WHEELS"
-tag=$("$PYTHON" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
-find_wheel() { ls "$WHEELS"/llama_cpp_python-"$VERSION"-"$tag"-*.whl 2>/dev/null | head -n 1 || true; }
+# The wheel is tagged py3-none-linux_x86_64 (the bindings use ctypes), so any Python 3 fits.
+find_wheel() { ls "$WHEELS"/llama_cpp_python-"$VERSION"-*.whl 2>/dev/null | head -n 1 || true; }
 
 # One build at a time, whoever asks (two CI runs, or a run and a developer).
 exec 9>"$CACHE/.build.lock"
@@ -36,7 +36,7 @@ if [ -z "$wheel" ]; then
   log "built in $(( $(date +%s) - started )) s"
   wheel=$(find_wheel)
 fi
-[ -n "$wheel" ] || { log "no llama-cpp-python $VERSION wheel for $tag in $WHEELS"; exit 1; }
+[ -n "$wheel" ] || { log "no llama-cpp-python $VERSION wheel in $WHEELS"; exit 1; }
 
 ready=$VENV/.evolve-ready
 if [ ! -f "$ready" ] || [ "$(cat "$ready")" != "$(basename "$wheel")" ]; then

@@ -70,7 +70,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     command = [
         python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", "smollm2",
         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
-        "--n_threads", str(min(4, os.cpu_count() or 1)),
+        # One thread: on a small shared machine llama.cpp's spinning threads fight the other
+        # processes for the cores (measured: 18x slower with two threads under load).
+        "--n_threads", "1", "--n_threads_batch", "1",
     ]  # fmt: skip
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 import respx
+from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
 
 from evolve.errors import ModelError
 from evolve.llm._anthropic import AnthropicMessages

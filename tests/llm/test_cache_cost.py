@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.conftest import GitRunner, cli_json, one_sentence, run_cli
+from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
 
+from conftest import GitRunner, cli_json, one_sentence, run_cli
 from evolve.errors import ModelError
 from evolve.llm import (
     CachedLLM,

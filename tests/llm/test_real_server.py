@@ -22,8 +22,9 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from tests.conftest import GitRunner, run_cli
+from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
 
+from conftest import GitRunner, run_cli
 from evolve.llm._structured import ENDPOINTS_FILE, MODES
 from evolve.workspace import Workspace
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.conftest import GitRunner, one_sentence, run_cli
+from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
 
+from conftest import GitRunner, one_sentence, run_cli
 from evolve.errors import ModelError
 from evolve.llm import _roles, make_llm, make_role_llm, with_models
 from evolve.llm._openai import OpenAIChat

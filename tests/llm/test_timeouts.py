@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
 
 from evolve.errors import ModelError
 from evolve.llm._http import RetryPolicy

@@ -1,4 +1,8 @@
-"""Keep every model test's endpoint memory and request cache in its own temporary folder."""
+"""An autouse fixture, imported by the model tests: each test gets its own cache folder.
+
+Endpoint memory (`endpoints.json`) and the request cache live under `$EVOLVE_CACHE_DIR`;
+without this, tests would read and write the user's `~/.cache/evolve`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _private_cache(
+def private_cache(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Path:
     root = tmp_path_factory.mktemp("evolve-cache")

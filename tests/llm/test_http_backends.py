@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 import respx
+from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
 
 from evolve.errors import ModelError
 from evolve.llm._anthropic import AnthropicMessages
@@ -207,18 +208,19 @@ def test_retries_429_honouring_retry_after(
     assert sleeps == [3.0]
 
 
-def test_retry_after_is_capped_by_max_delay(
+def test_retry_after_is_honoured_past_the_backoff_cap_up_to_max_retry_after(
     router: respx.MockRouter, retry: RetryPolicy, sleeps: list[float]
 ) -> None:
     route = router.post(OPENAI_URL)
     route.side_effect = [
+        httpx.Response(429, headers={"Retry-After": "30"}),
         httpx.Response(429, headers={"Retry-After": "600"}),
         httpx.Response(200, json=openai_reply()),
     ]
 
     OpenAIChat("gpt-4o-mini", api_key=KEY, retry=retry).complete(CHAT)
 
-    assert sleeps == [8.0]
+    assert sleeps == [30.0, 60.0]
 
 
 def test_retries_503_then_succeeds_with_backoff(
@@ -316,12 +318,27 @@ def test_gives_up_on_an_unreachable_server(
     )
 
 
-def test_gives_up_on_timeouts(router: respx.MockRouter, sleeps: list[float]) -> None:
-    router.post(f"{LOCAL_BASE}/chat/completions").mock(side_effect=httpx.ReadTimeout("timed out"))
+def test_a_read_timeout_is_not_retried_so_nothing_queues_at_the_server(
+    router: respx.MockRouter, sleeps: list[float]
+) -> None:
+    route = router.post(f"{LOCAL_BASE}/chat/completions").mock(
+        side_effect=httpx.ReadTimeout("timed out")
+    )
+    retry = RetryPolicy(max_attempts=4, jitter=0.0, sleep=sleeps.append)
+
+    with pytest.raises(ModelError, match="did not answer in time after 1 attempt .*timeout_s"):
+        OpenAIChat("m", base_url=LOCAL_BASE, retry=retry).complete(CHAT)
+    assert route.call_count == 1
+    assert sleeps == []
+
+
+def test_a_connect_timeout_is_retried(router: respx.MockRouter, sleeps: list[float]) -> None:
+    route = router.post(f"{LOCAL_BASE}/chat/completions")
+    route.side_effect = [httpx.ConnectTimeout("slow"), httpx.Response(200, json=openai_reply())]
     retry = RetryPolicy(max_attempts=2, jitter=0.0, sleep=sleeps.append)
 
-    with pytest.raises(ModelError, match="did not answer in time after 2 attempts"):
-        OpenAIChat("m", base_url=LOCAL_BASE, retry=retry).complete(CHAT)
+    assert OpenAIChat("m", base_url=LOCAL_BASE, retry=retry).complete(CHAT).text == "Hello."
+    assert route.call_count == 2
 
 
 def test_backoff_grows_is_capped_and_jitters_downward() -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,70 @@ def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--json", "as_json", is_flag=True, help="Print one JSON document on stdout."
     )(func)
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The model roles and cache mode a command was given (flag, else environment)."""
+
+    agent: str | None = None
+    updater: str | None = None
+    reflector: str | None = None
+    cache: str | None = None
+
+    def apply(self, ws: Workspace) -> Workspace:
+        """`ws` with these choices over its `evolve.yaml` (flag > environment > file)."""
+        from evolve.llm import with_models
+
+        ws.config = with_models(
+            ws.config,
+            agent=self.agent,
+            updater=self.updater,
+            reflector=self.reflector,
+            cache=self.cache,
+        )
+        return ws
+
+
+_ROLE_OPTIONS = (
+    ("--model", "model", "EVOLVE_MODEL", "agent"),
+    ("--updater-model", "updater_model", "EVOLVE_UPDATER_MODEL", "updater"),
+    ("--reflector-model", "reflector_model", "EVOLVE_REFLECTOR_MODEL", "reflector"),
+)
+
+
+def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Adds --model, --updater-model, --reflector-model and --cache; the command receives
+    them as one `models: ModelChoice` argument."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        choice = ModelChoice(
+            agent=kwargs.pop("model"),
+            updater=kwargs.pop("updater_model"),
+            reflector=kwargs.pop("reflector_model"),
+            cache=kwargs.pop("cache"),
+        )
+        return func(*args, models=choice, **kwargs)
+
+    decorated: Callable[..., Any] = wrapper
+    decorated = click.option(
+        "--cache",
+        type=click.Choice(["off", "read", "write", "replay"]),
+        envvar="EVOLVE_CACHE",
+        help="Request cache outside git: read hits, write (record) misses, or replay only "
+        "recorded replies (default: models.cache, $EVOLVE_CACHE).",
+    )(decorated)
+    for flag, dest, env, role in reversed(_ROLE_OPTIONS):
+        decorated = click.option(
+            flag,
+            dest,
+            envvar=env,
+            metavar="MODEL",
+            help=f"The {role}'s model: sim, openai/<model>, anthropic/<model> "
+            f"(default: ${env}, else models.{role} in evolve.yaml).",
+        )(decorated)
+    return decorated
 
 
 def open_workspace(path: Path | None) -> Workspace:

@@ -9,8 +9,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from evolve.cli._common import (
+    ModelChoice,
     emit_json,
     json_option,
+    model_options,
     open_workspace,
     stderr,
     stdout,
@@ -60,16 +62,21 @@ def print_result(result: EvolveResult) -> None:
     is_flag=True,
     help="Run in a temporary clone; print the diff and the verdict; change nothing.",
 )
+@model_options
 @json_option
 @workspace_option
 def evolve_cmd(
-    generations: int | None, dry_run: bool, as_json: bool, workspace: Path | None
+    generations: int | None,
+    dry_run: bool,
+    as_json: bool,
+    workspace: Path | None,
+    models: ModelChoice,
 ) -> None:
     """Run gated generations: train a batch, let the reflector propose prompt edits, and keep
     the generation only if the workspace tests pass and the dev score improves by a paired
     bootstrap; otherwise reset to its base. Holdout is scored and reported, never used to
     accept."""
-    ws = open_workspace(workspace)
+    ws = models.apply(open_workspace(workspace))
     result = evolve(
         ws,
         generations=generations,

@@ -9,8 +9,10 @@ import click
 from rich.table import Table
 
 from evolve.cli._common import (
+    ModelChoice,
     emit_json,
     json_option,
+    model_options,
     open_workspace,
     progress_bar,
     stdout,
@@ -29,7 +31,7 @@ def print_report(report: SplitReport, title: str | None = None) -> None:
     stdout.print(
         f"success {s['score']:.3f}  task done {s['task_success_rate']:.3f}  "
         f"violations {s['violation_rate']:.3f}  tokens/episode {s['tokens_per_episode']:.0f}  "
-        f"time {s['duration_s']:.2f}s"
+        f"cost ${s['cost']:.4f}  time {s['duration_s']:.2f}s"
     )
     table = Table(show_header=True, header_style="bold")
     table.add_column("rule")
@@ -45,10 +47,7 @@ def print_report(report: SplitReport, title: str | None = None) -> None:
 
 @click.command("run")
 @click.option("--split", type=click.Choice(SPLITS), required=True, help="Which split to score.")
-@click.option(
-    "--model",
-    help="Agent model (default: models.agent in evolve.yaml), e.g. sim, openai/gpt-4o-mini.",
-)
+@model_options
 @click.option("--runs", type=click.IntRange(1, 50), help="Runs per task (default: run.runs).")
 @click.option(
     "--concurrency",
@@ -65,7 +64,7 @@ def print_report(report: SplitReport, title: str | None = None) -> None:
 @workspace_option
 def run_cmd(
     split: str,
-    model: str | None,
+    models: ModelChoice,
     runs: int | None,
     concurrency: int | None,
     persona: str | None,
@@ -78,7 +77,7 @@ def run_cmd(
     Writes episode logs under generations/runs/ (ignored by git) and never changes
     memory/ or prompts/.
     """
-    ws = open_workspace(workspace)
+    ws = models.apply(open_workspace(workspace))
     dirty = ws.store.dirty_paths(["memory", "prompts"])
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
@@ -91,7 +90,6 @@ def run_cmd(
         report = run_split(
             ws,
             split,  # type: ignore[arg-type]
-            model=model,
             runs=runs,
             concurrency=concurrency,
             persona=persona,

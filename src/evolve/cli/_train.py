@@ -9,8 +9,10 @@ import click
 from rich.markup import escape
 
 from evolve.cli._common import (
+    ModelChoice,
     emit_json,
     json_option,
+    model_options,
     open_workspace,
     progress_bar,
     stdout,
@@ -42,9 +44,11 @@ from evolve.updaters import RECIPES
 )
 @click.option("--seed", type=int, help="Stream seed (default: train.seed).")
 @click.option("--persona", help="Whose preferences to learn (default: persona in evolve.yaml).")
+@model_options
 @json_option
 @workspace_option
 def train_cmd(
+    models: ModelChoice,
     recipe: str | None,
     episodes: int | None,
     feedback: Any,
@@ -59,7 +63,7 @@ def train_cmd(
     Every episode that changes memory is one commit with Evolve-* trailers; episodes that
     change nothing make no commit. A stopped run resumes where its stream's history ends.
     """
-    ws = open_workspace(workspace)
+    ws = models.apply(open_workspace(workspace))
     with progress_bar("training") as progress:
         report = train(
             ws, recipe=recipe, episodes=episodes, feedback=feedback, seed=seed, review=review,

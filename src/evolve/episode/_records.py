@@ -51,6 +51,7 @@ class EpisodeRecord(_Record):
     accepted: bool
     input_tokens: int
     output_tokens: int
+    cost: float = 0.0  # US dollars at the prices in evolve.yaml (0 without a price)
     prompt_chars: int
     duration_s: float
     # Training only: the memory commit the episode made, and the proposals refused.

@@ -144,6 +144,7 @@ def _attempt(
         accepted=judgement.accepted,
         input_tokens=trace.usage.input_tokens,
         output_tokens=trace.usage.output_tokens,
+        cost=round(trace.usage.cost, 8),
         prompt_chars=len(system),
         duration_s=round(time.perf_counter() - started, 6),
     )

@@ -65,6 +65,11 @@ class SplitReport:
     def tokens_per_episode(self) -> float:
         return self.tokens / len(self.episodes) if self.episodes else 0.0
 
+    @property
+    def cost(self) -> float:
+        """US dollars the episodes' model requests cost, at the prices in evolve.yaml."""
+        return sum(e.cost for e in self.episodes)
+
     def per_task(self) -> dict[str, list[float]]:
         """Accepted (1/0) per task, one value per run, in run order: the paired-test input."""
         out: dict[str, list[float]] = {}
@@ -92,6 +97,7 @@ class SplitReport:
             },
             "tokens": self.tokens,
             "tokens_per_episode": round(self.tokens_per_episode, 1),
+            "cost": round(self.cost, 6),
             "duration_s": round(self.duration_s, 3),
             "log_dir": self.log_dir,
         }
@@ -109,6 +115,7 @@ class SplitReport:
                 "violations": e.violations,
                 "applicable_rules": e.applicable_rules,
                 "tokens": e.tokens,
+                "cost": e.cost,
                 "duration_s": e.duration_s,
             }
             for e in self.episodes

@@ -22,7 +22,7 @@ from evolve.episode import EpisodeRecord, EpisodeSetup, run_episode
 from evolve.errors import UnknownName
 from evolve.evaluate._report import SplitReport
 from evolve.evaluate._setup import InjectMode, episode_setup
-from evolve.llm import LLM, make_llm
+from evolve.llm import LLM, make_role_llm, with_models
 from evolve.workspace import Workspace
 
 Progress = Callable[[int, int], None]
@@ -122,7 +122,7 @@ def run_split(
         raise UnknownName(f"unknown persona {persona!r}; choose one of {', '.join(known)}.")
     tasks = env.tasks(split)
     if llm is None:
-        llm = make_llm(model or cfg.models.agent, env=env)
+        llm = make_role_llm(with_models(cfg, agent=model), "agent", env=env)
     runs = runs or cfg.run.runs
     setup = episode_setup(ws, env, persona, inject)
     started = time.perf_counter()

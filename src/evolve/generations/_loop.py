@@ -31,7 +31,7 @@ from evolve.generations._records import (
     score_record,
 )
 from evolve.history import refresh_commit_graph
-from evolve.llm import LLM, make_llm
+from evolve.llm import LLM, make_role_llm
 from evolve.reflector import Reflector
 from evolve.store import GENERATION, KIND
 from evolve.train import last_episode, stream_id, train
@@ -246,9 +246,9 @@ def _run(
     cfg = ws.config
     if models is None:
         models = _Models(
-            agent=make_llm(cfg.models.agent, env=env),
-            updater=make_llm(cfg.models.updater, env=env),
-            reflector=make_llm(cfg.models.reflector, env=env),
+            agent=make_role_llm(cfg, "agent", env=env),
+            updater=make_role_llm(cfg, "updater", env=env),
+            reflector=make_role_llm(cfg, "reflector", env=env),
         )
     scorer = _Scorer(ws, models.agent, cfg.gate.runs)
     records = []
@@ -328,7 +328,7 @@ def evolve(
                 check=True,
                 capture_output=True,
             )
-            inner = Workspace(clone)
+            inner = Workspace(clone, ws.config)  # keeps the command line's model choices
             diffs: dict[int, str] = {}
             records = _run(
                 inner,

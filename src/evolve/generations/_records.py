@@ -29,6 +29,7 @@ class ScoreRecord(_Record):
     violation_rate: float
     episodes: int
     tokens_per_episode: float
+    cost: float = 0.0  # US dollars of the scored episodes' model requests
     rules: dict[str, float]
 
 
@@ -140,5 +141,6 @@ def score_record(summary: dict[str, Any]) -> ScoreRecord:
         violation_rate=summary["violation_rate"],
         episodes=summary["episodes"],
         tokens_per_episode=summary["tokens_per_episode"],
+        cost=summary.get("cost", 0.0),
         rules={rule: r["rate"] for rule, r in summary["rules"].items()},
     )

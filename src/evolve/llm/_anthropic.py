@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 
 from evolve.errors import ModelError
+from evolve.llm._budget import Budget
+from evolve.llm._errors import ReplyCut, ReplyRefused, TurnPaused
 from evolve.llm._http import JsonPoster, RetryPolicy
 from evolve.llm._types import Completion, JsonSchema, Message, Usage
 
@@ -31,6 +33,7 @@ class AnthropicMessages:
         retry: how to retry transient failures.
         timeout: an `httpx.Timeout`, or seconds to wait for a reply.
         max_tokens_default: the reply bound sent when a call gives none (the API requires one).
+        budget: the run's total time budget, shared by its models.
 
     Raises:
         ModelError: when no key is set.
@@ -45,11 +48,13 @@ class AnthropicMessages:
         client: httpx.Client | None = None,
         retry: RetryPolicy | None = None,
         timeout: httpx.Timeout | float | None = None,
-        max_tokens_default: int = 1024,
+        max_tokens_default: int | None = 1024,
+        budget: Budget | None = None,
     ) -> None:
         self.model = model
         self.name = f"anthropic/{model}"
-        self.max_tokens_default = max_tokens_default
+        self.max_tokens_default = max_tokens_default or 1024
+        self._budget = budget
         api_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not api_key:
             raise ModelError(
@@ -99,25 +104,68 @@ class AnthropicMessages:
                 }
             ]
             body["tool_choice"] = {"type": "tool", "name": json_schema.name}
-        reply = self._http.post("/v1/messages", body, self._headers)
+        reply = self._http.post(
+            "/v1/messages",
+            body,
+            self._headers,
+            timeout=self._budget.remaining() if self._budget is not None else None,
+        )
+        return self._parse(reply, json_schema is not None)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _parse(self, reply: Any, structured: bool) -> Completion:
         try:
             blocks = reply["content"]
-            if json_schema is not None:
+            stop = str(reply.get("stop_reason") or "")
+            if structured:
                 inputs = [b["input"] for b in blocks if b.get("type") == "tool_use"]
                 text = json.dumps(inputs[0]) if inputs else None
             else:
                 texts = [b["text"] for b in blocks if b.get("type") == "text"]
                 text = "".join(texts) if texts else None
-            usage = Usage(int(reply["usage"]["input_tokens"]), int(reply["usage"]["output_tokens"]))
+            counts = reply["usage"]
+            # Prompt-cache reads and writes are input too (billed at their own rates).
+            prompt = sum(
+                int(counts.get(key) or 0)
+                for key in (
+                    "input_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                )
+            )
+            usage = Usage(prompt, int(counts["output_tokens"]))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ModelError(
                 f"Anthropic answered in an unexpected shape ({exc!r}); check that "
                 f"{self._http.base_url} serves the Messages API."
             ) from exc
+        if stop == "refusal":
+            raise ReplyRefused(
+                "Anthropic declined to answer (stop_reason refusal); rephrase the prompt or "
+                "choose another --model."
+            )
+        if stop == "pause_turn":
+            raise TurnPaused(
+                "Anthropic paused a long-running turn (stop_reason pause_turn); evolve sends "
+                "no server tools, so check the model and the request, or choose another --model."
+            )
+        if structured and stop == "max_tokens":
+            # A forced tool call cut short has partial input: never use it as the reply.
+            raise ReplyCut(
+                f"Anthropic's structured reply was cut at max_tokens after "
+                f"{usage.output_tokens} tokens; raise models.max_tokens in evolve.yaml."
+            )
         if text is None:
-            wanted = "tool_use" if json_schema is not None else "text"
+            wanted = "tool_use" if structured else "text"
             raise ModelError(
                 f"Anthropic answered with no {wanted} block (stop_reason "
-                f"{reply.get('stop_reason')}); raise max_tokens or choose another --model."
+                f"{stop or 'unknown'}); raise max_tokens or choose another --model."
             )
-        return Completion(text=text, usage=usage, model=str(reply.get("model") or self.model))
+        return Completion(
+            text=text,
+            usage=usage,
+            model=str(reply.get("model") or self.model),
+            finish_reason=stop,
+        )

@@ -12,14 +12,24 @@ from typing import Any
 import httpx
 
 from evolve.errors import ModelError
+from evolve.llm._errors import ShapeRefused
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 120.0
+# The longest a server's `Retry-After` (or `overloaded_error`) is honoured before giving up.
+MAX_RETRY_AFTER = 60.0
 DEFAULT_TIMEOUT = httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
 
 # 529 is Anthropic's "overloaded"; the rest are the usual transient statuses.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
-_TRANSIENT_ERRORS = (httpx.ConnectError, httpx.TimeoutException, httpx.RemoteProtocolError)
+# A connection that never opened is safe to try again. A read that timed out is not retried:
+# the server may still be generating, and each retry would queue one more abandoned request.
+_TRANSIENT_ERRORS = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+    httpx.RemoteProtocolError,
+)
 _DETAIL_LIMIT = 300
 # A private generator, so backoff jitter never disturbs seeded uses of the global one.
 _RNG = random.Random()
@@ -32,7 +42,9 @@ class RetryPolicy:
     Attributes:
         max_attempts: total tries, the first included.
         base_delay: seconds before the second try; doubles for each further try.
-        max_delay: upper bound on any wait, a server's `Retry-After` included.
+        max_delay: upper bound on a backoff wait.
+        max_retry_after: upper bound on a wait a server asks for with `Retry-After`; a server
+            asking for more gets exactly this long (then the next try, or the error).
         jitter: the fraction of each backoff drawn at random, so parallel workers spread out.
         sleep: how to wait; tests pass a recorder so nothing really sleeps.
     """
@@ -40,6 +52,7 @@ class RetryPolicy:
     max_attempts: int = 4
     base_delay: float = 0.5
     max_delay: float = 8.0
+    max_retry_after: float = MAX_RETRY_AFTER
     jitter: float = 0.25
     sleep: Callable[[float], None] = time.sleep
 
@@ -50,7 +63,7 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait after failed try number `attempt` (1-based)."""
         if retry_after is not None:
-            return min(retry_after, self.max_delay)
+            return min(retry_after, self.max_retry_after)
         backoff = min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1))
         return backoff * (1 - self.jitter * _RNG.random())
 
@@ -93,10 +106,29 @@ class JsonPoster:
         self._client = client or httpx.Client(timeout=timeout or DEFAULT_TIMEOUT)
         self._timeout = timeout if timeout is not None else self._client.timeout
 
-    def post(self, path: str, body: Mapping[str, Any], headers: Mapping[str, str]) -> Any:
+    def post(
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        headers: Mapping[str, str],
+        *,
+        refused: Callable[[httpx.Response], bool] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         """POST `body` to `base_url + path` and return the decoded JSON reply.
 
+        Args:
+            refused: tells a refusal of the request's shape (e.g. a body naming
+                `response_format`) from a transient failure; such an answer is raised at once
+                as :class:`ShapeRefused`, whatever its status, and never retried.
+            timeout: seconds this request may take at most (a run's remaining budget); the
+                configured timeout applies when it is shorter.
+
+        The response is read in full or closed on any failure (a timeout, an interrupt), so
+        no abandoned request stays open at the server.
+
         Raises:
+            ShapeRefused: when `refused` recognises the answer.
             ModelError: on a non-retryable error, or once every attempt has failed.
         """
         url = self.base_url + path
@@ -105,19 +137,33 @@ class JsonPoster:
             attempt += 1
             final = attempt >= self._retry.max_attempts
             try:
-                response = self._client.post(
-                    url, json=body, headers=dict(headers), timeout=self._timeout
-                )
+                with self._client.stream(
+                    "POST", url, json=body, headers=dict(headers), timeout=self._limit(timeout)
+                ) as response:
+                    response.read()
             except _TRANSIENT_ERRORS as exc:
                 if final:
                     raise self._error(self._unreachable(exc, attempt)) from exc
                 self._retry.sleep(self._retry.delay(attempt))
                 continue
+            except httpx.TimeoutException as exc:
+                raise self._error(self._unreachable(exc, attempt)) from exc
             except httpx.HTTPError as exc:
                 raise self._error(
                     f"the request to {self.provider} at {url} failed ({_describe(exc)}); "
                     f"check the base URL {self.base_url}."
                 ) from exc
+            if not response.is_success and refused is not None and refused(response):
+                detail = _provider_detail(response)
+                raise ShapeRefused(
+                    self._error(
+                        f"{self.provider} refused the request's shape with HTTP "
+                        f"{response.status_code} ({detail}); set models.structured in "
+                        "evolve.yaml to a mode this server accepts."
+                    ).args[0],
+                    status=response.status_code,
+                    detail=detail,
+                )
             if response.status_code in RETRY_STATUSES and not final:
                 self._retry.sleep(self._retry.delay(attempt, _retry_after(response)))
                 continue
@@ -131,6 +177,28 @@ class JsonPoster:
                     f"not JSON; check that the base URL {self.base_url} is right."
                 ) from exc
 
+    def _limit(self, budget: float | None) -> httpx.Timeout:
+        configured = self._timeout
+        if not isinstance(configured, httpx.Timeout):
+            configured = httpx.Timeout(configured)
+        if budget is None:
+            return configured
+        budget = max(0.001, budget)
+
+        def cap(value: float | None) -> float:
+            return budget if value is None else min(value, budget)
+
+        return httpx.Timeout(
+            connect=cap(configured.connect),
+            read=cap(configured.read),
+            write=cap(configured.write),
+            pool=cap(configured.pool),
+        )
+
+    def close(self) -> None:
+        """Close the connections this poster opened."""
+        self._client.close()
+
     def _unreachable(self, exc: httpx.HTTPError, attempts: int) -> str:
         what = (
             "did not answer in time"
@@ -138,7 +206,7 @@ class JsonPoster:
             else "could not be reached"
         )
         hint = (
-            " and not overloaded, or does it need a longer timeout"
+            " and not overloaded, or does it need a longer models.timeout_s in evolve.yaml"
             if isinstance(exc, httpx.TimeoutException)
             else ""
         )

@@ -23,10 +23,14 @@ class Usage:
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cost: float = 0.0
+    """US dollars, from the prices in `evolve.yaml` (0 when the model has no price)."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cost + other.cost,
         )
 
     @property
@@ -44,11 +48,18 @@ class JsonSchema:
 
 @dataclass(frozen=True)
 class Completion:
-    """A model's reply: its text and what it cost."""
+    """A model's reply: its text and what it cost.
+
+    `finish_reason` is the provider's word for why the reply ended ("stop", "length",
+    "tool_use", ...), empty where unknown; `cached` is True when the reply came from the
+    request cache rather than the model.
+    """
 
     text: str
     usage: Usage = Usage()
     model: str = ""
+    finish_reason: str = ""
+    cached: bool = False
 
 
 @runtime_checkable

@@ -37,7 +37,7 @@ from evolve.episode import EpisodeSetup, run_episode
 from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
 from evolve.history import clip, refresh_commit_graph
-from evolve.llm import LLM, make_llm
+from evolve.llm import LLM, make_role_llm
 from evolve.memory import UnitReader, in_scope, scope_for
 from evolve.ops import Op
 from evolve.store import (
@@ -274,8 +274,8 @@ def train(
         raise UnknownName(
             f"unknown persona {persona!r}; choose one of {', '.join(env.personas())}."
         )
-    agent_llm = agent_llm or make_llm(cfg.models.agent, env=env)
-    updater_llm = updater_llm or make_llm(cfg.models.updater, env=env)
+    agent_llm = agent_llm or make_role_llm(cfg, "agent", env=env)
+    updater_llm = updater_llm or make_role_llm(cfg, "updater", env=env)
     lock = ws.lock("evolve train") if take_lock else None
     if lock is not None:
         lock.acquire()

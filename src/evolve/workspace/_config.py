@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evolve.errors import ConfigError
 
@@ -22,12 +29,52 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class MaxTokens(_Section):
+    """The reply bound sent with each role's requests (what a reply may cost at most)."""
+
+    agent: int = Field(default=512, ge=16, le=1_000_000)
+    updater: int = Field(default=1024, ge=16, le=1_000_000)
+    reflector: int = Field(default=2048, ge=16, le=1_000_000)
+
+
 class ModelRoles(_Section):
-    """Which model backend plays each role (see `evolve.llm`)."""
+    """Which model backend plays each role (see `evolve.llm`), and how it is asked.
+
+    The roles can also be set per command (`--model`, `--updater-model`, `--reflector-model`)
+    or per shell (`EVOLVE_MODEL`, `EVOLVE_UPDATER_MODEL`, `EVOLVE_REFLECTOR_MODEL`); a flag
+    beats the environment, which beats this file.
+    """
 
     agent: str = "sim"
     updater: str = "sim"
     reflector: str = "sim"
+    structured: Literal["auto", "json_schema", "json_object", "tools", "prompt"] = Field(
+        default="auto",
+        description="How to ask an OpenAI-compatible server for JSON; auto negotiates.",
+    )
+    max_tokens: MaxTokens = MaxTokens()
+    timeout_s: float = Field(default=120.0, gt=0, description="Seconds one request may take.")
+    total_timeout_s: float | None = Field(
+        default=None, gt=0, description="Seconds all of one role's requests in a run may take."
+    )
+    max_retry_wait_s: float = Field(
+        default=60.0, ge=0, description="The longest a server's Retry-After is honoured."
+    )
+    cache: Literal["off", "read", "write", "replay"] = Field(
+        default="off", description="The request cache (outside git); replay needs no model."
+    )
+
+    @field_validator("cache", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        return "off" if value is False else value  # YAML 1.1 reads a bare `off` as false
+
+
+class Price(_Section):
+    """A model's price in US dollars per million tokens."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
 
 
 class MemoryConfig(_Section):
@@ -118,6 +165,7 @@ class EvolveConfig(_Section):
     environment: str = "persona_world"
     persona: str = "alex"
     models: ModelRoles = ModelRoles()
+    prices: dict[str, Price] = Field(default_factory=dict)
     memory: MemoryConfig = MemoryConfig()
     agent: AgentConfig = AgentConfig()
     run: RunConfig = RunConfig()

@@ -1,0 +1,37 @@
+"""The specific model failures a caller may want to tell apart; all are `ModelError`s."""
+
+from __future__ import annotations
+
+from evolve.errors import ModelError
+
+
+class ShapeRefused(ModelError):
+    """The server refused the request's shape (its `response_format`, schema or tools).
+
+    Never retried as transient: the caller moves down the structured-output ladder instead.
+    """
+
+    def __init__(self, message: str, *, status: int, detail: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
+
+
+class ReplyCut(ModelError):
+    """The reply was cut short (by `max_tokens`) before its structure was complete; not used."""
+
+
+class ReplyRefused(ModelError):
+    """The model declined to answer (Anthropic `stop_reason: refusal`, OpenAI `refusal`)."""
+
+
+class TurnPaused(ModelError):
+    """The provider paused a long-running turn (Anthropic `stop_reason: pause_turn`)."""
+
+
+class ReplayMiss(ModelError):
+    """`--cache replay` met a request that is not in the cache."""
+
+
+class BudgetSpent(ModelError):
+    """The run's total time budget for model requests is spent."""

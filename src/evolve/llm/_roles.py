@@ -1,0 +1,96 @@
+"""Each role's model, built from `evolve.yaml` (and the command line's overrides)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from evolve.llm import _http
+from evolve.llm._budget import Budget
+from evolve.llm._cache import CachedLLM
+from evolve.llm._cost import PricedLLM, Rate, find_rate
+from evolve.llm._registry import make_llm
+from evolve.llm._types import LLM
+
+if TYPE_CHECKING:
+    from evolve.envs import Environment
+    from evolve.workspace import EvolveConfig
+
+RoleName = Literal["agent", "updater", "reflector"]
+ROLES: tuple[RoleName, ...] = ("agent", "updater", "reflector")
+_HTTP = ("openai/", "anthropic/")
+
+
+def with_models(
+    config: EvolveConfig,
+    *,
+    agent: str | None = None,
+    updater: str | None = None,
+    reflector: str | None = None,
+    cache: str | None = None,
+) -> EvolveConfig:
+    """`config` with the roles (and the cache mode) that are given replaced; the rest kept."""
+    update: dict[str, Any] = {
+        key: value
+        for key, value in (
+            ("agent", agent),
+            ("updater", updater),
+            ("reflector", reflector),
+            ("cache", cache),
+        )
+        if value
+    }
+    if not update:
+        return config
+    models = config.models.model_validate({**config.models.model_dump(), **update})
+    return config.model_copy(update={"models": models})
+
+
+def make_role_llm(
+    config: EvolveConfig,
+    role: RoleName,
+    *,
+    env: Environment | None = None,
+    budget: Budget | None = None,
+) -> LLM:
+    """The model of `role` as `config` sets it up: its backend, reply bound, timeouts,
+    structured-output mode, request cache and price.
+
+    Raises:
+        UnknownName: for a model name no backend answers to.
+        ModelError: when the backend cannot be set up (a missing API key, say).
+    """
+    m = config.models
+    name: str = getattr(m, role)
+    options: dict[str, Any] = {}
+    if name.strip().startswith(_HTTP):
+        options = {
+            "timeout": m.timeout_s,
+            "max_tokens_default": getattr(m.max_tokens, role),
+            "retry": _http.RetryPolicy(max_retry_after=m.max_retry_wait_s),
+            "budget": budget if budget is not None else Budget(m.total_timeout_s),
+        }
+        if name.strip().startswith("openai/"):
+            options["structured"] = m.structured
+    if m.cache == "replay" and name.strip().startswith(_HTTP):
+        # Replay must work without the endpoint or its key; the bound keeps the keys equal.
+        llm: LLM = _Unbuilt(name, options["max_tokens_default"])
+    else:
+        llm = make_llm(name, env=env, **options)
+    if m.cache != "off":
+        llm = CachedLLM(llm, m.cache)
+    prices = {key: Rate(p.input, p.output) for key, p in config.prices.items()}
+    rate = find_rate(llm.name, prices)
+    if rate is not None:
+        llm = PricedLLM(llm, rate)
+    return llm
+
+
+class _Unbuilt:
+    """Stands for an HTTP backend in replay mode: the cache answers, nothing is sent."""
+
+    def __init__(self, name: str, max_tokens_default: int) -> None:
+        self.name = name.strip()
+        self.max_tokens_default = max_tokens_default
+
+    def complete(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - never reached
+        raise AssertionError("replay never asks the model")

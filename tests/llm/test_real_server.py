@@ -1,0 +1,170 @@
+"""End to end against a real OpenAI-compatible server: llama-cpp-python with SmolLM2-135M.
+
+`.ci/llama_server.sh` prepares the server and exports EVOLVE_LLAMA_PYTHON and
+EVOLVE_LLAMA_GGUF. Without them these tests skip, except where CI=true or
+EVOLVE_REQUIRE_REAL_SERVER=1, where they fail. The model is tiny and does the tasks badly:
+the tests check the path (requests accepted, replies parsed or recorded as failed turns with
+their reason, usage recorded, no crash, memory committed or a refusal logged), not the score.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
+
+from conftest import GitRunner, run_cli
+from evolve.llm._structured import ENDPOINTS_FILE, MODES
+from evolve.workspace import Workspace
+
+pytestmark = pytest.mark.real_server
+
+READY_TIMEOUT_S = 120.0
+MODEL = "openai/smollm2"
+
+
+def _required() -> bool:
+    return os.environ.get("CI") == "true" or os.environ.get("EVOLVE_REQUIRE_REAL_SERVER") == "1"
+
+
+@dataclass
+class Server:
+    base_url: str
+    log: Path
+
+    def statuses(self) -> list[int]:
+        """HTTP statuses of the chat requests, from the server's access log."""
+        text = self.log.read_text(errors="replace")
+        return [int(s) for s in re.findall(r'"POST /v1/chat/completions HTTP/1.1" (\d{3})', text)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    python, gguf = os.environ.get("EVOLVE_LLAMA_PYTHON"), os.environ.get("EVOLVE_LLAMA_GGUF")
+    if not python or not gguf:
+        message = (
+            "EVOLVE_LLAMA_PYTHON and EVOLVE_LLAMA_GGUF are not set; run "
+            'eval "$(bash .ci/llama_server.sh)" first.'
+        )
+        if _required():
+            pytest.fail(message)
+        pytest.skip(message)
+    port = _free_port()
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    command = [
+        python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", "smollm2",
+        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
+        # One thread: on a small shared machine llama.cpp's spinning threads fight the other
+        # processes for the cores (measured: 18x slower with two threads under load).
+        "--n_threads", "1", "--n_threads_batch", "1",
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"the llama.cpp server exited early: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{base_url}/models", timeout=2.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"the llama.cpp server was not ready in {READY_TIMEOUT_S:.0f} s.")
+            time.sleep(0.25)
+        yield Server(base_url, log)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)
+
+
+@pytest.fixture
+def small_ws(
+    ws: Workspace, run_git: GitRunner, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> Workspace:
+    """The workspace with two dev tasks, three turns and small replies, on the server."""
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for name in ("EVOLVE_MODEL", "EVOLVE_UPDATER_MODEL", "EVOLVE_REFLECTOR_MODEL", "EVOLVE_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    config = ws.root / "evolve.yaml"
+    data = yaml.safe_load(config.read_text())
+    data["agent"]["max_turns"] = 3
+    data["models"]["max_tokens"] = {"agent": 96, "updater": 192, "reflector": 256}
+    data["models"]["timeout_s"] = 60
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
+    splits = ws.evalset_dir / "splits.yaml"
+    data = yaml.safe_load(splits.read_text())
+    data["dev"] = data["dev"][:2]
+    splits.write_text(yaml.safe_dump(data, sort_keys=False))
+    run_git(ws.root, "commit", "-qam", "small settings for the real server")
+    return Workspace(ws.root)
+
+
+def _check_protocol(server: Server, started_at: int) -> None:
+    """Every chat request was accepted, except the refusals that negotiated the rung."""
+    statuses = server.statuses()[started_at:]
+    assert statuses, "no request reached the server"
+    memory = Path(os.environ["EVOLVE_CACHE_DIR"]) / ENDPOINTS_FILE
+    rung = json.loads(memory.read_text()).get(server.base_url) if memory.exists() else None
+    refusals = MODES.index(rung) if rung else 0
+    assert all(s == 200 for s in statuses[refusals:]), statuses
+    assert len([s for s in statuses if s != 200]) <= refusals
+
+
+def test_run_on_a_real_server(
+    small_ws: Workspace, server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = len(server.statuses())
+    code, out, err = run_cli(capsys, "run", "--split", "dev", "--model", MODEL, "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    _check_protocol(server, before)
+    assert report["model"] == MODEL and report["episodes"] == 2
+    assert report["tokens"] > 0 and all(t["tokens"] > 0 for t in report["tasks"])
+    lines = (small_ws.root / report["log_dir"] / "episodes.jsonl").read_text().splitlines()
+    for line in lines:
+        episode = json.loads(line)
+        assert episode["input_tokens"] > 0 and episode["output_tokens"] > 0
+        assert episode["turns"], "an episode without a turn"
+        for turn in episode["turns"]:
+            # A reply was used (a call the world answered), or the failed turn says why.
+            assert turn["call"] is not None or (turn["bad_reply"] or "").strip(), turn
+
+
+def test_train_on_a_real_server(
+    small_ws: Workspace, server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = len(server.statuses())
+    argv = ["train", "--episodes", "2", "--model", MODEL, "--updater-model", MODEL, "--json"]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    report = json.loads(out)
+    _check_protocol(server, before)
+    assert report["episodes"] == 2
+    outcomes = report.get("outcomes") or []
+    learned = report["commits"] or any(o.get("refused") for o in outcomes)
+    assert learned or report["accepted"] == 2, report

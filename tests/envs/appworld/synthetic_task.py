@@ -37,12 +37,10 @@ REQUIREMENT = "a text message was sent to the friend's phone number"
 EVALUATION = f'''
 def evaluate(test, public_data, private_data, main_user, models, ground_truth_answer):
     with test("{REQUIREMENT}"):
-        user = models.end.phone.User.find_one(phone_number=private_data["user_phone"])
-        sent = [
-            m for m in models.end.phone.UserTextMessage.find_all(user_id=user.id)
-            if m.text_message.receiver_id is not None
-            and m.text_message.receiver.phone_number == private_data["friend_phone"]
-        ]
+        phone = models.end.phone
+        user = phone.User.find_one(phone_number=private_data["user_phone"])
+        friend = phone.User.find_one(phone_number=private_data["friend_phone"])
+        sent = phone.GlobalTextMessage.find_all(sender_id=user.id, receiver_id=friend.id)
         test.case(len(sent), ">", 0)
 '''
 

@@ -16,7 +16,7 @@ import select
 import subprocess
 import threading
 import time
-import weakref
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -32,30 +32,56 @@ class AppWorldError(EvolveError):
     """AppWorld could not be started or stopped answering."""
 
 
-_LIVE: weakref.WeakSet[WorkerClient] = weakref.WeakSet()
+# Every live worker, held strongly: at exit each is stopped even if its environment is gone.
+_LIVE: set[WorkerClient] = set()
+# Idle workers by data root, shared by every environment object of this process.
+_IDLE: dict[str, list[WorkerClient]] = {}
+_POOL_LOCK = threading.Lock()
 
 
-def _stop_all() -> None:
-    for client in list(_LIVE):
+def stop_all() -> None:
+    """Stop every worker this process started."""
+    with _POOL_LOCK:
+        clients = list(_LIVE)
+        _IDLE.clear()
+    for client in clients:
         client.stop()
 
 
-atexit.register(_stop_all)
+atexit.register(stop_all)
+
+
+def take_idle(root: Path) -> WorkerClient | None:
+    with _POOL_LOCK:
+        idle = _IDLE.get(str(root), [])
+        while idle:
+            client = idle.pop()
+            if client.proc is not None and client.proc.poll() is None:
+                return client
+    return None
+
+
+def give_back(client: WorkerClient) -> None:
+    with _POOL_LOCK:
+        if client.proc is not None and client.proc.poll() is None:
+            _IDLE.setdefault(str(client.root), []).append(client)
 
 
 class WorkerClient:
     """One AppWorld worker process; requests are serialized by a lock."""
 
-    def __init__(self, root: Path | None) -> None:
+    def __init__(self, root: Path) -> None:
         python = venv_python()
         if not python.is_file():
             raise AppWorldError(
                 f"the AppWorld environment is not prepared ({python} is missing); "
                 "run `evolve appworld setup`."
             )
+        self.root = root
+        # The AppWorld experiment this worker's worlds write to (removed when it stops).
+        self.experiment = f"evolve-{os.getpid()}-{id(self):x}"
         env = dict(os.environ)
-        if root is not None:
-            env["APPWORLD_ROOT"] = str(root)
+        env["APPWORLD_ROOT"] = str(root)
         env.pop("PYTHONPATH", None)
         log_dir = worker_log_dir()
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -63,7 +89,7 @@ class WorkerClient:
         self._log = self.log_path.open("ab")
         self._lock = threading.Lock()
         self._buffer = b""
-        cwd = root if root is not None and root.is_dir() else None
+        cwd = root if root.is_dir() else None
         self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
             [str(python), "-u", str(WORKER)],
             stdin=subprocess.PIPE,
@@ -73,7 +99,8 @@ class WorkerClient:
             cwd=cwd,
             start_new_session=True,
         )
-        _LIVE.add(self)
+        with _POOL_LOCK:
+            _LIVE.add(self)
 
     @property
     def pid(self) -> int | None:
@@ -155,14 +182,17 @@ class WorkerClient:
     def stop(self) -> None:
         """Close the worker: EOF on stdin lets it close its world; kill it if it lingers."""
         proc = self.proc
-        if proc is None:
-            return
-        try:
-            if proc.stdin is not None:
-                proc.stdin.close()
-            proc.wait(timeout=15)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        self._kill()
-        self._log.close()
-        _LIVE.discard(self)
+        if proc is not None:
+            try:
+                if proc.stdin is not None:
+                    proc.stdin.close()
+                proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            self._kill()
+        # AppWorld's logs of an unfinished episode hold access tokens: remove them.
+        shutil.rmtree(self.root / "experiments" / "outputs" / self.experiment, ignore_errors=True)
+        if not self._log.closed:
+            self._log.close()
+        with _POOL_LOCK:
+            _LIVE.discard(self)

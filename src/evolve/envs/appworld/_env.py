@@ -9,8 +9,6 @@ Nothing of AppWorld is written into the workspace: docs and instructions are rea
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +18,15 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evolve.envs._protocol import SPLITS, ApiCall, Feedback, Judgement, Split, Task, Tier
-from evolve.envs.appworld._client import CALL_TIMEOUT_S, START_TIMEOUT_S, AppWorldError, WorkerClient
+from evolve.envs.appworld._client import (
+    CALL_TIMEOUT_S,
+    START_TIMEOUT_S,
+    AppWorldError,
+    WorkerClient,
+    give_back,
+    stop_all,
+    take_idle,
+)
 from evolve.envs.appworld._paths import data_root
 from evolve.envs.appworld._personas import check_persona, episode_payment
 from evolve.envs.persona_world._personas import Persona, load_personas
@@ -65,8 +71,9 @@ class AppWorldEpisode:
         self.env = env
         self.client = client
         self.task = task
-        opened = client.request("open", timeout=START_TIMEOUT_S, task_id=task.id,
-                                experiment=f"evolve-{os.getpid()}-{id(client):x}")  # fmt: skip
+        opened = client.request(
+            "open", timeout=START_TIMEOUT_S, task_id=task.id, experiment=client.experiment
+        )
         self.supervisor: dict[str, str] = dict(opened.get("supervisor", {}))
         self._calls: list[ApiCall] = []
         self._completed = False
@@ -127,9 +134,6 @@ class AppWorldEnv:
                     )
                 self._split_of[task_id] = split
         self._personas: dict[str, Persona] = load_personas(evalset / "personas")
-        self._lock = threading.Lock()
-        self._idle: list[WorkerClient] = []
-        self._all: list[WorkerClient] = []
         self._tasks: dict[str, Task] | None = None
         self._docs: list[dict[str, Any]] | None = None
         self._episode_payments: dict[tuple[str, int], Payment] = {}
@@ -146,17 +150,19 @@ class AppWorldEnv:
     # --- the worker pool (one live world per worker process) --------------------------
 
     def _acquire(self) -> WorkerClient:
-        with self._lock:
-            if self._idle:
-                return self._idle.pop()
         if self.root is None:
             raise AppWorldError(
                 "no AppWorld data root is set; set APPWORLD_ROOT or run "
                 "`evolve appworld setup --root DIR` (the folder holding data/)."
             )
+        idle = take_idle(self.root)
+        if idle is not None:
+            return idle
         client = WorkerClient(self.root)
         try:
-            hello = client.request("hello", timeout=START_TIMEOUT_S, need_apps=list(self.options.apps))
+            hello = client.request(
+                "hello", timeout=START_TIMEOUT_S, need_apps=list(self.options.apps)
+            )
         except BaseException:
             client.stop()
             raise
@@ -167,24 +173,14 @@ class AppWorldEnv:
                 f"the AppWorld install lacks the app(s) {', '.join(missing)}; "
                 "run `evolve appworld setup` to unpack them."
             )
-        with self._lock:
-            self._all.append(client)
         return client
 
     def _release(self, client: WorkerClient) -> None:
-        with self._lock:
-            if client.proc is not None:
-                self._idle.append(client)
+        give_back(client)
 
     def close(self) -> None:
-        """Stop every worker this environment started."""
-        with self._lock:
-            clients, self._all, self._idle = self._all, [], []
-        for client in clients:
-            client.stop()
-
-    def worker_pids(self) -> list[int]:
-        return [c.pid for c in self._all if c.pid is not None]
+        """Stop the AppWorld workers of this process (also done when the process exits)."""
+        stop_all()
 
     def _with_client(self, op: str, **fields: Any) -> dict[str, Any]:
         client = self._acquire()

@@ -7,7 +7,14 @@ from pathlib import Path
 import click
 
 from evolve._io import atomic_write
-from evolve.cli._common import emit_json, json_option, open_workspace, stderr, stdout, workspace_option
+from evolve.cli._common import (
+    emit_json,
+    json_option,
+    open_workspace,
+    stderr,
+    stdout,
+    workspace_option,
+)
 from evolve.errors import EvolveError
 
 
@@ -46,7 +53,9 @@ def setup_cmd(root: Path | None, as_json: bool) -> None:
     if report.missing:
         stdout.print(report.missing)
     else:
-        stdout.print(f"ready: AppWorld {report.version}, {report.tasks} task(s) under {report.root}")
+        stdout.print(
+            f"ready: AppWorld {report.version}, {report.tasks} task(s) under {report.root}"
+        )
 
 
 @appworld_group.command("splits")

@@ -7,6 +7,7 @@ installed apps' empty models, and the ground truth (metadata, test data, evaluat
 by this script. The result lives under ROOT/data/tasks/TASK_ID, in a temporary folder.
 """
 
+import importlib
 import json
 import os
 import sys
@@ -15,12 +16,13 @@ from datetime import datetime
 ROOT, TASK_ID = sys.argv[1], sys.argv[2]
 os.environ["APPWORLD_ROOT"] = ROOT
 
-from appworld.apps import get_all_apps  # noqa: E402
-from appworld.apps.admin.models import MainUserMunch  # noqa: E402
-from appworld.collections.api_docs import ApiDocCollection  # noqa: E402
-from appworld.collections.models import ModelCollection  # noqa: E402
-from appworld.common.constants import DB_VERSION  # noqa: E402
-from appworld.task import Task  # noqa: E402
+# AppWorld is imported by name: it lives only in its own venv, never in evolve's.
+get_all_apps = importlib.import_module("appworld.apps").get_all_apps
+MainUserMunch = importlib.import_module("appworld.apps.admin.models").MainUserMunch
+ApiDocCollection = importlib.import_module("appworld.collections.api_docs").ApiDocCollection
+ModelCollection = importlib.import_module("appworld.collections.models").ModelCollection
+DB_VERSION = importlib.import_module("appworld.common.constants").DB_VERSION
+Task = importlib.import_module("appworld.task").Task
 
 USER = {
     "first_name": "Robin",
@@ -52,41 +54,70 @@ def main() -> None:
     os.makedirs(docs_dir, exist_ok=True)
     for app, api_to_doc in ApiDocCollection.build(load_apps=tuple(apps)).items():
         out = {name: {**dict(doc), "canary_string": ""} for name, doc in api_to_doc.items()}
-        with open(os.path.join(docs_dir, app + ".json"), "w") as f:
+        with open(os.path.join(docs_dir, app + ".json"), "w", encoding="utf-8") as f:
             json.dump(out, f)
     memory = f":memory:synthetic-{TASK_ID}"
     models = ModelCollection.load(
-        to_db_home_path=memory, from_db_home_path=memory, load_apps=[*apps, "admin"],
+        to_db_home_path=memory,
+        from_db_home_path=memory,
+        load_apps=[*apps, "admin"],
         create_db=True,
     )
-    when = datetime(2023, 5, 18, 12, 0, 0)
+    when = datetime(2023, 5, 18, 12, 0, 0)  # noqa: DTZ001 - AppWorld keeps naive times
     main = models.admin.MainUser(**USER)
     main.save()
-    models.admin.AccountPassword(main_user_id=main.id, account_name="phone", password=PASSWORD).save()
+    models.admin.AccountPassword(
+        main_user_id=main.id, account_name="phone", password=PASSWORD
+    ).save()
     sup = models.supervisor.Supervisor(**USER)
     sup.save()
-    models.supervisor.AccountPassword(supervisor_id=sup.id, account_name="phone", password=PASSWORD).save()
+    models.supervisor.AccountPassword(
+        supervisor_id=sup.id, account_name="phone", password=PASSWORD
+    ).save()
     models.supervisor.Task(supervisor_id=sup.id, instruction=INSTRUCTION).save()
-    me = models.phone.User(first_name=USER["first_name"], last_name=USER["last_name"],
-                           phone_number=USER["phone_number"], password=PASSWORD)
+    me = models.phone.User(
+        first_name=USER["first_name"],
+        last_name=USER["last_name"],
+        phone_number=USER["phone_number"],
+        password=PASSWORD,
+    )
     me.save()
-    friend = models.phone.User(first_name=FRIEND["first_name"], last_name=FRIEND["last_name"],
-                               phone_number=FRIEND["phone"], password="friend-pass-123")
+    friend = models.phone.User(
+        first_name=FRIEND["first_name"],
+        last_name=FRIEND["last_name"],
+        phone_number=FRIEND["phone"],
+        password="friend-pass-123",
+    )
     friend.save()
-    models.phone.Contact(user_id=me.id, first_name=FRIEND["first_name"], last_name=FRIEND["last_name"],
-                         email="sam.lee@example.org", phone_number=FRIEND["phone"],
-                         relationships=["friend"]).save()
-    supervisor = MainUserMunch(**USER, account_passwords={"phone": PASSWORD}, addresses={}, payment_cards={})
+    models.phone.Contact(
+        user_id=me.id,
+        first_name=FRIEND["first_name"],
+        last_name=FRIEND["last_name"],
+        email="sam.lee@example.org",
+        phone_number=FRIEND["phone"],
+        relationships=["friend"],
+    ).save()
+    supervisor = MainUserMunch(
+        **USER, account_passwords={"phone": PASSWORD}, addresses={}, payment_cards={}
+    )
     task = Task(
-        id=TASK_ID, instruction=INSTRUCTION, supervisor=supervisor, datetime=when,
-        allowed_apps=apps, db_version=DB_VERSION, model_collection=models,
+        id=TASK_ID,
+        instruction=INSTRUCTION,
+        supervisor=supervisor,
+        datetime=when,
+        allowed_apps=apps,
+        db_version=DB_VERSION,
+        model_collection=models,
     )
     task.save(save_ground_truth=False)
     gt = os.path.join(ROOT, "data", "tasks", TASK_ID, "ground_truth")
     os.makedirs(gt, exist_ok=True)
     files = {
         "metadata.json": {
-            "mode": "minimal", "difficulty": 1, "num_apps": 1, "num_apis": 3,
+            "mode": "minimal",
+            "difficulty": 1,
+            "num_apps": 1,
+            "num_apis": 3,
             "num_solution_code_lines": 3,
         },
         "public_data.json": {},
@@ -94,11 +125,11 @@ def main() -> None:
         "test_data.json": [{"requirement": REQUIREMENT, "label": "no_op_fail"}],
     }
     for name, data in files.items():
-        with open(os.path.join(gt, name), "w") as f:
+        with open(os.path.join(gt, name), "w", encoding="utf-8") as f:
             json.dump(data, f)
-    with open(os.path.join(gt, "answer.json"), "w") as f:
+    with open(os.path.join(gt, "answer.json"), "w", encoding="utf-8") as f:
         f.write("null")
-    with open(os.path.join(gt, "evaluation.py"), "w") as f:
+    with open(os.path.join(gt, "evaluation.py"), "w", encoding="utf-8") as f:
         f.write(EVALUATION)
     print(json.dumps({"task_id": TASK_ID, "root": ROOT}))
 

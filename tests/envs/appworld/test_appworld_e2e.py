@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -99,8 +100,8 @@ def _live_workers(root: Path) -> list[int]:
     return pids
 
 
-def _calls(records: list[dict[str, object]]) -> list[dict[str, object]]:
-    return [t["call"] for r in records for t in r["turns"] if t.get("call")]  # type: ignore[union-attr,index]
+def _calls(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [t["call"] for r in records for t in r["turns"] if t.get("call")]
 
 
 def test_run_and_train_on_a_synthetic_appworld_task(
@@ -189,5 +190,7 @@ def test_run_and_train_on_a_synthetic_appworld_task(
     repo_files = subprocess.run(
         ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.split()
-    assert not [p for p in repo_files if p.endswith(".db") or "/api_docs/" in p or "specs.json" in p]
+    assert not [
+        p for p in repo_files if p.endswith(".db") or "/api_docs/" in p or "specs.json" in p
+    ]
     print(f"idle run {idle_s:.1f} s, run {run_s:.1f} s, train (2 episodes) {train_s:.1f} s")

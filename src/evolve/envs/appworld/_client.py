@@ -10,13 +10,14 @@ and one world per process is true by construction. The price is our own small pr
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
+import shutil
 import subprocess
 import threading
 import time
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -170,10 +171,8 @@ class WorkerClient:
         if proc is None:
             return
         if proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, 9)
-            except ProcessLookupError:
-                pass
         proc.wait(timeout=10)
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:

@@ -8,10 +8,15 @@ One world is open at a time (AppWorld freezes the clock of the process that open
 When stdin closes (evolve exited or was killed) the worker closes its world and exits.
 """
 
+import contextlib
+import importlib
 import json
 import os
+import shutil
 import sys
+import time
 import traceback
+from typing import Any
 
 _PROTOCOL = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
 os.dup2(2, 1)
@@ -19,35 +24,36 @@ sys.stdout = sys.stderr
 
 PERSONA_APPS = ("supervisor", "phone", "venmo", "simple_note", "gmail")
 
-_state = {"world": None}
+_state: dict[str, Any] = {"world": None}
 
 
-def _jsonable(value):
+def _mod(name: str) -> Any:
+    """An AppWorld module (imported by name: evolve's type checker never sees AppWorld)."""
+    return importlib.import_module(name)
+
+
+def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def op_hello(req):
-    import appworld
-    from appworld.apps import get_all_apps
-
-    apps = get_all_apps(skip_admin=True)
+def op_hello(req: dict[str, Any]) -> dict[str, Any]:
+    appworld = _mod("appworld")
+    apps = _mod("appworld.apps").get_all_apps(skip_admin=True)
     missing = [a for a in req.get("need_apps", PERSONA_APPS) if a not in apps]
     if not missing:
         for app in req.get("need_apps", PERSONA_APPS):
             try:
-                __import__(f"appworld.apps.{app}.apis")
+                _mod(f"appworld.apps.{app}.apis")
             except ImportError:
                 missing.append(app)
     return {"version": appworld.__version__, "apps": apps, "missing_apps": missing}
 
 
-def _data_dir():
-    from appworld.common.path_store import path_store
-
-    return path_store.data
+def _data_dir() -> str:
+    return str(_mod("appworld.common.path_store").path_store.data)
 
 
-def op_tasks(req):
+def op_tasks(req: dict[str, Any]) -> dict[str, Any]:
     tasks_dir = os.path.join(_data_dir(), "tasks")
     out = {}
     if os.path.isdir(tasks_dir):
@@ -57,7 +63,10 @@ def op_tasks(req):
                 continue
             with open(specs, encoding="utf-8") as f:
                 data = json.load(f)
-            out[task_id] = {"instruction": data.get("instruction", ""), "datetime": data.get("datetime", "")}
+            out[task_id] = {
+                "instruction": data.get("instruction", ""),
+                "datetime": data.get("datetime", ""),
+            }
     datasets = {}
     ds_dir = os.path.join(_data_dir(), "datasets")
     if os.path.isdir(ds_dir):
@@ -68,9 +77,8 @@ def op_tasks(req):
     return {"tasks": out, "datasets": datasets, "data": _data_dir()}
 
 
-def op_docs(req):
-    from appworld.api_docs import prepare_api_docs
-
+def op_docs(req: dict[str, Any]) -> dict[str, Any]:
+    prepare_api_docs = _mod("appworld.api_docs").prepare_api_docs
     out = []
     for app in req["apps"]:
         for doc in prepare_api_docs(app):
@@ -93,26 +101,20 @@ def op_docs(req):
     return {"docs": out}
 
 
-def _close_world():
+def _close_world() -> None:
     world = _state["world"]
     _state["world"] = None
     if world is not None:
-        from appworld.apps.model_lib import CachedDBHandler
-
         world.close()
         # AppWorld's own logs of the episode hold access tokens: leave none behind.
-        import shutil
-
         shutil.rmtree(world.base_output_directory, ignore_errors=True)
         # Without this, a second experiment of the same task is evaluated on stale DBs.
-        CachedDBHandler.reset()
+        _mod("appworld.apps.model_lib").CachedDBHandler.reset()
 
 
-def op_open(req):
-    from appworld import AppWorld
-
+def op_open(req: dict[str, Any]) -> dict[str, Any]:
     _close_world()
-    world = AppWorld(
+    world = _mod("appworld").AppWorld(
         task_id=req["task_id"],
         experiment_name=req["experiment"],
         parse_datetimes=False,
@@ -125,14 +127,14 @@ def op_open(req):
     return {"instruction": world.task.instruction, "supervisor": profile}
 
 
-def _world():
+def _world() -> Any:
     world = _state["world"]
     if world is None:
         raise RuntimeError("no world is open")
     return world
 
 
-def op_call(req):
+def op_call(req: dict[str, Any]) -> dict[str, Any]:
     world = _world()
     app, api = req["app"], req["api"]
     if not (app.isidentifier() and api.isidentifier()):
@@ -149,7 +151,7 @@ def op_call(req):
     return {"call_ok": True, "result": _jsonable(ns.get("_evolve_result")), "completed": completed}
 
 
-def op_evaluate(req):
+def op_evaluate(req: dict[str, Any]) -> dict[str, Any]:
     world = _world()
     tracker = world.evaluate()
     data = tracker.to_dict()
@@ -165,14 +167,12 @@ def op_evaluate(req):
     }
 
 
-def op_close(req):
+def op_close(req: dict[str, Any]) -> dict[str, Any]:
     _close_world()
     return {}
 
 
-def op_sleep(req):  # for tests of evolve's call timeout
-    import time
-
+def op_sleep(req: dict[str, Any]) -> dict[str, Any]:  # for tests of evolve's call timeout
     time.sleep(float(req.get("seconds", 3600)))
     return {}
 
@@ -189,7 +189,7 @@ OPS = {
 }
 
 
-def main():
+def main() -> None:
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -205,10 +205,8 @@ def main():
             answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
         _PROTOCOL.write(json.dumps(answer, default=str) + "\n")
         _PROTOCOL.flush()
-    try:
+    with contextlib.suppress(Exception):
         _close_world()
-    except Exception:  # noqa: BLE001
-        pass
 
 
 if __name__ == "__main__":

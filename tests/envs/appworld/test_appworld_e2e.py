@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 import yaml
+from appworld_helpers import require_appworld
 
 from evolve.envs.appworld._client import WORKER
-from evolve.envs.appworld._paths import venv_python
 from evolve.envs.appworld._setup import _bucket
 
 pytestmark = [pytest.mark.appworld, pytest.mark.slow]
@@ -27,22 +27,6 @@ pytestmark = [pytest.mark.appworld, pytest.mark.slow]
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 REDACTED = "<redacted>"
-
-
-def _require_appworld() -> Path:
-    python = venv_python()
-    ok = python.is_file() and (
-        subprocess.run(
-            [str(python), "-c", "import appworld.apps.phone.apis"], capture_output=True
-        ).returncode
-        == 0
-    )
-    if ok:
-        return python
-    why = f"the AppWorld venv is not prepared at {python} (run `evolve appworld setup`)"
-    if os.environ.get("CI") == "true" or os.environ.get("EVOLVE_REQUIRE_APPWORLD") == "1":
-        pytest.fail(why)
-    pytest.skip(why)
 
 
 def _train_family() -> str:
@@ -56,7 +40,7 @@ def _train_family() -> str:
 
 @pytest.fixture(scope="module")
 def synthetic_root(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    python = _require_appworld()
+    python = require_appworld()
     root = tmp_path_factory.mktemp("appworld-root")
     task_id = f"{_train_family()}_1"
     started = time.perf_counter()

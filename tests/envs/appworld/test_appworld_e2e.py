@@ -159,6 +159,28 @@ def test_run_and_train_on_a_synthetic_appworld_task(
     train_log = next((ws / "generations" / "runs").glob("train-*.jsonl")).read_text()
     assert "sms_signoff" in train_log
 
+    # The usual reading and undo commands work on an AppWorld workspace.
+    rc, out, err, _ = _evolve(ws, env, "text", "log", "--json")
+    assert rc == 0, err
+    entries = json.loads(out)
+    learned = [e for e in (entries if isinstance(entries, list) else entries["entries"])
+               if "reflexion" in json.dumps(e)]  # fmt: skip
+    assert learned
+    rc, out, err, _ = _evolve(ws, env, "text", "revert", "HEAD", "--reason", "test", "--json")
+    assert rc == 0, err
+    rc, out, err, _ = _evolve(ws, env, "text", "report")
+    assert rc == 0, err
+    assert (ws / "generations" / "report" / "report.html").is_file()
+
+    # `evolve appworld splits` rebuilds the same split file from the installed tasks.
+    rc, out, err, _ = _evolve(ws, env, "text", "appworld", "splits", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["splits"]["train"] == [task_id]
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True, check=True
+    ).stdout
+    assert status == ""
+
     # No worker outlives the commands; AppWorld's own token-bearing logs were removed.
     assert _live_workers(root) == []
     assert not list((root / "experiments" / "outputs").glob("evolve-*"))

@@ -85,7 +85,7 @@ def test_setup_is_idempotent_and_says_what_data_is_missing(
         assert run(["appworld", "setup", "--root", str(tmp_path), "--json"]) == 0
         out, err = capsys.readouterr()
         report = json.loads(out)
-        assert "already installed" in err and "apps are unpacked" in err
+        assert "already installed" in err and "apps are unpacked" in err and "[3/3]" in err
         assert report["tasks"] == 0 and report["root"] == str(tmp_path.resolve())
         assert report["missing"].startswith(f"No AppWorld tasks under {tmp_path.resolve()}/data")
         assert report["missing"].count(". ") == 0  # one sentence

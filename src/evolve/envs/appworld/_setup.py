@@ -95,6 +95,7 @@ def setup(root: Path | None, say: Say) -> SetupReport:
         if root is None and root_file().is_file():
             text = root_file().read_text(encoding="utf-8").strip()
             root = Path(text) if text else None
+    say(f"[3/3] looking for AppWorld data under {root or '$APPWORLD_ROOT (unset)'}")
     tasks = count_tasks(root)
     missing: str | None = None
     if root is None:
@@ -107,7 +108,6 @@ def setup(root: Path | None, say: Say) -> SetupReport:
             f"No AppWorld tasks under {root}/data/tasks: download them with "
             f"`{venv}/bin/appworld download data --root {root}` on a machine with internet."
         )
-    say(f"[3/3] data: {missing or f'{tasks} task(s) under {root}/data/tasks'}")
     return SetupReport(venv, version or "", root, tasks, missing)
 
 

@@ -26,12 +26,13 @@ from evolve.workspace import init_workspace
 )
 def init_cmd(directory: Path, persona: str | None, env: str | None) -> None:
     """Create a workspace in DIRECTORY (new or empty) and make its first commit."""
-    from evolve.workspace._init import _notes
-
-    _notes.clear()
     ws = init_workspace(directory, persona=persona, env=env)
-    for note in _notes:
-        stderr.print(note)
+    if env == "appworld":
+        from evolve.envs.appworld._scaffold import missing_data_note
+
+        note = missing_data_note(ws.evalset_dir)
+        if note:
+            stderr.print(note)
     stdout.print(f"created workspace {ws.root} (persona {ws.config.persona})")
     stdout.print(f"next: cd {ws.root} && evolve run --split dev")
 

@@ -16,9 +16,6 @@ from evolve.workspace._workspace import Workspace
 # What a workspace takes from the harness, relative to the harness root.
 HARNESS_ITEMS = (CONFIG_NAME, "prompts", "memory", "evalset", "generations", "tests/health")
 
-# Notes for the user from the last init (printed by the CLI).
-_notes: list[str] = []
-
 PERSONA_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
 GITIGNORE = """\
@@ -97,9 +94,7 @@ def init_workspace(
         if env == "appworld":
             from evolve.envs.appworld._scaffold import scaffold
 
-            note = scaffold(target)
-            if note:
-                _notes.append(note)
+            scaffold(target)
         atomic_write(target / ".gitignore", GITIGNORE)
         store = GitStore.init(target)
         paths = sorted(

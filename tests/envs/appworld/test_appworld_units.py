@@ -149,3 +149,17 @@ def test_a_malformed_split_file_is_a_config_error(appworld_ws: Path) -> None:
     (appworld_ws / "evalset" / "splits.yaml").write_text("train: []\n")
     with pytest.raises(ConfigError, match="no personas"):
         make_env("appworld", appworld_ws / "evalset")
+
+
+def test_init_cli_says_how_to_fill_empty_splits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evolve.cli._group import run
+
+    monkeypatch.setenv("EVOLVE_APPWORLD_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("APPWORLD_ROOT", raising=False)
+    assert run(["init", str(tmp_path / "ws"), "--env", "appworld"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "No AppWorld data was found" in err and "`evolve appworld splits`" in err
+    assert run(["init", str(tmp_path / "ws2"), "--env", "nowhere"]) != 0
+    assert not (tmp_path / "ws2").exists()

@@ -27,8 +27,8 @@ holdout: []
 """
 
 
-def scaffold(target: Path) -> str:
-    """Rewrite the copied harness for AppWorld; returns a note for the user (may be empty)."""
+def scaffold(target: Path) -> None:
+    """Rewrite the copied harness for AppWorld (splits from the installed tasks, if any)."""
     config = target / "evolve.yaml"
     text = config.read_text(encoding="utf-8")
     text = re.sub(r"(?m)^environment:.*$", "environment: appworld", text)
@@ -44,9 +44,15 @@ def scaffold(target: Path) -> str:
     if root is not None and venv_python().is_file() and count_tasks(root) > 0:
         splits = build_splits(root.resolve())
         atomic_write(evalset / SPLITS_FILE, splits_yaml(splits, root.resolve()))
-        return ""
-    atomic_write(evalset / SPLITS_FILE, EMPTY_SPLITS)
+    else:
+        atomic_write(evalset / SPLITS_FILE, EMPTY_SPLITS)
+
+
+def missing_data_note(evalset: Path) -> str | None:
+    """One sentence for the user when the workspace's splits are still empty."""
+    if (evalset / SPLITS_FILE).read_text(encoding="utf-8") != EMPTY_SPLITS:
+        return None
     return (
-        "no AppWorld data found: the splits are empty until you run `evolve appworld setup` "
-        "and `evolve appworld splits`."
+        "No AppWorld data was found, so the splits are empty: run `evolve appworld setup "
+        "--root DIR`, then `evolve appworld splits` in this workspace."
     )

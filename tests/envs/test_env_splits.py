@@ -50,8 +50,9 @@ def test_sizes(env: PersonaWorldEnv) -> None:
 def test_make_env_opens_persona_world() -> None:
     opened = make_env("persona_world", EVALSET)
     assert isinstance(opened, PersonaWorldEnv) and opened.name == "persona_world"
-    with pytest.raises(UnknownName):
-        make_env("appworld", EVALSET)
+    from evolve.envs.appworld import AppWorldEnv
+
+    assert isinstance(make_env("appworld", EVALSET), AppWorldEnv)  # opens lazily (issue 12)
     with pytest.raises(UnknownName):
         make_env("nope", EVALSET)
 

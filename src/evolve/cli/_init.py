@@ -18,9 +18,21 @@ from evolve.workspace import init_workspace
 @click.command("init")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
 @click.option("--persona", help="The user whose preferences this workspace learns (default: alex).")
-def init_cmd(directory: Path, persona: str | None) -> None:
+@click.option(
+    "--env",
+    type=click.Choice(["persona_world", "appworld"]),
+    default=None,
+    help="The environment (default: persona_world; appworld needs `evolve appworld setup`).",
+)
+def init_cmd(directory: Path, persona: str | None, env: str | None) -> None:
     """Create a workspace in DIRECTORY (new or empty) and make its first commit."""
-    ws = init_workspace(directory, persona=persona)
+    ws = init_workspace(directory, persona=persona, env=env)
+    if env == "appworld":
+        from evolve.envs.appworld._scaffold import missing_data_note
+
+        note = missing_data_note(ws.evalset_dir)
+        if note:
+            stderr.print(note)
     stdout.print(f"created workspace {ws.root} (persona {ws.config.persona})")
     stdout.print(f"next: cd {ws.root} && evolve run --split dev")
 

@@ -26,10 +26,10 @@ def make_env(name: str, evalset: Path) -> Environment:
 
         return PersonaWorldEnv(evalset)
     if name == "appworld":
-        raise UnknownName(
-            "the appworld environment is not available in this version; use persona_world."
-        )
-    raise UnknownName(f"unknown environment {name!r}; choose persona_world.")
+        from evolve.envs.appworld import AppWorldEnv
+
+        return AppWorldEnv(evalset)
+    raise UnknownName(f"unknown environment {name!r}; choose persona_world or appworld.")
 
 
 __all__ = [

@@ -40,8 +40,12 @@ def harness_root() -> Path:
     raise EvolveError("the default harness is missing from this installation; reinstall evolve.")
 
 
-def init_workspace(target: Path, *, persona: str | None = None) -> Workspace:
+def init_workspace(
+    target: Path, *, persona: str | None = None, env: str | None = None
+) -> Workspace:
     """Create a workspace at `target` (which must not exist or be empty) and commit it.
+
+    `env` picks the environment: persona_world (the default) or appworld.
 
     Raises:
         EvolveError: if `target` is a non-empty folder or already a workspace.
@@ -57,6 +61,8 @@ def init_workspace(target: Path, *, persona: str | None = None) -> Workspace:
         )
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise EvolveError(f"{target} exists and is not empty; pick a new or empty folder.")
+    if env not in (None, "persona_world", "appworld"):
+        raise EvolveError(f"unknown environment {env!r}; choose persona_world or appworld.")
     source = harness_root()
     created = not target.exists()
     try:
@@ -85,6 +91,10 @@ def init_workspace(target: Path, *, persona: str | None = None) -> Workspace:
             new_text = "\n".join(lines) + "\n"
             parse_config(new_text)
             atomic_write(config_path, new_text)
+        if env == "appworld":
+            from evolve.envs.appworld._scaffold import scaffold
+
+            scaffold(target)
         atomic_write(target / ".gitignore", GITIGNORE)
         store = GitStore.init(target)
         paths = sorted(

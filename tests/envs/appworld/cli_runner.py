@@ -1,0 +1,87 @@
+"""Run the evolve CLI in a process of its own with a scripted `mock` model (for the AppWorld
+end-to-end test): `python cli_runner.py SCRIPT ARGS...`, SCRIPT one of `text` (log in, send
+the text, complete) or `idle` (complete without doing the task).
+
+The process exits like `evolve` does, so the test can check the AppWorld worker is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from evolve.llm import JsonSchema, Message, MockLLM
+
+FRIEND_PHONE = "5550100002"
+REFLECTION = "Sign off every text message with a last line of a dash and my first name."
+
+
+def _results(messages: Sequence[Message]) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for m in messages:
+        if m.role == "user" and m.content.startswith("Result of "):
+            head, _, body = m.content.partition(":\n")
+            out.append((head.removeprefix("Result of "), json.loads(body)))
+    return out
+
+
+def _action(tool: str, **arguments: Any) -> str:
+    return json.dumps({"tool": tool, "arguments": arguments})
+
+
+def agent_text(messages: Sequence[Message]) -> str:
+    done = _results(messages)
+    tools = [t for t, _ in done]
+    if "supervisor__show_account_passwords" not in tools:
+        return _action("supervisor__show_account_passwords")
+    if "supervisor__show_profile" not in tools:
+        return _action("supervisor__show_profile")
+    if "phone__login" not in tools:
+        passwords = dict(done[tools.index("supervisor__show_account_passwords")][1][0].items())
+        profile = done[tools.index("supervisor__show_profile")][1]
+        return _action(
+            "phone__login", username=profile["phone_number"], password=passwords["password"]
+        )
+    if "phone__search_contacts" not in tools:
+        token = done[tools.index("phone__login")][1]["access_token"]
+        return _action("phone__search_contacts", access_token=token, query="Sam")
+    if "phone__send_text_message" not in tools:
+        token = done[tools.index("phone__login")][1]["access_token"]
+        return _action(
+            "phone__send_text_message",
+            phone_number=FRIEND_PHONE,
+            message="Dinner is at 7.",
+            access_token=token,
+        )
+    return _action("supervisor__complete_task")
+
+
+def agent_idle(messages: Sequence[Message]) -> str:
+    return _action("supervisor__complete_task")
+
+
+def main(argv: list[str]) -> int:
+    script, args = argv[0], argv[1:]
+    agent = {"text": agent_text, "idle": agent_idle}[script]
+
+    def responder(messages: Sequence[Message], schema: JsonSchema | None) -> str:
+        if schema is not None and schema.name == "agent_action":
+            return agent(messages)
+        return json.dumps({"reflection": REFLECTION})
+
+    def make_llm(name: str, **_: Any) -> MockLLM:
+        return MockLLM(responder)
+
+    import evolve.evaluate._run as run_module
+    import evolve.train._train as train_module
+    from evolve.cli._group import run
+
+    setattr(run_module, "make_llm", make_llm)  # noqa: B010 - a test seam, not an API
+    setattr(train_module, "make_llm", make_llm)  # noqa: B010
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

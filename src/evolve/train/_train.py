@@ -26,7 +26,7 @@ from evolve.envs import Environment, Tier
 from evolve.episode import EpisodeSetup, run_episode
 from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
-from evolve.history import refresh_commit_graph
+from evolve.history import refresh_commit_graph, tombstone_git_reverts
 from evolve.llm import LLM, make_llm
 from evolve.memory import UnitReader, in_scope, render_memory, scope_for
 from evolve.store import EPISODE, GENERATION, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
@@ -198,6 +198,7 @@ def _train(
         raise EvolveError(
             f"memory/ has uncommitted changes ({shown}); commit or discard them first."
         )
+    tombstone_git_reverts(ws, take_lock=False)  # a plain `git revert` gets its tombstones
     sid = stream_id(persona, name, seed, tier)
     last = last_episode(ws, sid)
     start = 0 if last is None else last + 1

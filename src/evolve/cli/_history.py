@@ -215,10 +215,11 @@ def review_approve(unit_id: str, workspace: Path | None) -> None:
 
 @review_group.command("reject")
 @click.argument("unit_id")
+@click.option("--reason", help="Why it is rejected (kept in the tombstone and the commit).")
 @workspace_option
-def review_reject(unit_id: str, workspace: Path | None) -> None:
+def review_reject(unit_id: str, reason: str | None, workspace: Path | None) -> None:
     """Tombstone a pending unit so it is refused if proposed again (one commit)."""
-    sha = reject(open_workspace(workspace), unit_id)
+    sha = reject(open_workspace(workspace), unit_id, reason=reason)
     stdout.print(f"rejected {unit_id} in {sha[:10]}")
 
 

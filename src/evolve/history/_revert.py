@@ -32,7 +32,7 @@ from evolve.history._content import (
     unit_of,
 )
 from evolve.history._log import refresh_commit_graph
-from evolve.memory import MemoryUnit, dump_unit, unit_path
+from evolve.memory import MemoryUnit, dump_unit, load_units_at, unit_path
 from evolve.memory._similarity import normalize
 from evolve.store import KIND, OPS, PERSONA, CommitInfo, GitStore, format_ops
 from evolve.workspace import Workspace
@@ -116,6 +116,23 @@ def later_content_touches(store: GitStore, sha: str, path: str) -> list[str]:
     return touches
 
 
+def _uncancelled(store: GitStore, shas: list[str]) -> list[str]:
+    """`shas` less each revert that a later one in the list undid, and that later one: the
+    pair left the file as it was."""
+    undid: dict[str, set[str]] = {}
+    for sha in shas:
+        info = store.commit_info(sha)
+        target = git_revert_target(info)
+        undid[sha] = set(info.trailers.get(REVERTS, "").split()) | ({target} if target else set())
+    gone: set[str] = set()
+    for sha, targets in undid.items():
+        for other in shas:
+            if other != sha and other not in gone and any(other.startswith(t) for t in targets):
+                gone |= {sha, other}
+                break
+    return [s for s in shas if s not in gone]
+
+
 class _Conflict(Exception):
     def __init__(self, path: str, later: str) -> None:
         super().__init__(path)
@@ -133,14 +150,19 @@ class _Plan:
     def now(self, path: str) -> bytes | None:
         return self.state[path] if path in self.state else self.store.read(self.head, path)
 
-    def undo(self, info: CommitInfo) -> None:
-        """Undo one commit on top of the plan so far; raises _Conflict."""
+    def undo(self, info: CommitInfo, undone: set[str]) -> None:
+        """Undo one commit on top of the plan so far; raises _Conflict when a later commit
+        outside `undone` (the commits this revert undoes) changed what one of its files says."""
         tombstones = not is_revert(info)
         why = self.why or f"reverted {info.sha[:10]}"
         for change in content_changes(self.store, info):
             path, now = change.path, self.now(change.path)
-            if not same_content(path, now, change.after):
-                later = later_content_touches(self.store, info.sha, path)
+            later = [
+                c
+                for c in _uncancelled(self.store, later_content_touches(self.store, info.sha, path))
+                if c not in undone
+            ]
+            if later or not same_content(path, now, change.after):
                 raise _Conflict(path, later[0] if later else "")
             restored = change.before
             if restored is not None and is_unit_path(path) and now != change.after:
@@ -192,7 +214,29 @@ class _Plan:
                 path = str(unit_path(stone.scope, stone.id))
             self.stones[path] = stone
             files[path] = dump_unit(stone).encode("utf-8")
+        self._stone_copies(files)
         return {p: d for p, d in files.items() if d != self.store.read(self.head, p)}
+
+    def _stone_copies(self, files: dict[str, bytes | None]) -> None:
+        """A unit this revert leaves alone but that holds a tombstoned text (learned again,
+        word for word, by a later commit) is tombstoned too: what the reverted commit taught
+        stops rendering wherever it is."""
+        stoned = {(s.scope, normalize(s.text)): s for s in self.stones.values()}
+        if not stoned:
+            return
+        for unit in load_units_at(self.store, self.head):
+            path = str(unit.path())
+            stone = stoned.get((unit.scope, normalize(unit.text)))
+            if stone is None or path in files or unit.status not in _TAUGHT:
+                continue
+            copy = unit.with_(
+                status="tombstoned",
+                reason=stone.reason,
+                reverted_commit=stone.reverted_commit,
+                valid_to=self.stamp,
+            )
+            self.stones[path] = copy
+            files[path] = dump_unit(copy).encode("utf-8")
 
 
 def _check_revertable(store: GitStore, info: CommitInfo) -> list[Change]:
@@ -312,9 +356,10 @@ def revert(
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         targets = _closure(store, info) if cascade else [info]
         plan = _Plan(store, head, reason, stamp)
+        undone = {t.sha for t in targets}
         try:
             for target in targets:
-                plan.undo(target)
+                plan.undo(target, undone)
         except _Conflict as conflict:
             raise _refusal(store, info, conflict) from None
         changes = plan.finish()

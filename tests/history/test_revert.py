@@ -36,10 +36,14 @@ class Updater:
 
     def __init__(self) -> None:
         self.text: str | None = None
+        self.modify_to: str | None = None
         self.tag = False
 
     def __call__(self, messages: Sequence[Message], schema: JsonSchema | None) -> str:
         ops = [{"op": "add", "text": self.text}] if self.text else []
+        if self.modify_to:
+            shown = re.findall(r"^\[(ace-[0-9a-f]{10})\]", messages[-1].content, re.M)
+            ops += [{"op": "modify", "id": shown[0], "text": self.modify_to}] if shown else []
         tags = []
         if self.tag:
             ids = re.findall(r"^\[(ace-[0-9a-f]{10})\]", messages[-1].content, re.M)
@@ -285,9 +289,11 @@ def test_revert_of_a_commit_a_later_commit_depends_on_stops_and_changes_nothing(
 ) -> None:
     root = ws.root
     updater = Updater()
-    updater.text, updater.tag = FRIENDS, True
-    report = train(ws, recipe="ace", episodes=3, updater_llm=MockLLM(updater))
-    first, later = report.commits[0], report.commits[1]
+    updater.text = FRIENDS
+    (first,) = train(ws, recipe="ace", episodes=1, updater_llm=MockLLM(updater)).commits
+    # A later episode changes the bullet's text (a counter move alone would not block).
+    updater.text, updater.modify_to = None, PUBLIC
+    later = train(ws, recipe="ace", episodes=3, updater_llm=MockLLM(updater)).commits[0]
     friends = next(u for u in load_units(root) if u.text == FRIENDS)
     path = f"memory/alex/{friends.id}.md"
     assert path in run_git(root, "show", "--name-only", "--format=", later).split()
@@ -324,8 +330,8 @@ def _init(root: Path, run_git: RunGit, taught: Taught) -> str:
     return run_git(root, "rev-list", "--max-parents=0", "HEAD").strip()
 
 
-def _revert_of_revert(root: Path, run_git: RunGit, taught: Taught) -> str:
-    return "HEAD"
+def _reverted_already(root: Path, run_git: RunGit, taught: Taught) -> str:
+    return taught.public_commit
 
 
 def _not_memory(root: Path, run_git: RunGit, taught: Taught) -> str:
@@ -338,7 +344,7 @@ def _not_memory(root: Path, run_git: RunGit, taught: Taught) -> str:
 BAD: dict[str, tuple[Callable[[Path, RunGit, Taught], str], str]] = {
     "unknown revision": (_unknown, "is not a commit"),
     "the init commit": (_init, "not a memory or prompt commit"),
-    "a revert of a revert": (_revert_of_revert, "is itself a revert"),
+    "a commit reverted already": (_reverted_already, "was already reverted by"),
     "a new file in memory/": (_dirty_new, "uncommitted changes"),
     "an edited unit file": (_dirty_edit, "uncommitted changes"),
     "a commit outside memory/": (_not_memory, "changed nothing in memory/"),

@@ -133,6 +133,12 @@ def _uncancelled(store: GitStore, shas: list[str]) -> list[str]:
     return [s for s in shas if s not in gone]
 
 
+def _gone_since(change: Change, now: bytes | None) -> bool:
+    """A unit the commit added whose file is gone now (evicted by a later cap): undoing the
+    add conflicts with nothing, whatever happened to the unit in between."""
+    return change.before is None and now is None and is_unit_path(change.path)
+
+
 class _Conflict(Exception):
     def __init__(self, path: str, later: str) -> None:
         super().__init__(path)
@@ -157,6 +163,10 @@ class _Plan:
         why = self.why or f"reverted {info.sha[:10]}"
         for change in content_changes(self.store, info):
             path, now = change.path, self.now(change.path)
+            if _gone_since(change, now):
+                self.state[path] = None  # added, then evicted since: only the tombstone is left
+                self._stone(change, None, info, why, tombstones)
+                continue
             later = [
                 c
                 for c in _uncancelled(self.store, later_content_touches(self.store, info.sha, path))
@@ -172,15 +182,25 @@ class _Plan:
                     if kept != old:
                         restored = dump_unit(kept).encode("utf-8")
             self.state[path] = restored
-            taught = taught_by(change) if tombstones else None
-            if taught is None:
-                continue
-            stone = taught.with_(
-                status="tombstoned", reason=why, reverted_commit=info.sha, valid_to=self.stamp
-            )
-            if restored is not None:
-                stone = stone.with_(id=self._free_id(taught, info.sha))
-            self.stones[str(unit_path(stone.scope, stone.id))] = stone
+            self._stone(change, restored, info, why, tombstones)
+
+    def _stone(
+        self,
+        change: Change,
+        restored: bytes | None,
+        info: CommitInfo,
+        why: str,
+        tombstones: bool,
+    ) -> None:
+        taught = taught_by(change) if tombstones else None
+        if taught is None:
+            return
+        stone = taught.with_(
+            status="tombstoned", reason=why, reverted_commit=info.sha, valid_to=self.stamp
+        )
+        if restored is not None:
+            stone = stone.with_(id=self._free_id(taught, info.sha))
+        self.stones[str(unit_path(stone.scope, stone.id))] = stone
 
     def _taken(self, path: str) -> bool:
         return path in self.stones or self.now(path) is not None
@@ -285,6 +305,8 @@ def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
     while queue:
         info = queue.pop()
         for change in content_changes(store, info):
+            if _gone_since(change, store.read("HEAD", change.path)):
+                continue
             for later in later_content_touches(store, info.sha, change.path):
                 if later in chosen:
                     continue

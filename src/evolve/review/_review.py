@@ -70,7 +70,7 @@ def _decide(ws: Workspace, unit_id: str, approve: bool, reason: str | None = Non
         notes: list[str] = []
         if approve:
             old = current_holder(units, unit.supersedes)
-            approved = unit.with_(status="active", valid_from=now)
+            approved = unit.with_(status="active")
             if old is not None and old.id != unit.supersedes:
                 notes.append(
                     f"{unit.supersedes} was already replaced by {old.id}; this approval "

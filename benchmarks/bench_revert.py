@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -60,21 +61,33 @@ def _clone(src: Path, dst: Path) -> Workspace:
     return Workspace(dst)
 
 
+def _lines(text: str) -> set[str]:
+    """A text's lines, normalized; a rendered line loses its `[id] ` or `- ` marker."""
+    out = set()
+    for line in text.splitlines():
+        line = re.sub(r"^(\[[^\]]*\]|-)\s+", "", line.strip())
+        if line:
+            out.add(normalize(line))
+    return out
+
+
 def _check_after(ws: Workspace, texts: set[str], row: Row, relearn: int, total: int) -> None:
-    rendered = normalize(memory_as_of(ws.store, "HEAD", scope_for(PERSONA))[1])
-    if all(t not in rendered for t in texts):
+    """`texts`: the lines the revert tombstoned (a statement, or a document's added lines)."""
+    rendered = _lines(memory_as_of(ws.store, "HEAD", scope_for(PERSONA))[1])
+    if not texts & rendered:
         row.rendered_ok += 1
     else:
-        row.failures.append("a tombstoned text still renders")
+        row.failures.append(f"still rendered: {sorted(texts & rendered)[0][:60]}")
     if relearn <= 0:
         return
     train(ws, recipe=row.recipe, episodes=total + relearn, persona=PERSONA, feedback="instance")
-    back = [u for u in load_units(ws.root) if u.status == "active" and normalize(u.text) in texts]
+    active = [u for u in load_units(ws.root) if u.status == "active"]
+    back = [u for u in active if _lines(u.text) & texts]
     row.relearn_checked += 1
     if not back:
         row.relearn_ok += 1
     else:
-        row.failures.append(f"relearned {back[0].id}")
+        row.failures.append(f"relearned in {back[0].id}")
 
 
 def _sample(n: int, k: int) -> set[int]:
@@ -96,7 +109,7 @@ def bench_recipe(recipe: str, episodes: int, relearn: int, sample: int, tmp: Pat
         try:
             result = revert(ws, sha, reason="bench")
             row.single += 1
-            texts = {normalize(t.text) for t in result.tombstones}
+            texts = {line for t in result.tombstones for line in _lines(t.text)}
         except EvolveError as exc:
             if "only moved evidence counters" in str(exc):
                 row.counter_only += 1
@@ -105,7 +118,7 @@ def bench_recipe(recipe: str, episodes: int, relearn: int, sample: int, tmp: Pat
             ws = _clone(trained.root, tmp / f"{recipe}-{i}-cascade")
             try:
                 result = revert(ws, sha, reason="bench", cascade=True)
-                texts = {normalize(t.text) for t in result.tombstones}
+                texts = {line for t in result.tombstones for line in _lines(t.text)}
             except EvolveError as again:
                 row.failures.append(f"{sha[:10]}: {again}")
                 continue

@@ -336,3 +336,41 @@ def test_a_revert_of_a_revert_lifts_its_tombstones_and_restores_the_units(
     again = revert(ws, taught, reason="really")
     assert [t.id for t in again.tombstones] == [public_id]
     assert PUBLIC not in _memory(ws)
+
+
+# --- the rewrite document: a line-level undo ------------------------------------------------
+
+
+def _lines(text: str) -> set[str]:
+    return {normalize(line) for line in text.splitlines() if line.strip()}
+
+
+def test_an_old_rewrite_reverts_alone_by_its_lines_and_they_are_not_relearned(
+    ws: Workspace, run_git: RunGit
+) -> None:
+    root = ws.root
+    path = "memory/alex/rewrite-document.md"
+    report = train(ws, recipe="rewrite", episodes=30)
+    assert len(report.commits) >= 4
+    # An older rewrite that added a line, with later rewrites on top of it.
+    target, added = "", set()
+    for sha in report.commits[1:-2]:
+        before = _lines(run_git(root, "show", f"{sha}^:{path}").split("---\n", 2)[2])
+        after = _lines(run_git(root, "show", f"{sha}:{path}").split("---\n", 2)[2])
+        if after - before:
+            target, added = sha, after - before
+            break
+    assert target, "a rewrite that added a line"
+    result = revert(ws, target, reason="not me")
+    assert result.commits == [target]
+    (stone,) = result.tombstones
+    assert _lines(stone.text) == added
+    memory = _memory(ws)
+    assert not added & _lines(memory)
+    assert memory, "the other lines of today's document stay"
+
+    # The rewrite model proposes the document with the line again: the line is refused.
+    again = train(ws, recipe="rewrite", episodes=50)
+    refused = [line for o in again.outcomes for line in o.refused]
+    assert any(r.startswith("refused line") and "tombstoned" in r for r in refused), refused
+    assert not added & _lines(_memory(ws))

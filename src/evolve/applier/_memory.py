@@ -47,6 +47,7 @@ def tombstone_for(unit: MemoryUnit, tombstones: Sequence[MemoryUnit]) -> MemoryU
 # Ops that put text in front of the agent, or may: tombstones and the per-unit size cap apply.
 _TEXT = TEXT_OPS | {"approve"}
 _LIVE = ("active", "pending")
+_DOCUMENT = "document"
 
 
 class MemoryApplier:
@@ -79,9 +80,7 @@ class MemoryApplier:
         if op.op in _TEXT and unit.status in _LIVE:
             stone = tombstone_for(unit, tombstones)
             if stone is not None:
-                why = f" ({stone.reason})" if stone.reason else ""
-                where = f" by {stone.reverted_commit[:10]}" if stone.reverted_commit else ""
-                return f"tombstoned{where}{why}: {stone.id}"
+                return _stone_reason(stone)
             limit = self.caps(unit.recipe).chars
             if limit is not None and len(unit.text.strip()) > limit:
                 return (
@@ -179,11 +178,45 @@ class MemoryApplier:
                         return dict.fromkeys(live, why)
         return {}
 
+    def _strip_tombstoned_lines(
+        self, ops: Sequence[Op], units: Sequence[MemoryUnit]
+    ) -> tuple[list[Op], list[Refusal]]:
+        """A document (rewrite) is proposed whole; a reverted rewrite tombstones the lines it
+        added. Those lines are taken out of a new document, each with a refusal, so the rest
+        of the rewrite is still learned."""
+        banned: dict[str, MemoryUnit] = {}
+        for stone in units:
+            if (
+                stone.status == "tombstoned"
+                and stone.kind == _DOCUMENT
+                and stone.scope in (self.scope, "global")
+            ):
+                banned.update({normalize(line): stone for line in _lines(stone.text)})
+        if not banned:
+            return list(ops), []
+        out, refused = [], []
+        for op in ops:
+            unit = op.unit
+            if op.op not in _TEXT or unit.kind != _DOCUMENT or unit.status not in _LIVE:
+                out.append(op)
+                continue
+            lines = _lines(unit.text)
+            keep = [line for line in lines if normalize(line) not in banned]
+            for line in lines:
+                hit = banned.get(normalize(line))
+                if hit is not None:
+                    refused.append(Refusal(op="line", what=line[:80], reason=_stone_reason(hit)))
+            if len(keep) < len(lines):
+                op = op.model_copy(update={"unit": unit.with_(text="\n".join(keep))})
+            out.append(op)
+        return out, refused
+
     def apply(self, ops: Sequence[Op], units: Sequence[MemoryUnit]) -> ApplyResult:
         """Check every op against the current units, then write the accepted ones.
 
         The caller commits `result.paths` and then calls :meth:`done`.
         """
+        ops, stripped = self._strip_tombstoned_lines(ops, units)
         forced: dict[int, str] = {}
         while True:
             reasons, final = self._walk(ops, units, forced)
@@ -191,7 +224,7 @@ class MemoryApplier:
             if not more:
                 break
             forced.update(more)
-        result = ApplyResult()
+        result = ApplyResult(refused=stripped)
         for i, op in enumerate(ops):
             if i in reasons:
                 result.refused.append(
@@ -214,6 +247,16 @@ class MemoryApplier:
 
     def done(self) -> None:
         _journal.end(self.ws.store)
+
+
+def _stone_reason(stone: MemoryUnit) -> str:
+    why = f" ({stone.reason})" if stone.reason else ""
+    where = f" by {stone.reverted_commit[:10]}" if stone.reverted_commit else ""
+    return f"tombstoned{where}{why}: {stone.id}"
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def _groups(ops: Sequence[Op]) -> list[list[int]]:

@@ -31,6 +31,7 @@ from evolve.history._content import (
     same_content,
     unit_of,
 )
+from evolve.history._lines import added_lines, is_document, line_revert
 from evolve.history._log import refresh_commit_graph
 from evolve.memory import MemoryUnit, dump_unit, load_units_at, unit_path
 from evolve.memory._similarity import normalize
@@ -98,6 +99,10 @@ def taught_by(change: Change) -> MemoryUnit | None:
         return None
     if old is not None and old.status in _TAUGHT and normalize(old.text) == normalize(new.text):
         return None  # the same text stayed active: a status or field change taught nothing
+    if is_document(new) and old is not None and old.status in _TAUGHT:
+        # A rewritten document taught the lines it added; those are what gets refused.
+        lines = added_lines(old, new)
+        return new.with_(text="\n".join(lines)) if lines else None
     return new
 
 
@@ -173,7 +178,12 @@ class _Plan:
                 if c not in undone
             ]
             if later or not same_content(path, now, change.after):
-                raise _Conflict(path, later[0] if later else "")
+                merged = line_revert(path, change.before, change.after, now)
+                if merged is None:
+                    raise _Conflict(path, later[0] if later else "")
+                self.state[path] = merged
+                self._stone(change, merged, info, why, tombstones)
+                continue
             restored = change.before
             if restored is not None and is_unit_path(path) and now != change.after:
                 old = unit_of(path, restored)

@@ -8,8 +8,9 @@ contain any text the revert tombstoned; for a sample of the commits (`--relearn-
 evenly spaced, default 3 per recipe; 0 for all) the clone then trains `--relearn` more
 episodes (default 20) and no tombstoned text may be active again.
 
-Commits that only moved evidence counters (ACE helpful/harmful, topl alpha/beta) taught
-nothing, and `evolve revert` refuses them with that reason; they are counted apart.
+Commits that only moved evidence counters (ACE helpful/harmful, topl alpha/beta) or only
+reordered a document's lines taught nothing, and `evolve revert` refuses them with that
+reason; they are counted apart ("no-op").
 
     python benchmarks/bench_revert.py [--episodes 50] [--recipes ace tepa ...]
 """
@@ -111,7 +112,7 @@ def bench_recipe(recipe: str, episodes: int, relearn: int, sample: int, tmp: Pat
             row.single += 1
             texts = {line for t in result.tombstones for line in _lines(t.text)}
         except EvolveError as exc:
-            if "only moved evidence counters" in str(exc):
+            if "taught nothing to revert" in str(exc):
                 row.counter_only += 1
                 continue
             row.cascade_tried += 1
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         "commits per recipe"
     )
     print(
-        f"{'recipe':<10}{'commits':>8}{'counter':>8}{'single':>9}{'single/taught':>15}"
+        f"{'recipe':<10}{'commits':>8}{'no-op':>8}{'single':>9}{'single/taught':>15}"
         f"{'cascade':>9}{'not rendered':>14}{'not relearned':>15}"
     )
     for r in rows:
@@ -178,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {failure}")
     print(
         "single: % of all episode commits reverted alone; single/taught and cascade: % of the "
-        "commits that taught something (counter-only commits are refused: nothing to revert)."
+        "commits that taught something (no-op: a commit that only moved counters or only "
+        "reordered a document's lines is refused: it taught nothing to revert)."
     )
     print(f"took {time.perf_counter() - started:.1f}s")
     return 0

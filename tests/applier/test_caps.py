@@ -13,7 +13,7 @@ from evolve.errors import ConfigError
 from evolve.llm import JsonSchema, Message, MockLLM
 from evolve.memory import MemoryUnit, load_units
 from evolve.train import train
-from evolve.workspace import DEFAULT_CAPS, Workspace, parse_config
+from evolve.workspace import Workspace, parse_config
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
@@ -50,6 +50,7 @@ def _apply(ws: Workspace, ops: Sequence[Op]) -> tuple[list[str], list[str]]:
 def test_the_defaults_are_the_recipes_own_caps() -> None:
     from evolve.updaters import AceRecipe, ReflexionRecipe, TopLRecipe, TraceRecipe
     from evolve.updaters._base import MAX_STATEMENT
+    from evolve.workspace import DEFAULT_CAPS
 
     config = parse_config("")
     assert config.caps_for("ace").units == AceRecipe.cap

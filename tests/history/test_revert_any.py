@@ -17,10 +17,9 @@ from conftest import workspace_state as _state
 from evolve.applier import MemoryApplier, Op
 from evolve.errors import EvolveError
 from evolve.evaluate import agent_memory, open_env
-from evolve.history import GIT_REVERT, revert
-from evolve.history._content import same_content
+from evolve.history import revert
 from evolve.llm import JsonSchema, Message, MockLLM
-from evolve.memory import MemoryUnit, load_units, load_units_at
+from evolve.memory import MemoryUnit, load_units, load_units_at, parse_unit
 from evolve.memory._similarity import normalize
 from evolve.store import EPISODE, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
 from evolve.train import train
@@ -31,6 +30,16 @@ ALEX = "user:alex"
 FRIENDS = "Set my Venmo payments to friends-only visibility."
 PUBLIC = "Keep all my Venmo payments public."
 SIGNOFF = "Sign every text message with 'Cheers, Alex'."
+GIT_REVERT = "Evolve-Git-Revert"
+COUNTERS = ("helpful", "harmful", "alpha", "beta", "updated_episode")
+
+
+def _counters_only(path: str, before: str, after: str) -> bool:
+    """Two versions of a unit file that differ only in evidence counters."""
+    a, b = parse_unit(path, before), parse_unit(path, after)
+    return before != after and a.with_(**dict.fromkeys(COUNTERS)) == b.with_(
+        **dict.fromkeys(COUNTERS)
+    )
 
 
 def _bullet(uid: str, text: str, episode: int, **fields: object) -> MemoryUnit:
@@ -121,9 +130,8 @@ def test_an_old_ace_commit_reverts_after_later_counter_only_commits(
     path = f"memory/alex/{friends.id}.md"
     for sha in later:  # the later commits rewrite the unit file, but only its counters
         assert path in run_git(root, "show", "--name-only", "--format=", sha).split()
-        before = run_git(root, "show", f"{sha}^:{path}").encode()
-        after = run_git(root, "show", f"{sha}:{path}").encode()
-        assert before != after and same_content(path, before, after)
+        before = run_git(root, "show", f"{sha}^:{path}")
+        assert _counters_only(path, before, run_git(root, "show", f"{sha}:{path}"))
     assert (_units(ws)[friends.id].helpful or 0) >= 2
 
     code, out, err = _cli(capsys, "revert", first, "--reason", "not what I said")
@@ -159,21 +167,21 @@ def test_a_commit_that_only_moved_counters_is_refused_with_the_reason(
 
 
 def _modified_later(ws: Workspace) -> tuple[str, str, str]:
-    """Episode 0 adds FRIENDS; episode 1 modifies it into PUBLIC; episode 2 only tags."""
+    """Episode 0 adds FRIENDS; episode 1 rewrites that bullet into PUBLIC in place; episode 2
+    only tags it."""
     a = _bullet("ace-000000000a", FRIENDS, 0)
     first = _episode(ws, 0, [Op(op="add", unit=a)])
-    b = _bullet("ace-000000000b", PUBLIC, 1, supersedes=a.id)
-    revoked = a.with_(status="revoked", revoked_by=b.id, revoked_at=1, updated_episode=1)
-    second = _episode(ws, 1, [Op(op="revoke", unit=revoked), Op(op="add", unit=b)])
-    _episode(ws, 2, [Op(op="tag", unit=b.with_(helpful=1, updated_episode=2))])
-    return first, second, b.id
+    changed = a.with_(text=PUBLIC, updated_episode=1)
+    second = _episode(ws, 1, [Op(op="modify", unit=changed)])
+    _episode(ws, 2, [Op(op="tag", unit=changed.with_(helpful=1, updated_episode=2))])
+    return first, second, a.id
 
 
 def test_a_later_text_change_is_named_and_cascade_reverts_both_in_one_commit(
     ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = ws.root
-    first, second, public_id = _modified_later(ws)
+    first, second, unit_id = _modified_later(ws)
     before = _state(root, run_git)
     code, out, err = _cli(capsys, "revert", first, "--reason", "wrong")
     assert code == 1 and out == ""
@@ -195,11 +203,30 @@ def test_a_later_text_change_is_named_and_cascade_reverts_both_in_one_commit(
     units = _units(ws)
     assert {u.status for u in units.values()} == {"tombstoned"}
     assert {normalize(u.text) for u in units.values()} == {normalize(FRIENDS), normalize(PUBLIC)}
-    assert units[public_id].reverted_commit == second
-    assert units["ace-000000000a"].reverted_commit == first
+    assert units[f"{unit_id}-t{second[:7]}"].reverted_commit == second
+    assert units[f"{unit_id}-t{second[:7]}"].text == PUBLIC
+    assert units[unit_id].reverted_commit == first and units[unit_id].text == FRIENDS
     memory = _memory(ws)
     assert FRIENDS not in memory and PUBLIC not in memory
     assert run_git(root, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_an_update_replaced_since_reverts_alone_and_keeps_the_correction(
+    ws: Workspace, run_git: RunGit
+) -> None:
+    """A later modify retired the bullet (revoked it for a new one): undoing the add needs
+    nothing from that later commit, so it reverts alone and the correction stays."""
+    a = _bullet("ace-000000000a", FRIENDS, 0)
+    first = _episode(ws, 0, [Op(op="add", unit=a)])
+    b = _bullet("ace-000000000b", PUBLIC, 1, supersedes=a.id)
+    revoked = a.with_(status="revoked", revoked_by=b.id, revoked_at=1, updated_episode=1)
+    _episode(ws, 1, [Op(op="revoke", unit=revoked), Op(op="add", unit=b)])
+    result = revert(ws, first, reason="never said it")
+    assert result.commits == [first]
+    units = _units(ws)
+    assert units[a.id].status == "tombstoned" and units[a.id].text == FRIENDS
+    assert units[b.id].status == "active"
+    assert PUBLIC in _memory(ws) and FRIENDS not in _memory(ws)
 
 
 def test_tepa_episode_0_reverts_with_cascade_and_is_not_relearned(

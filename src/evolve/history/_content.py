@@ -50,6 +50,22 @@ def same_content(path: str, a: bytes | None, b: bytes | None) -> bool:
     return without_counters(ua) == without_counters(ub)
 
 
+# Bookkeeping that moves with a status change and back: when it became active or stopped.
+TIMING_FIELDS: tuple[str, ...] = ("valid_from", "valid_to", "revoked_at", "revoked_by")
+
+
+def same_meaning(path: str, a: bytes | None, b: bytes | None) -> bool:
+    """Whether two versions of a unit file say the same with the same status (counters and
+    timing aside): a unit revoked and reactivated since means what it meant."""
+    if same_content(path, a, b):
+        return True
+    ua, ub = unit_of(path, a), unit_of(path, b)
+    if ua is None or ub is None:
+        return False
+    blank = dict.fromkeys(COUNTER_FIELDS + TIMING_FIELDS)
+    return ua.with_(**blank) == ub.with_(**blank)
+
+
 def counters_moved(path: str, a: bytes | None, b: bytes | None) -> list[str]:
     """The counter fields that differ between two versions of a unit file."""
     ua, ub = unit_of(path, a), unit_of(path, b)

@@ -32,16 +32,32 @@ def line_revert(
     """Today's document with the lines the commit added taken out and the lines it removed
     put back (at the end), or None when a line-level undo does not apply."""
     b, a, n = unit_of(path, before), unit_of(path, after), unit_of(path, now)
-    if b is None or a is None or n is None or DOCUMENT not in (a.kind, n.kind):
+    if a is None or n is None or a.kind != DOCUMENT or n.kind != DOCUMENT:
         return None
+    if b is None and before is not None:
+        return None  # not a unit before: nothing to compare lines with
     if without_counters(n).with_(text="") != without_counters(a).with_(text=""):
         return None  # a later commit changed more than the text (status, scope...)
     added = {normalize(line) for line in added_lines(b, a)}
-    removed = added_lines(a, b)
+    removed = added_lines(a, b) if b is not None else []
     lines = [line for line in doc_lines(n.text) if normalize(line) not in added]
     present = {normalize(line) for line in lines}
     lines += [line for line in removed if normalize(line) not in present]
     return dump_unit(n.with_(text="\n".join(lines))).encode("utf-8")
+
+
+def reordered_only(path: str, before: bytes | None, after: bytes | None) -> bool:
+    """A rewrite that only moved lines around: it taught nothing a revert could take back."""
+    b, a = unit_of(path, before), unit_of(path, after)
+    if b is None or a is None or a.kind != DOCUMENT:
+        return False
+    return not added_lines(b, a) and not added_lines(a, b)
+
+
+def drop_kept_lines(stone: MemoryUnit, kept: set[str]) -> MemoryUnit | None:
+    """A document tombstone without the lines the final document keeps (None if none left)."""
+    lines = [line for line in doc_lines(stone.text) if normalize(line) not in kept]
+    return stone.with_(text="\n".join(lines)) if lines else None
 
 
 def is_document(unit: MemoryUnit | None) -> bool:

@@ -29,9 +29,17 @@ from evolve.history._content import (
     is_counters_file,
     is_unit_path,
     same_content,
+    same_meaning,
     unit_of,
 )
-from evolve.history._lines import added_lines, is_document, line_revert
+from evolve.history._lines import (
+    added_lines,
+    doc_lines,
+    drop_kept_lines,
+    is_document,
+    line_revert,
+    reordered_only,
+)
 from evolve.history._log import refresh_commit_graph
 from evolve.memory import MemoryUnit, dump_unit, load_units_at, unit_path
 from evolve.memory._similarity import normalize
@@ -138,10 +146,27 @@ def _uncancelled(store: GitStore, shas: list[str]) -> list[str]:
     return [s for s in shas if s not in gone]
 
 
+def _settled_since(change: Change, now: bytes | None) -> bool:
+    """Undoing `change` needs nothing from this file any more: a later commit put it back to
+    what it meant before the commit (same text and status; counters and timing aside)."""
+    return (
+        change.before is not None
+        and now is not None
+        and is_unit_path(change.path)
+        and same_meaning(change.path, now, change.before)
+    )
+
+
 def _gone_since(change: Change, now: bytes | None) -> bool:
-    """A unit the commit added whose file is gone now (evicted by a later cap): undoing the
-    add conflicts with nothing, whatever happened to the unit in between."""
-    return change.before is None and now is None and is_unit_path(change.path)
+    """A unit the commit added that is no longer active now (evicted by a cap, or revoked):
+    undoing the add conflicts with nothing, whatever happened to it in between; its
+    tombstone takes its place."""
+    if change.before is not None or not is_unit_path(change.path):
+        return False
+    if now is None:
+        return True
+    current = unit_of(change.path, now)
+    return current is not None and current.status not in _TAUGHT
 
 
 class _Conflict(Exception):
@@ -169,7 +194,10 @@ class _Plan:
         for change in content_changes(self.store, info):
             path, now = change.path, self.now(change.path)
             if _gone_since(change, now):
-                self.state[path] = None  # added, then evicted since: only the tombstone is left
+                current = unit_of(path, now)
+                if current is not None and current.status == "tombstoned":
+                    continue  # refused already
+                self.state[path] = None  # added, retired since: only the tombstone is left
                 self._stone(change, None, info, why, tombstones)
                 continue
             later = [
@@ -178,6 +206,10 @@ class _Plan:
                 if c not in undone
             ]
             if later or not same_content(path, now, change.after):
+                if _settled_since(change, now):
+                    self.state[path] = now  # already means what it meant before the commit
+                    self._stone(change, now, info, why, tombstones)
+                    continue
                 merged = line_revert(path, change.before, change.after, now)
                 if merged is None:
                     raise _Conflict(path, later[0] if later else "")
@@ -229,15 +261,18 @@ class _Plan:
         A tombstone of a text that the plan leaves active (a cascade that also undid the
         revoke of that text) would contradict it, so it is dropped.
         """
-        active = set()
+        active, kept_lines = set(), set()
         for path, data in self.state.items():
             unit = unit_of(path, data)
             if unit is not None and unit.status == "active":
                 active.add((unit.scope, normalize(unit.text)))
+                if is_document(unit):
+                    kept_lines |= {normalize(line) for line in doc_lines(unit.text)}
         files = dict(self.state)
         stones, self.stones = self.stones, {}
-        for path, stone in stones.items():
-            if (stone.scope, normalize(stone.text)) in active:
+        for path, found in stones.items():
+            stone = drop_kept_lines(found, kept_lines) if is_document(found) else found
+            if stone is None or (stone.scope, normalize(stone.text)) in active:
                 continue
             if files.get(path) is not None:  # an older commit restored a file here
                 stone = stone.with_(id=self._free_id(stone, stone.reverted_commit or "0000000"))
@@ -278,6 +313,10 @@ def _check_revertable(store: GitStore, info: CommitInfo) -> list[Change]:
             f"{short} changed nothing in memory/ or prompts/; pick a commit from `evolve log`."
         )
     changes = content_changes(store, info)
+    if changes and all(reordered_only(c.path, c.before, c.after) for c in changes):
+        raise EvolveError(
+            f"{short} only reordered the lines of {changes[0].path}; it taught nothing to revert."
+        )
     if not changes:
         moved = sorted(
             {
@@ -315,7 +354,8 @@ def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
     while queue:
         info = queue.pop()
         for change in content_changes(store, info):
-            if _gone_since(change, store.read("HEAD", change.path)):
+            head = store.read("HEAD", change.path)
+            if _gone_since(change, head) or _settled_since(change, head):
                 continue
             for later in later_content_touches(store, info.sha, change.path):
                 if later in chosen:

@@ -9,8 +9,9 @@ evenly spaced, default 3 per recipe; 0 for all) the clone then trains `--relearn
 episodes (default 20) and no tombstoned text may be active again.
 
 Commits that only moved evidence counters (ACE helpful/harmful, topl alpha/beta) or only
-reordered a document's lines taught nothing, and `evolve revert` refuses them with that
-reason; they are counted apart ("no-op").
+reordered a document's lines taught nothing, and one whose change later commits already
+undid has nothing left to revert; `evolve revert` refuses them with that reason, and they
+are counted apart ("no-op").
 
     python benchmarks/bench_revert.py [--episodes 50] [--recipes ace tepa ...]
 """
@@ -112,7 +113,7 @@ def bench_recipe(recipe: str, episodes: int, relearn: int, sample: int, tmp: Pat
             row.single += 1
             texts = {line for t in result.tombstones for line in _lines(t.text)}
         except EvolveError as exc:
-            if "taught nothing to revert" in str(exc):
+            if "nothing to revert" in str(exc) or "nothing left to revert" in str(exc):
                 row.counter_only += 1
                 continue
             row.cascade_tried += 1
@@ -179,8 +180,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {failure}")
     print(
         "single: % of all episode commits reverted alone; single/taught and cascade: % of the "
-        "commits that taught something (no-op: a commit that only moved counters or only "
-        "reordered a document's lines is refused: it taught nothing to revert)."
+        "commits that taught something (no-op: a commit that only moved counters, only "
+        "reordered a document's lines, or whose change later commits already undid, is "
+        "refused: there is nothing to revert)."
     )
     print(f"took {time.perf_counter() - started:.1f}s")
     return 0

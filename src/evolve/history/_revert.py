@@ -450,7 +450,8 @@ def _commit(
     short = info.short
     if not changes:
         raise EvolveError(
-            f"reverting {short} changed nothing; it may have been undone by hand already."
+            f"what {short} did is already undone in memory/ and prompts/ (by hand or by later "
+            "commits); there is nothing left to revert."
         )
     stones = [s for p, s in sorted(plan.stones.items()) if p in changes]
     stone_paths = {str(unit_path(s.scope, s.id)) for s in stones}
@@ -493,7 +494,8 @@ def _commit(
     refresh_commit_graph(store)
     if commit is None:
         raise EvolveError(
-            f"reverting {short} changed nothing; it may have been undone by hand already."
+            f"what {short} did is already undone in memory/ and prompts/ (by hand or by later "
+            "commits); there is nothing left to revert."
         )
     restored = [p for p in paths if changes[p] is not None and p not in stone_paths]
     return RevertResult(

@@ -4,9 +4,10 @@ For each recipe: train `--episodes` episodes (sim models, persona alex, instance
 seed 0), then for every episode commit, in a fresh clone of the trained workspace, run
 `evolve revert C`. Where that is refused, a second fresh clone runs `evolve revert C
 --cascade`. After each successful revert the rendered memory (`evolve memory`) must not
-contain any text the revert tombstoned; for a sample of the commits (`--relearn-sample`,
-evenly spaced, default 3 per recipe; 0 for all) the clone then trains `--relearn` more
-episodes (default 20) and no tombstoned text may be active again.
+contain any text the revert tombstoned; the clone then trains `--relearn` more episodes
+(default 20) and no tombstoned text may be active again. That is done for every reverted
+commit by default (about a minute for all six recipes); `--relearn-sample K` checks K evenly
+spaced commits per recipe instead.
 
 Commits that only moved evidence counters (ACE helpful/harmful, topl alpha/beta) or only
 reordered a document's lines taught nothing, and one whose change later commits already
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--relearn-sample",
         type=int,
-        default=3,
+        default=0,
         help="commits per recipe checked for relearning (evenly spaced; 0: all)",
     )
     args = parser.parse_args(argv)

@@ -401,3 +401,24 @@ def test_an_old_rewrite_reverts_alone_by_its_lines_and_they_are_not_relearned(
     refused = [line for o in again.outcomes for line in o.refused]
     assert any(r.startswith("refused line") and "tombstoned" in r for r in refused), refused
     assert not added & _lines(_memory(ws))
+
+
+def test_the_counter_sidecar_is_evidence_never_a_conflict_and_never_restored(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = ws.root
+    a = _bullet("ace-000000000a", FRIENDS, 0)
+    first = _episode(ws, 0, [Op(op="add", unit=a)])
+    sidecar = root / "memory" / "alex" / "_counters.yaml"
+    for n in (1, 2):  # later episodes only move counters, in the sidecar
+        sidecar.write_text(f"ace-000000000a:\n  harmful: 0\n  helpful: {n}\n", "utf-8")
+        run_git(root, "add", "memory")
+        run_git(root, "commit", "-q", "-m", f"ace: episode {n}: counters")
+    counters_only = run_git(root, "rev-parse", "HEAD").strip()
+
+    code, out, err = _cli(capsys, "revert", counters_only)
+    assert code == 1 and "only moved evidence counters" in _one_sentence(err)
+    result = revert(ws, first)
+    assert [t.id for t in result.tombstones] == [a.id]
+    assert sidecar.read_text("utf-8").endswith("helpful: 2\n")  # evidence kept
+    assert "_counters.yaml" not in run_git(root, "show", "--name-only", "--format=", "HEAD")

@@ -36,15 +36,16 @@ class Updater:
 
     def __init__(self) -> None:
         self.text: str | None = None
+        self.modify_to: str | None = None
         self.tag = False
-        self.modify = False
 
     def __call__(self, messages: Sequence[Message], schema: JsonSchema | None) -> str:
         ops: list[dict[str, str]] = [{"op": "add", "text": self.text}] if self.text else []
+        if self.modify_to:
+            shown = re.findall(r"^\[(ace-[0-9a-f]{10})\]", messages[-1].content, re.M)
+            ops += [{"op": "modify", "id": shown[0], "text": self.modify_to}] if shown else []
         tags = []
         ids = re.findall(r"^\[(ace-[0-9a-f]{10})\]", messages[-1].content, re.M)
-        if self.modify and ids and self.text:
-            ops = [{"op": "modify", "id": ids[0], "text": self.text}]
         if self.tag:
             tags = [{"id": ids[0], "tag": "helpful"}] if ids else []
         return json.dumps({"operations": ops, "bullet_tags": tags})
@@ -162,7 +163,12 @@ def test_revert_restores_a_changed_unit_exactly_and_tombstones_its_new_text(
     assert run_git(root, "diff", "--name-only", f"{target}^", "HEAD").split() == [stone_path]
     assert run_git(root, "show", f"HEAD:{path}") == before
     stone = parse_unit(stone_path, (root / stone_path).read_text("utf-8"))
-    assert stone.status == "tombstoned" and stone.text == parse_unit(path, after).text
+    # A document's tombstone holds the lines the reverted rewrite added.
+    had = {normalize(line) for line in parse_unit(path, before).text.splitlines()}
+    added = [
+        line for line in parse_unit(path, after).text.splitlines() if normalize(line) not in had
+    ]
+    assert added and stone.status == "tombstoned" and stone.text == "\n".join(added)
     assert stone.reason == "too long" and stone.reverted_commit == target
     assert _trailers(root, run_git, "HEAD")["Evolve-Ops"].split()[-1] == f"tombstone={stone_id}"
     assert (
@@ -291,12 +297,12 @@ def test_revert_of_a_commit_a_later_commit_depends_on_stops_and_changes_nothing(
     updater.text = FRIENDS
     (first,) = train(ws, recipe="ace", episodes=1, updater_llm=MockLLM(updater)).commits
     friends = next(u for u in load_units(root) if u.text == FRIENDS)
-    # A later episode changes what the unit says (a modify revokes it); counter moves alone
-    # live in the sidecar and no longer make a later commit depend on it.
-    updater.text, updater.modify = PUBLIC, True
-    later = train(ws, recipe="ace", episodes=3, updater_llm=MockLLM(updater)).commits[0]
     path = f"memory/alex/{friends.id}.md"
-    assert path in run_git(root, "show", "--name-only", "--format=", later).split()
+    # A later commit changes the bullet's text in place (a counter move would not block).
+    unit_file = root / path
+    unit_file.write_text(unit_file.read_text("utf-8").replace(FRIENDS, PUBLIC), "utf-8")
+    run_git(root, "commit", "-q", "-am", "hand: payments public")
+    later = run_git(root, "rev-parse", "HEAD").strip()
 
     before = _state(root, run_git)
     code, out, err = _cli(capsys, "revert", first, "--reason", "no")
@@ -330,8 +336,8 @@ def _init(root: Path, run_git: RunGit, taught: Taught) -> str:
     return run_git(root, "rev-list", "--max-parents=0", "HEAD").strip()
 
 
-def _revert_of_revert(root: Path, run_git: RunGit, taught: Taught) -> str:
-    return "HEAD"
+def _reverted_already(root: Path, run_git: RunGit, taught: Taught) -> str:
+    return taught.public_commit
 
 
 def _not_memory(root: Path, run_git: RunGit, taught: Taught) -> str:
@@ -344,7 +350,7 @@ def _not_memory(root: Path, run_git: RunGit, taught: Taught) -> str:
 BAD: dict[str, tuple[Callable[[Path, RunGit, Taught], str], str]] = {
     "unknown revision": (_unknown, "is not a commit"),
     "the init commit": (_init, "not a memory or prompt commit"),
-    "a revert of a revert": (_revert_of_revert, "is itself a revert"),
+    "a commit reverted already": (_reverted_already, "was already reverted by"),
     "a new file in memory/": (_dirty_new, "uncommitted changes"),
     "an edited unit file": (_dirty_edit, "uncommitted changes"),
     "a commit outside memory/": (_not_memory, "changed nothing in memory/"),

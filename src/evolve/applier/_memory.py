@@ -3,14 +3,20 @@
 Every operation is checked before anything is written: the unit's scope must be the run's
 scope, its path must be confined to `memory/` and not protected, adds must be new and other
 ops must target an existing unit of that id, the unit must survive its canonical
-serialization, and text that a tombstone refuses never reaches the agent again. Refused
-operations are returned with their reason; the rest are written atomically, under the
-journal.
+serialization, text that a tombstone refuses never reaches the agent again, and the
+recipe's caps from `evolve.yaml` (units per scope, characters per unit, characters of all its
+units) hold whatever the proposer did. Refused operations are returned with their reason; the
+rest are written atomically, under the journal.
+
+Nothing is lost as a side effect: a revoke that names its replacement (`revoked_by`) and the
+op that writes that replacement are applied together or not at all, so a modify whose new text
+is refused (tombstone, scope, cap, malformed) leaves the old unit active, and the refusal of
+both is logged. A revoke whose `revoked_by` names no unit active after the batch is refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from evolve._io import atomic_write
@@ -19,7 +25,7 @@ from evolve.errors import PathRefused
 from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, parse_unit, without_counters
 from evolve.memory._similarity import normalize
 from evolve.ops import TEXT_OPS, Op, Refusal
-from evolve.workspace import Workspace
+from evolve.workspace import RecipeCaps, Workspace
 
 
 @dataclass
@@ -38,6 +44,12 @@ def tombstone_for(unit: MemoryUnit, tombstones: Sequence[MemoryUnit]) -> MemoryU
     return next((stone for stone in tombstones if normalize(stone.text) == text), None)
 
 
+# Ops that put text in front of the agent, or may: tombstones and the per-unit size cap apply.
+_TEXT = TEXT_OPS | {"approve"}
+_LIVE = ("active", "pending")
+_DOCUMENT = "document"
+
+
 class MemoryApplier:
     """Validates and writes memory operations for one scope."""
 
@@ -45,10 +57,13 @@ class MemoryApplier:
         self.ws = ws
         self.scope = scope
 
+    def caps(self, recipe: str) -> RecipeCaps:
+        return self.ws.config.caps_for(recipe)
+
     def check(
         self, op: Op, existing: dict[str, MemoryUnit], tombstones: Sequence[MemoryUnit]
     ) -> str | None:
-        """None if `op` may be written, else the reason it is refused."""
+        """None if `op` may be written on its own, else the reason it is refused."""
         unit = op.unit
         if unit.scope != self.scope:
             return f"unit scope {unit.scope} is not this run's scope {self.scope}"
@@ -64,12 +79,16 @@ class MemoryApplier:
             return f"no unit with id {unit.id} in scope {self.scope}"
         if (why := _counters.check(op, existing)) is not None:
             return why
-        if op.op in TEXT_OPS and unit.status in ("active", "pending"):
+        if op.op in _TEXT and unit.status in _LIVE:
             stone = tombstone_for(unit, tombstones)
             if stone is not None:
-                why = f" ({stone.reason})" if stone.reason else ""
-                where = f" by {stone.reverted_commit[:10]}" if stone.reverted_commit else ""
-                return f"tombstoned{where}{why}: {stone.id}"
+                return _stone_reason(stone)
+            limit = self.caps(unit.recipe).chars
+            if limit is not None and len(unit.text.strip()) > limit:
+                return (
+                    f"over the {unit.recipe} cap of {limit} characters per unit "
+                    f"({len(unit.text.strip())}; caps in evolve.yaml)"
+                )
         if op.op != "evict":
             try:
                 again = parse_unit(path, dump_unit(unit))
@@ -79,41 +98,153 @@ class MemoryApplier:
                 return "the unit does not survive its canonical serialization"
         return None
 
-    def apply(self, ops: Sequence[Op], units: Sequence[MemoryUnit]) -> ApplyResult:
-        """Check every op against the current units, then write the accepted ones.
-
-        The caller commits `result.paths` and then calls :meth:`done`.
-        """
+    def _walk(
+        self, ops: Sequence[Op], units: Sequence[MemoryUnit], forced: dict[int, str]
+    ) -> tuple[dict[int, str], dict[str, MemoryUnit]]:
+        """Check the ops in order over the units; (refusal reasons by index, final state)."""
         existing = {u.id: u for u in units if u.scope == self.scope}
         tombstones = [
             u for u in units if u.status == "tombstoned" and u.scope in (self.scope, "global")
         ]
-        result = ApplyResult()
-        for op in ops:
-            reason = self.check(op, existing, tombstones)
+        reasons: dict[int, str] = {}
+        for i, op in enumerate(ops):
+            reason = forced.get(i) or self.check(op, existing, tombstones)
             if reason is not None:
-                result.refused.append(
-                    Refusal(op=op.op, what=op.unit.text[:80] or op.id, reason=reason)
-                )
+                reasons[i] = reason
                 continue
-            result.applied.append(op)
             if op.op == "evict":
                 existing.pop(op.id, None)
             else:
                 existing[op.id] = op.unit
             if op.unit.status == "tombstoned":
                 tombstones.append(op.unit)
+        return reasons, existing
+
+    def _more_refusals(
+        self,
+        ops: Sequence[Op],
+        units: Sequence[MemoryUnit],
+        reasons: dict[int, str],
+        final: dict[str, MemoryUnit],
+    ) -> dict[int, str]:
+        """Refusals the batch as a whole calls for: broken replacements, then caps."""
+        groups = _groups(ops)
+        more: dict[int, str] = {}
+        for members in groups:
+            refused = [i for i in members if i in reasons]
+            if not refused:
+                continue
+            first = ops[refused[0]]
+            why = f"goes with {first.op} {first.id}, which was refused ({reasons[refused[0]]})"
+            more.update({i: why for i in members if i not in reasons})
+        if more:
+            return more
+        for i, op in enumerate(ops):
+            by = op.unit.revoked_by
+            if i in reasons or op.op != "revoke" or not by:
+                continue
+            target = final.get(by)
+            if target is None or target.status not in _LIVE:
+                more[i] = f"its replacement {by} is not in memory after this update"
+        if more:
+            return more
+        return self._over_caps(ops, units, reasons, final, groups)
+
+    def _over_caps(
+        self,
+        ops: Sequence[Op],
+        units: Sequence[MemoryUnit],
+        reasons: dict[int, str],
+        final: dict[str, MemoryUnit],
+        groups: list[list[int]],
+    ) -> dict[int, str]:
+        before = {u.id: u for u in units if u.scope == self.scope}
+        recipes = {op.unit.recipe for i, op in enumerate(ops) if i not in reasons}
+        for recipe in sorted(recipes):
+            caps = self.caps(recipe)
+            for name, limit, size in (
+                ("units", caps.units, _one),
+                ("memory_chars", caps.memory_chars, _text_size),
+            ):
+                if limit is None:
+                    continue
+                total = sum(size(u) for u in final.values() if _counts(u, recipe))
+                if total <= limit:
+                    continue
+                for members in reversed(groups):
+                    live = [i for i in members if i not in reasons]
+                    grows = sum(_delta(before.get(ops[i].id), ops[i], recipe, size) for i in live)
+                    if live and grows > 0:
+                        what = "active units" if name == "units" else "characters of active text"
+                        why = f"over the {recipe} cap of {limit} {what} per scope (caps in evolve.yaml)"
+                        return dict.fromkeys(live, why)
+        return {}
+
+    def _strip_tombstoned_lines(
+        self, ops: Sequence[Op], units: Sequence[MemoryUnit]
+    ) -> tuple[list[Op], list[Refusal]]:
+        """A document (rewrite) is proposed whole; a reverted rewrite tombstones the lines it
+        added. Those lines are taken out of a new document, each with a refusal, so the rest
+        of the rewrite is still learned."""
+        banned: dict[str, MemoryUnit] = {}
+        for stone in units:
+            if (
+                stone.status == "tombstoned"
+                and stone.kind == _DOCUMENT
+                and stone.scope in (self.scope, "global")
+            ):
+                banned.update({normalize(line): stone for line in _lines(stone.text)})
+        if not banned:
+            return list(ops), []
+        out, refused = [], []
+        for op in ops:
+            unit = op.unit
+            if op.op not in _TEXT or unit.kind != _DOCUMENT or unit.status not in _LIVE:
+                out.append(op)
+                continue
+            lines = _lines(unit.text)
+            keep = [line for line in lines if normalize(line) not in banned]
+            for line in lines:
+                hit = banned.get(normalize(line))
+                if hit is not None:
+                    refused.append(Refusal(op="line", what=line[:80], reason=_stone_reason(hit)))
+            if len(keep) < len(lines):
+                op = op.model_copy(update={"unit": unit.with_(text="\n".join(keep))})
+            out.append(op)
+        return out, refused
+
+    def apply(self, ops: Sequence[Op], units: Sequence[MemoryUnit]) -> ApplyResult:
+        """Check every op against the current units, then write the accepted ones.
+
+        The caller commits `result.paths` and then calls :meth:`done`.
+        """
+        ops, stripped = self._strip_tombstoned_lines(ops, units)
+        forced: dict[int, str] = {}
+        while True:
+            reasons, final = self._walk(ops, units, forced)
+            more = self._more_refusals(ops, units, reasons, final)
+            if not more:
+                break
+            forced.update(more)
+        result = ApplyResult(refused=stripped)
+        for i, op in enumerate(ops):
+            if i in reasons:
+                result.refused.append(
+                    Refusal(op=op.op, what=op.unit.text[:80] or op.id, reason=reasons[i])
+                )
+            else:
+                result.applied.append(op)
         if not result.applied:
             return result
         sidecar = _counters.plan(self.ws, self.scope, result.applied)  # counters: not in units
-        final: dict[str, Op] = {
+        files: dict[str, Op] = {
             str(op.unit.path()): op for op in result.applied if _counters.content_only(op)
         }
-        result.paths = sorted({*final, *sidecar})
+        result.paths = sorted({*files, *sidecar})
         if not result.paths:
             return result
         _journal.begin(self.ws.store, result.paths)
-        for path, op in final.items():
+        for path, op in files.items():
             full = self.ws.resolve(path)
             if op.op == "evict":
                 full.unlink(missing_ok=True)
@@ -124,3 +255,58 @@ class MemoryApplier:
 
     def done(self) -> None:
         _journal.end(self.ws.store)
+
+
+def _stone_reason(stone: MemoryUnit) -> str:
+    why = f" ({stone.reason})" if stone.reason else ""
+    where = f" by {stone.reverted_commit[:10]}" if stone.reverted_commit else ""
+    return f"tombstoned{where}{why}: {stone.id}"
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _groups(ops: Sequence[Op]) -> list[list[int]]:
+    """Ops that stand or fall together: a revoke and the op that writes its replacement."""
+    parent = list(range(len(ops)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    writers: dict[str, list[int]] = {}
+    for i, op in enumerate(ops):
+        if op.op != "revoke" and op.op != "evict":
+            writers.setdefault(op.id, []).append(i)
+    for i, op in enumerate(ops):
+        if op.op == "revoke" and op.unit.revoked_by:
+            for j in writers.get(op.unit.revoked_by, []):
+                parent[find(i)] = find(j)
+    out: dict[int, list[int]] = {}
+    for i in range(len(ops)):
+        out.setdefault(find(i), []).append(i)
+    return sorted(out.values(), key=lambda members: members[0])
+
+
+def _one(unit: MemoryUnit) -> int:
+    return 1
+
+
+def _text_size(unit: MemoryUnit) -> int:
+    return len(unit.text.strip())
+
+
+def _counts(unit: MemoryUnit, recipe: str) -> bool:
+    return unit.recipe == recipe and unit.status == "active"
+
+
+def _delta(
+    before: MemoryUnit | None, op: Op, recipe: str, size: Callable[[MemoryUnit], int]
+) -> int:
+    """How much `op` grows the recipe's active units (by `size`) against the state before."""
+    was = size(before) if before is not None and _counts(before, recipe) else 0
+    now = size(op.unit) if op.op != "evict" and _counts(op.unit, recipe) else 0
+    return now - was

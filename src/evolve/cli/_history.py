@@ -187,29 +187,45 @@ def memory_cmd(
 @click.command("revert")
 @click.argument("rev")
 @click.option("--reason", help="Why it is reverted (kept in the tombstones and the commit).")
+@click.option(
+    "--cascade",
+    is_flag=True,
+    help="Also revert the later commits that changed the text or status of the same units "
+    "(newest first), in one commit.",
+)
 @json_option
 @workspace_option
-def revert_cmd(rev: str, reason: str | None, as_json: bool, workspace: Path | None) -> None:
+def revert_cmd(
+    rev: str, reason: str | None, cascade: bool, as_json: bool, workspace: Path | None
+) -> None:
     """Undo a memory or prompt commit as a new commit, and tombstone what it added or changed.
 
     Updaters that propose a tombstoned text again are refused, and the refusal is logged in
-    the episode's commit.
+    the episode's commit. Later counter moves (helpful/harmful, alpha/beta) never block a
+    revert. Reverting a revert brings its units back and lifts its tombstones. A plain
+    `git revert` is recognised: the next evolve command adds the tombstones it did not write.
     """
     ws = open_workspace(workspace)
-    result = revert(ws, rev, reason=reason)
+    result = revert(ws, rev, reason=reason, cascade=cascade)
     if as_json:
         emit_json(
             {
                 "reverted": result.reverted,
                 "commit": result.commit,
+                "commits": result.commits,
                 "restored": result.restored,
                 "tombstones": [{"id": t.id, "text": t.text} for t in result.tombstones],
+                "lifted": result.lifted,
             }
         )
         return
     stdout.print(f"reverted {result.reverted[:10]} in {result.commit[:10]}")
+    for other in result.commits[:-1]:
+        stdout.print(f"  also reverted {other[:10]} (it changed the same units later)")
     for t in result.tombstones:
         stdout.print(f"  tombstoned {t.id}: {escape(t.text)}")
+    for ident in result.lifted:
+        stdout.print(f"  lifted tombstone {ident}")
 
 
 @click.group("review")
@@ -260,10 +276,11 @@ def review_approve(unit_id: str, workspace: Path | None) -> None:
 
 @review_group.command("reject")
 @click.argument("unit_id")
+@click.option("--reason", help="Why it is rejected (kept in the tombstone and the commit).")
 @workspace_option
-def review_reject(unit_id: str, workspace: Path | None) -> None:
+def review_reject(unit_id: str, reason: str | None, workspace: Path | None) -> None:
     """Tombstone a pending unit so it is refused if proposed again (one commit)."""
-    sha = reject(open_workspace(workspace), unit_id)
+    sha = reject(open_workspace(workspace), unit_id, reason=reason)
     stdout.print(f"rejected {unit_id} in {sha[:10]}")
 
 

@@ -1,6 +1,7 @@
 """Reading and undoing history: log, show, memory as of a revision, revert."""
 
 from evolve.history._asof import WorkingMemory, memory_as_of, memory_in_worktree, resolve_as_of
+from evolve.history._gitrevert import tombstone_git_reverts
 from evolve.history._log import (
     REFUSAL_KIND,
     TRACKED,
@@ -13,10 +14,11 @@ from evolve.history._log import (
     refusal_records,
     side_ref_sha,
 )
-from evolve.history._revert import REVERTS, RevertResult, revert
+from evolve.history._revert import GIT_REVERT, REVERTS, RevertResult, is_revert, revert, reverted_by
 from evolve.history._show import UnitHistory, commit_kind, show_unit
 
 __all__ = [
+    "GIT_REVERT",
     "REVERTS",
     "REFUSAL_KIND",
     "TRACKED",
@@ -34,7 +36,10 @@ __all__ = [
     "refresh_commit_graph",
     "refusal_records",
     "resolve_as_of",
+    "is_revert",
     "revert",
+    "reverted_by",
     "show_unit",
     "side_ref_sha",
+    "tombstone_git_reverts",
 ]

@@ -1,26 +1,58 @@
 """`evolve revert REV`: undo a memory or prompt commit as a new commit, and tombstone what it taught.
 
-The revert is file-level and exact: each file the commit changed is restored to its content
-before the commit, provided nothing changed it since; otherwise the revert stops, names the
-later commit, and leaves the tree as it was. Every unit the commit added or whose text it
-changed gets a tombstone (its text, key, the reason and the reverted commit), so an updater
-that proposes it again is refused.
+The revert is file-level: each file the commit changed goes back to its content before the
+commit, provided no later commit changed what that file *says* (its text or status). Counter
+moves (ACE helpful/harmful, topl alpha/beta; see `_content`) are evidence, not content: they
+never block a revert and a revert keeps the evidence gathered since.
+
+Where a later commit did change a unit's text or status, the revert stops and names it;
+`cascade=True` then reverts the commit and every later commit that changed those units (and,
+in turn, the later commits that changed *their* units), newest first, as one new commit.
+
+Every unit the commit made active — added, changed text, or reactivated — gets a tombstone
+(its text, key, the reason and the reverted commit), so an updater that proposes it again is
+refused. A revert of a revert (an `evolve revert` or a plain `git revert`) makes no tombstones:
+it brings back what the first revert took away and lifts the tombstones it wrote.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from evolve.applier import journal_end, recover, write_files
 from evolve.errors import EvolveError
+from evolve.history._content import (
+    carry_counters,
+    counters_moved,
+    is_counters_file,
+    is_unit_path,
+    same_content,
+    same_meaning,
+    unit_of,
+)
+from evolve.history._lines import (
+    added_lines,
+    doc_lines,
+    drop_kept_lines,
+    is_document,
+    line_revert,
+    reordered_only,
+)
 from evolve.history._log import refresh_commit_graph
-from evolve.memory import MemoryUnit, dump_unit, parse_unit, unit_path
+from evolve.memory import MemoryUnit, dump_unit, load_units_at, unit_path
 from evolve.memory._similarity import normalize
-from evolve.store import KIND, OPS, PERSONA, format_ops
+from evolve.store import KIND, OPS, PERSONA, CommitInfo, GitStore, format_ops
 from evolve.workspace import Workspace
 
 REVERTS = "Evolve-Reverts"
+# Set on the commit that adds the tombstones a plain `git revert` did not write.
+GIT_REVERT = "Evolve-Git-Revert"
+REVERT_KINDS = ("revert", "cascade revert")
+TRACKED = ["memory", "prompts"]
+_GIT_REVERT_LINE = re.compile(r"^This reverts commit ([0-9a-f]{7,64})\b", re.M)
+_TAUGHT = ("active", "pending")
 
 
 @dataclass
@@ -29,21 +61,351 @@ class RevertResult:
     commit: str
     restored: list[str] = field(default_factory=list)
     tombstones: list[MemoryUnit] = field(default_factory=list)
+    # Every commit this revert undid, newest first (more than one for a cascade).
+    commits: list[str] = field(default_factory=list)
+    # Tombstones taken away (a revert of a revert).
+    lifted: list[str] = field(default_factory=list)
 
 
-def _unit(path: str, data: bytes | None) -> MemoryUnit | None:
-    if data is None or not path.startswith("memory/") or not path.endswith(".md"):
+def git_revert_target(info: CommitInfo) -> str | None:
+    """The commit a plain `git revert` commit undid (its "This reverts commit <sha>" line)."""
+    match = _GIT_REVERT_LINE.search(info.body)
+    return match.group(1) if match else None
+
+
+def is_revert(info: CommitInfo) -> bool:
+    """An evolve revert, or a plain `git revert` of something."""
+    return info.trailers.get(KIND) in REVERT_KINDS or git_revert_target(info) is not None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file a commit changed in what it says: (path, before, after)."""
+
+    path: str
+    before: bytes | None
+    after: bytes | None
+
+
+def content_changes(store: GitStore, info: CommitInfo) -> list[Change]:
+    """The memory/prompt files `info` changed in content (counter moves and sidecars aside)."""
+    parent = info.parents[0]
+    out = []
+    for _, path in store.changed_paths(parent, info.sha, TRACKED):
+        if is_counters_file(path):
+            continue
+        before, after = store.read(parent, path), store.read(info.sha, path)
+        if not same_content(path, before, after):
+            out.append(Change(path, before, after))
+    return out
+
+
+def taught_by(change: Change) -> MemoryUnit | None:
+    """The unit `change` made active (or pending) with text it did not have, if any."""
+    new, old = unit_of(change.path, change.after), unit_of(change.path, change.before)
+    if new is None or new.status not in _TAUGHT or not normalize(new.text):
         return None
-    return parse_unit(path, data.decode("utf-8"))
+    if old is not None and old.status in _TAUGHT and normalize(old.text) == normalize(new.text):
+        return None  # the same text stayed active: a status or field change taught nothing
+    if is_document(new) and old is not None and old.status in _TAUGHT:
+        # A rewritten document taught the lines it added; those are what gets refused.
+        lines = added_lines(old, new)
+        return new.with_(text="\n".join(lines)) if lines else None
+    return new
 
 
-def revert(ws: Workspace, rev: str, *, reason: str | None = None) -> RevertResult:
+def later_content_touches(store: GitStore, sha: str, path: str) -> list[str]:
+    """Commits after `sha` on HEAD's history that changed what `path` says, oldest first."""
+    out = store.repo.git.log("--reverse", "--format=%H %P", f"{sha}..HEAD", "--", path)
+    touches = []
+    for line in out.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        commit, parents = parts[0], parts[1:]
+        before = store.read(parents[0], path) if parents else None
+        if not same_content(path, before, store.read(commit, path)):
+            touches.append(commit)
+    return touches
+
+
+def _uncancelled(store: GitStore, shas: list[str]) -> list[str]:
+    """`shas` less each revert that a later one in the list undid, and that later one: the
+    pair left the file as it was."""
+    undid: dict[str, set[str]] = {}
+    for sha in shas:
+        info = store.commit_info(sha)
+        target = git_revert_target(info)
+        undid[sha] = set(info.trailers.get(REVERTS, "").split()) | ({target} if target else set())
+    gone: set[str] = set()
+    for sha, targets in undid.items():
+        for other in shas:
+            if other != sha and other not in gone and any(other.startswith(t) for t in targets):
+                gone |= {sha, other}
+                break
+    return [s for s in shas if s not in gone]
+
+
+def _settled_since(change: Change, now: bytes | None) -> bool:
+    """Undoing `change` needs nothing from this file any more: a later commit put it back to
+    what it meant before the commit (same text and status; counters and timing aside)."""
+    return (
+        change.before is not None
+        and now is not None
+        and is_unit_path(change.path)
+        and same_meaning(change.path, now, change.before)
+    )
+
+
+def _gone_since(change: Change, now: bytes | None) -> bool:
+    """A unit the commit added that is no longer active now (evicted by a cap, or revoked):
+    undoing the add conflicts with nothing, whatever happened to it in between; its
+    tombstone takes its place."""
+    if change.before is not None or not is_unit_path(change.path):
+        return False
+    if now is None:
+        return True
+    current = unit_of(change.path, now)
+    return current is not None and current.status not in _TAUGHT
+
+
+class _Conflict(Exception):
+    def __init__(self, path: str, later: str) -> None:
+        super().__init__(path)
+        self.path, self.later = path, later
+
+
+class _Plan:
+    """The tree a revert leads to, built commit by commit (newest first) over HEAD."""
+
+    def __init__(self, store: GitStore, head: str, why: str | None, stamp: str) -> None:
+        self.store, self.head, self.why, self.stamp = store, head, why, stamp
+        self.state: dict[str, bytes | None] = {}
+        self.stones: dict[str, MemoryUnit] = {}  # path -> tombstone
+
+    def now(self, path: str) -> bytes | None:
+        return self.state[path] if path in self.state else self.store.read(self.head, path)
+
+    def undo(self, info: CommitInfo, undone: set[str]) -> None:
+        """Undo one commit on top of the plan so far; raises _Conflict when a later commit
+        outside `undone` (the commits this revert undoes) changed what one of its files says."""
+        tombstones = not is_revert(info)
+        why = self.why or f"reverted {info.sha[:10]}"
+        for change in content_changes(self.store, info):
+            path, now = change.path, self.now(change.path)
+            if _gone_since(change, now):
+                current = unit_of(path, now)
+                if current is not None and current.status == "tombstoned":
+                    continue  # refused already
+                self.state[path] = None  # added, retired since: only the tombstone is left
+                self._stone(change, None, info, why, tombstones)
+                continue
+            later = [
+                c
+                for c in _uncancelled(self.store, later_content_touches(self.store, info.sha, path))
+                if c not in undone
+            ]
+            if later or not same_content(path, now, change.after):
+                if _settled_since(change, now):
+                    self.state[path] = now  # already means what it meant before the commit
+                    self._stone(change, now, info, why, tombstones)
+                    continue
+                merged = line_revert(path, change.before, change.after, now)
+                if merged is None:
+                    raise _Conflict(path, later[0] if later else "")
+                self.state[path] = merged
+                self._stone(change, merged, info, why, tombstones)
+                continue
+            restored = change.before
+            if restored is not None and is_unit_path(path) and now != change.after:
+                old = unit_of(path, restored)
+                if old is not None:
+                    kept = carry_counters(old, unit_of(path, change.after), unit_of(path, now))
+                    if kept != old:
+                        restored = dump_unit(kept).encode("utf-8")
+            self.state[path] = restored
+            self._stone(change, restored, info, why, tombstones)
+
+    def _stone(
+        self,
+        change: Change,
+        restored: bytes | None,
+        info: CommitInfo,
+        why: str,
+        tombstones: bool,
+    ) -> None:
+        taught = taught_by(change) if tombstones else None
+        if taught is None:
+            return
+        stone = taught.with_(
+            status="tombstoned", reason=why, reverted_commit=info.sha, valid_to=self.stamp
+        )
+        if restored is not None:
+            stone = stone.with_(id=self._free_id(taught, info.sha))
+        self.stones[str(unit_path(stone.scope, stone.id))] = stone
+
+    def _taken(self, path: str) -> bool:
+        return path in self.stones or self.now(path) is not None
+
+    def _free_id(self, unit: MemoryUnit, sha: str) -> str:
+        base = f"{unit.id[:52]}-t{sha[:7]}"
+        candidate, n = base, 1
+        while self._taken(str(unit_path(unit.scope, candidate))):
+            n += 1
+            candidate = f"{base}{n}"
+        return candidate
+
+    def finish(self) -> dict[str, bytes | None]:
+        """The files to write: the restored files with the tombstones laid over them.
+
+        A tombstone of a text that the plan leaves active (a cascade that also undid the
+        revoke of that text) would contradict it, so it is dropped.
+        """
+        active, kept_lines = set(), set()
+        for path, data in self.state.items():
+            unit = unit_of(path, data)
+            if unit is not None and unit.status == "active":
+                active.add((unit.scope, normalize(unit.text)))
+                if is_document(unit):
+                    kept_lines |= {normalize(line) for line in doc_lines(unit.text)}
+        files = dict(self.state)
+        stones, self.stones = self.stones, {}
+        for path, found in stones.items():
+            stone = drop_kept_lines(found, kept_lines) if is_document(found) else found
+            if stone is None or (stone.scope, normalize(stone.text)) in active:
+                continue
+            if files.get(path) is not None:  # an older commit restored a file here
+                stone = stone.with_(id=self._free_id(stone, stone.reverted_commit or "0000000"))
+                path = str(unit_path(stone.scope, stone.id))
+            self.stones[path] = stone
+            files[path] = dump_unit(stone).encode("utf-8")
+        self._stone_copies(files)
+        return {p: d for p, d in files.items() if d != self.store.read(self.head, p)}
+
+    def _stone_copies(self, files: dict[str, bytes | None]) -> None:
+        """A unit this revert leaves alone but that holds a tombstoned text (learned again,
+        word for word, by a later commit) is tombstoned too: what the reverted commit taught
+        stops rendering wherever it is."""
+        stoned = {(s.scope, normalize(s.text)): s for s in self.stones.values()}
+        if not stoned:
+            return
+        for unit in load_units_at(self.store, self.head):
+            path = str(unit.path())
+            stone = stoned.get((unit.scope, normalize(unit.text)))
+            if stone is None or path in files or unit.status not in _TAUGHT:
+                continue
+            copy = unit.with_(
+                status="tombstoned",
+                reason=stone.reason,
+                reverted_commit=stone.reverted_commit,
+                valid_to=self.stamp,
+            )
+            self.stones[path] = copy
+            files[path] = dump_unit(copy).encode("utf-8")
+
+
+def _check_revertable(store: GitStore, info: CommitInfo) -> list[Change]:
+    short = info.short
+    if len(info.parents) != 1 or info.trailers.get(KIND) == "init":
+        raise EvolveError(f"{short} is not a memory or prompt commit; pick one from `evolve log`.")
+    if not store.changed_paths(info.parents[0], info.sha, TRACKED):
+        raise EvolveError(
+            f"{short} changed nothing in memory/ or prompts/; pick a commit from `evolve log`."
+        )
+    changes = content_changes(store, info)
+    if changes and all(reordered_only(c.path, c.before, c.after) for c in changes):
+        raise EvolveError(
+            f"{short} only reordered the lines of {changes[0].path}; it taught nothing to revert."
+        )
+    if not changes:
+        moved = sorted(
+            {
+                f
+                for _, p in store.changed_paths(info.parents[0], info.sha, TRACKED)
+                for f in counters_moved(p, store.read(info.parents[0], p), store.read(info.sha, p))
+            }
+        )
+        what = f" ({', '.join(moved)})" if moved else ""
+        raise EvolveError(
+            f"{short} only moved evidence counters{what}, which a revert keeps; it taught "
+            "nothing to revert."
+        )
+    return changes
+
+
+def reverted_by(store: GitStore, sha: str) -> str | None:
+    """The revert that undid `sha` and still stands (itself not reverted), if any."""
+    out = store.repo.git.log("--fixed-strings", f"--grep={sha}", "--format=%H", f"{sha}..HEAD")
+    for candidate in out.split():  # newest first: the newest revert of `sha` decides
+        info = store.commit_info(candidate)
+        target = git_revert_target(info)
+        undid = sha in info.trailers.get(REVERTS, "").split() or (
+            target is not None and sha.startswith(target)
+        )
+        if undid:
+            return None if reverted_by(store, candidate) is not None else candidate
+    return None
+
+
+def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
+    """`first` and every later commit that changed what its files (or theirs) say, newest first."""
+    chosen = {first.sha: first}
+    queue = [first]
+    while queue:
+        info = queue.pop()
+        for change in content_changes(store, info):
+            head = store.read("HEAD", change.path)
+            if _gone_since(change, head) or _settled_since(change, head):
+                continue
+            for later in later_content_touches(store, info.sha, change.path):
+                if later in chosen:
+                    continue
+                other = store.commit_info(later)
+                if len(other.parents) != 1:
+                    raise EvolveError(
+                        f"{other.short} is a merge commit that changed {change.path}; "
+                        "revert it by hand with git."
+                    )
+                chosen[later] = other
+                queue.append(other)
+    order = store.repo.git.rev_list(f"{first.sha}^..HEAD").split()
+    rank = {sha: i for i, sha in enumerate(order)}
+    return sorted(chosen.values(), key=lambda c: rank.get(c.sha, len(rank)))
+
+
+def _refusal(store: GitStore, info: CommitInfo, conflict: _Conflict) -> EvolveError:
+    short = info.short
+    name = (
+        f"{conflict.later[:10]} ({store.commit_info(conflict.later).subject})"
+        if conflict.later
+        else "a later commit"
+    )
+    try:
+        n = len(_closure(store, info)) - 1
+        more = (
+            f" together with the {n} later commit{'s' if n != 1 else ''} that changed those units"
+        )
+    except EvolveError:
+        more = ""
+    return EvolveError(
+        f"cannot revert {short} cleanly: {name} changed the text or status of "
+        f"{conflict.path} since; revert that commit first, or run "
+        f"`evolve revert {short} --cascade` to revert {short}{more} in one commit."
+    )
+
+
+def revert(
+    ws: Workspace, rev: str, *, reason: str | None = None, cascade: bool = False
+) -> RevertResult:
     """Revert commit `rev` (see the module docstring).
 
     Raises:
-        EvolveError: unknown revision, not a memory/prompt commit, a revert of a revert, a
-            conflict with a later commit (named), or a dirty tree.
+        EvolveError: unknown revision, not a memory/prompt commit, a commit that only moved
+            counters, one already reverted, a conflict with a later commit (named; `cascade`
+            resolves it), or a dirty tree.
     """
+    from evolve.history._gitrevert import tombstone_git_reverts
+
     store = ws.store
     with ws.lock("evolve revert"):
         recover(store)
@@ -52,82 +414,90 @@ def revert(ws: Workspace, rev: str, *, reason: str | None = None) -> RevertResul
             raise EvolveError(
                 f"memory/ or prompts/ has uncommitted changes ({', '.join(dirty[:5])}); commit or discard them first."
             )
+        tombstone_git_reverts(ws, take_lock=False)
         info = store.commit_info(rev)
-        short = info.sha[:10]
-        if info.trailers.get(KIND) == "revert":
+        _check_revertable(store, info)
+        done = reverted_by(store, info.sha)
+        if done is not None:
             raise EvolveError(
-                f"{short} is itself a revert; to bring its units back, edit memory/ by hand or retrain."
-            )
-        if len(info.parents) != 1 or info.trailers.get(KIND) == "init":
-            raise EvolveError(
-                f"{short} is not a memory or prompt commit; pick one from `evolve log`."
-            )
-        parent = info.parents[0]
-        changed = store.changed_paths(parent, info.sha, ["memory", "prompts"])
-        if not changed:
-            raise EvolveError(
-                f"{short} changed nothing in memory/ or prompts/; pick a commit from `evolve log`."
+                f"{info.short} was already reverted by {done[:10]}; "
+                f"`evolve revert {done[:10]}` undoes that revert."
             )
         head = store.head()
         assert head is not None
-        changes: dict[str, bytes | None] = {}
-        tombstones: list[MemoryUnit] = []
-        why = reason or f"reverted {short}"
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        for _, path in changed:
-            before, after = store.read(parent, path), store.read(info.sha, path)
-            if store.read(head, path) != after:
-                later = store.first_touch_after(info.sha, path)
-                name = (
-                    f"{later[:10]} ({store.commit_info(later).subject})"
-                    if later
-                    else "a later commit"
-                )
-                raise EvolveError(
-                    f"cannot revert {short} cleanly: {name} changed {path} since; revert that commit first."
-                )
-            changes[path] = before
-            new, old = _unit(path, after), _unit(path, before)
-            if new is None or new.status not in ("active", "pending"):
-                continue
-            if old is not None and normalize(old.text) == normalize(new.text):
-                continue  # only counters or status changed: nothing taught to refuse
-            stone = new.with_(
-                status="tombstoned", reason=why, reverted_commit=info.sha, valid_to=now
-            )
-            if old is not None:
-                stone = stone.with_(id=f"{new.id[:55]}-t{info.sha[:7]}")
-            tombstones.append(stone)
-            changes[str(unit_path(stone.scope, stone.id))] = dump_unit(stone).encode("utf-8")
-        paths = write_files(ws, changes)
-        ops = [
-            (
-                "restore" if changes[p] is not None else "remove",
-                p.rsplit("/", 1)[-1].removesuffix(".md"),
-            )
-            for p in paths
-        ]
-        ops = [op for op in ops if op[1] not in {s.id for s in tombstones}]
-        ops += [("tombstone", s.id) for s in tombstones]
-        body = [f"Reason: {why}", "", f"Reverts: {info.subject}"]
-        if tombstones:
-            body += [
-                "",
-                "Tombstones (refused if proposed again):",
-                *[f"- {s.id}: {s.text[:120]}" for s in tombstones],
-            ]
-        trailers = [(KIND, "revert"), (REVERTS, info.sha), (OPS, format_ops(ops))]
-        if PERSONA in info.trailers:
-            trailers.append((PERSONA, info.trailers[PERSONA]))
-        commit = store.commit(
-            paths, f"revert {short}: {info.subject}"[:200], body="\n".join(body), trailers=trailers
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        targets = _closure(store, info) if cascade else [info]
+        plan = _Plan(store, head, reason, stamp)
+        undone = {t.sha for t in targets}
+        try:
+            for target in targets:
+                plan.undo(target, undone)
+        except _Conflict as conflict:
+            raise _refusal(store, info, conflict) from None
+        changes = plan.finish()
+        return _commit(ws, info, targets, plan, changes, reason)
+
+
+def _commit(
+    ws: Workspace,
+    info: CommitInfo,
+    targets: list[CommitInfo],
+    plan: _Plan,
+    changes: dict[str, bytes | None],
+    reason: str | None,
+) -> RevertResult:
+    store = ws.store
+    short = info.short
+    if not changes:
+        raise EvolveError(
+            f"what {short} did is already undone in memory/ and prompts/ (by hand or by later "
+            "commits); there is nothing left to revert."
         )
-        journal_end(store)
-        refresh_commit_graph(store)
-        if commit is None:
-            raise EvolveError(
-                f"reverting {short} changed nothing; it may have been undone by hand already."
-            )
-        stone_paths = {str(unit_path(s.scope, s.id)) for s in tombstones}
-        restored = [p for p in paths if changes[p] is not None and p not in stone_paths]
-        return RevertResult(info.sha, commit, restored, tombstones)
+    stones = [s for p, s in sorted(plan.stones.items()) if p in changes]
+    stone_paths = {str(unit_path(s.scope, s.id)) for s in stones}
+    ops: list[tuple[str, str]] = []
+    lifted: list[str] = []
+    for path in sorted(changes):
+        ident = path.rsplit("/", 1)[-1].removesuffix(".md")
+        if path in stone_paths:
+            continue
+        was = unit_of(path, store.read(plan.head, path))
+        if was is not None and was.status == "tombstoned":
+            lifted.append(was.id)
+            ops.append(("lift", ident))
+        else:
+            ops.append(("restore" if changes[path] is not None else "remove", ident))
+    ops += [("tombstone", s.id) for s in stones]
+    paths = write_files(ws, changes)
+    why = reason or f"reverted {short}"
+    body = [f"Reason: {why}", ""]
+    body += [f"Reverts: {t.short} {t.subject}" for t in targets]
+    if stones:
+        body += ["", "Tombstones (refused if proposed again):"]
+        body += [f"- {s.id}: {s.text[:120]}" for s in stones]
+    if lifted:
+        body += ["", "Tombstones lifted (their units may be learned again):"]
+        body += [f"- {ident}" for ident in lifted]
+    cascade = len(targets) > 1
+    trailers = [
+        (KIND, "cascade revert" if cascade else "revert"),
+        (REVERTS, " ".join(t.sha for t in targets)),
+        (OPS, format_ops(ops)),
+    ]
+    if PERSONA in info.trailers:
+        trailers.append((PERSONA, info.trailers[PERSONA]))
+    subject = f"revert {short}" + (f" and {len(targets) - 1} later" if cascade else "")
+    commit = store.commit(
+        paths, f"{subject}: {info.subject}"[:200], body="\n".join(body), trailers=trailers
+    )
+    journal_end(store)
+    refresh_commit_graph(store)
+    if commit is None:
+        raise EvolveError(
+            f"what {short} did is already undone in memory/ and prompts/ (by hand or by later "
+            "commits); there is nothing left to revert."
+        )
+    restored = [p for p in paths if changes[p] is not None and p not in stone_paths]
+    return RevertResult(
+        info.sha, commit, restored, stones, commits=[t.sha for t in targets], lifted=lifted
+    )

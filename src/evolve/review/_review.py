@@ -33,10 +33,30 @@ def list_pending(ws: Workspace) -> list[PendingItem]:
     return out
 
 
-def _decide(ws: Workspace, unit_id: str, approve: bool) -> str:
+def current_holder(units: list[MemoryUnit], replaced: str | None) -> MemoryUnit | None:
+    """The unit active now in place of `replaced`: itself, or whatever replaced it since
+    (following `revoked_by`), so an approval supersedes what the agent sees today."""
+    by_id = {u.id: u for u in units}
+    seen: set[str] = set()
+    ident = replaced
+    while ident is not None and ident not in seen:
+        seen.add(ident)
+        unit = by_id.get(ident)
+        if unit is None:
+            return None
+        if unit.status == "active":
+            return unit
+        ident = unit.revoked_by if unit.status == "revoked" else None
+    return None
+
+
+def _decide(ws: Workspace, unit_id: str, approve: bool, reason: str | None = None) -> str:
+    from evolve.history import tombstone_git_reverts
+
     store = ws.store
     with ws.lock("evolve review"):
         recover(store)
+        tombstone_git_reverts(ws, take_lock=False)
         units = UnitReader(ws.root).load()
         unit = next((u for u in units if u.id == unit_id), None)
         if unit is None:
@@ -47,9 +67,17 @@ def _decide(ws: Workspace, unit_id: str, approve: bool) -> str:
             )
         now = datetime.now(UTC).isoformat(timespec="seconds")
         ops: list[Op] = []
+        notes: list[str] = []
         if approve:
-            ops.append(Op(op="approve", unit=unit.with_(status="active")))
-            old = next((u for u in units if u.id == unit.supersedes and u.status == "active"), None)
+            old = current_holder(units, unit.supersedes)
+            approved = unit.with_(status="active")
+            if old is not None and old.id != unit.supersedes:
+                notes.append(
+                    f"{unit.supersedes} was already replaced by {old.id}; this approval "
+                    f"replaces {old.id}, the unit active now."
+                )
+                approved = approved.with_(supersedes=old.id)
+            ops.append(Op(op="approve", unit=approved))
             if old is not None:
                 ops.append(
                     Op(
@@ -58,12 +86,14 @@ def _decide(ws: Workspace, unit_id: str, approve: bool) -> str:
                     )
                 )
         else:
+            why = reason or "rejected in review"
             ops.append(
                 Op(
                     op="tombstone",
-                    unit=unit.with_(status="tombstoned", reason="rejected in review", valid_to=now),
+                    unit=unit.with_(status="tombstoned", reason=why, valid_to=now),
                 )
             )
+            notes.append(f"Reason: {why}")
         applier = MemoryApplier(ws, unit.scope)
         result = applier.apply(ops, units)
         if result.refused:
@@ -75,19 +105,21 @@ def _decide(ws: Workspace, unit_id: str, approve: bool) -> str:
         trailers = [(KIND, "review"), (OPS, format_ops((op.op, op.id) for op in result.applied))]
         if unit.scope.startswith("user:"):
             trailers.append((PERSONA, unit.scope.removeprefix("user:")))
-        sha = store.commit(
-            result.paths, f"review: {verb} {unit_id}", body=unit.text, trailers=trailers
-        )
+        body = "\n\n".join([unit.text, *notes])
+        sha = store.commit(result.paths, f"review: {verb} {unit_id}", body=body, trailers=trailers)
         applier.done()
         assert sha is not None
         return sha
 
 
 def approve(ws: Workspace, unit_id: str) -> str:
-    """Make a pending unit active (and revoke the unit it supersedes); returns the commit."""
+    """Make a pending unit active and revoke the unit it replaces as it stands now (if that
+    unit was replaced since the proposal, its replacement is the one revoked); returns the
+    commit."""
     return _decide(ws, unit_id, approve=True)
 
 
-def reject(ws: Workspace, unit_id: str) -> str:
-    """Tombstone a pending unit so that it is refused if proposed again; returns the commit."""
-    return _decide(ws, unit_id, approve=False)
+def reject(ws: Workspace, unit_id: str, reason: str | None = None) -> str:
+    """Tombstone a pending unit so that it is refused if proposed again; `reason` is kept in
+    the tombstone and the commit. Returns the commit."""
+    return _decide(ws, unit_id, approve=False, reason=reason)

@@ -36,7 +36,7 @@ from evolve.envs import Environment, Tier
 from evolve.episode import EpisodeSetup, run_episode
 from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
-from evolve.history import clip, refresh_commit_graph
+from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
 from evolve.llm import LLM, make_role_llm
 from evolve.memory import UnitReader, in_scope, scope_for
 from evolve.ops import Op
@@ -321,6 +321,7 @@ def _train(
             raise EvolveError(
                 f"{folder}/ has uncommitted changes ({shown}); commit or discard them first."
             )
+    tombstone_git_reverts(ws, take_lock=False)  # a plain `git revert` gets its tombstones
     sid = stream_id(persona, name, seed, tier)
     last = last_episode(ws, sid)
     start = 0 if last is None else last + 1

@@ -138,6 +138,31 @@ class RenderConfig(_Section):
     )
 
 
+class RecipeCaps(_Section):
+    """Limits the applier enforces on one recipe's units in one scope (None: no limit).
+
+    `units`: active units at once; `chars`: characters of one unit's text; `memory_chars`:
+    characters of all its active units' text together (what it puts in the prompt).
+    """
+
+    units: int | None = Field(default=None, ge=1, le=100_000)
+    chars: int | None = Field(default=None, ge=1, le=1_000_000)
+    memory_chars: int | None = Field(default=None, ge=1, le=10_000_000)
+
+
+# Today's limits inside the recipes (src/evolve/updaters/*); the applier enforces them, so a
+# proposer that ignores them is refused instead of trusted. rewrite's `chars` defaults to
+# `memory.max_memory_chars`, the size its prompt asks the model for.
+DEFAULT_CAPS: dict[str, RecipeCaps] = {
+    "ace": RecipeCaps(units=12, chars=300),
+    "tepa": RecipeCaps(chars=300),
+    "trace": RecipeCaps(units=12),
+    "reflexion": RecipeCaps(units=3, chars=300),
+    "rewrite": RecipeCaps(units=1),
+    "topl": RecipeCaps(units=60, chars=300),
+}
+
+
 DEFAULT_PROTECTED = ("evalset/", "tests/", "evolve.yaml", ".gitignore")
 
 
@@ -174,6 +199,18 @@ class EvolveConfig(_Section):
     gate: GateConfig = GateConfig()
     protected: tuple[str, ...] = DEFAULT_PROTECTED
     parameters: dict[str, ParameterRange] = Field(default_factory=lambda: dict(DEFAULT_PARAMETERS))
+    # Per recipe; a recipe or field given here overrides that default only (null: no limit).
+    caps: dict[str, RecipeCaps] = Field(default_factory=dict)
+
+    def caps_for(self, recipe: str) -> RecipeCaps:
+        """The caps the applier enforces on `recipe`: the defaults with `caps:` laid over."""
+        base = DEFAULT_CAPS.get(recipe, RecipeCaps())
+        if recipe == "rewrite":
+            base = base.model_copy(update={"chars": self.memory.max_memory_chars})
+        given = self.caps.get(recipe)
+        if given is None:
+            return base
+        return base.model_copy(update={f: getattr(given, f) for f in given.model_fields_set})
 
     def rendered_recipes(self) -> tuple[str, ...]:
         """The recipes whose units the agent sees: `render.recipes`, else `train.recipe`."""

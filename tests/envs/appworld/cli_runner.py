@@ -71,15 +71,15 @@ def main(argv: list[str]) -> int:
             return agent(messages)
         return json.dumps({"reflection": REFLECTION})
 
-    def make_llm(name: str, **_: Any) -> MockLLM:
+    def make_role_llm(config: Any, role: str, **_: Any) -> MockLLM:
         return MockLLM(responder)
 
     import evolve.evaluate._run as run_module
     import evolve.train._train as train_module
     from evolve.cli._group import run
 
-    setattr(run_module, "make_llm", make_llm)  # noqa: B010 - a test seam, not an API
-    setattr(train_module, "make_llm", make_llm)  # noqa: B010
+    setattr(run_module, "make_role_llm", make_role_llm)  # noqa: B010 - a test seam, not an API
+    setattr(train_module, "make_role_llm", make_role_llm)  # noqa: B010
     return run(args)
 
 

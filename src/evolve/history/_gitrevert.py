@@ -1,0 +1,136 @@
+"""Tombstones for a plain `git revert`.
+
+`git revert C` restores C's files exactly as `evolve revert C` does, but it writes no
+tombstones, so the next episode would learn what C taught all over again. Every evolve writer
+(`train`, `revert`, `review`) therefore looks, before it writes anything, for commits whose
+message says "This reverts commit <sha>" and that no evolve commit has answered yet; for each
+one whose target taught something, it adds the tombstones `evolve revert` would have written,
+through the applier, in a commit of its own that says so (trailer `Evolve-Git-Revert: <sha>`).
+
+A `git revert` of a revert (evolve's or git's) lifts tombstones by itself and needs nothing.
+Reverting the tombstone commit with `evolve revert` lifts them too, and the marker keeps them
+from being added again.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from evolve.applier import journal_end, recover, write_files
+from evolve.history._content import unit_of
+from evolve.history._revert import (
+    GIT_REVERT,
+    REVERTS,
+    content_changes,
+    git_revert_target,
+    is_revert,
+    taught_by,
+)
+from evolve.memory import MemoryUnit, dump_unit, load_units
+from evolve.memory._similarity import normalize
+from evolve.store import KIND, OPS, PERSONA, CommitInfo, format_ops
+from evolve.workspace import Workspace
+
+
+def _unanswered(ws: Workspace) -> list[tuple[CommitInfo, CommitInfo]]:
+    """(git revert commit, its target) pairs with no evolve tombstone commit yet, oldest first."""
+    store = ws.store
+    if store.head() is None:
+        return []
+    out = store.repo.git.log("--fixed-strings", "--grep=This reverts commit ", "--format=%H")
+    shas = out.split()
+    if not shas:
+        return []
+    answered = {
+        info.trailers.get(GIT_REVERT, "")
+        for info in store.log(grep_trailer=GIT_REVERT)
+        if GIT_REVERT in info.trailers
+    }
+    pairs = []
+    for sha in reversed(shas):
+        if sha in answered:
+            continue
+        info = store.commit_info(sha)
+        target_sha = git_revert_target(info)
+        if target_sha is None or info.trailers.get(KIND):
+            continue
+        try:
+            target = store.commit_info(target_sha)
+        except Exception:  # noqa: BLE001 - a target outside this history: nothing to do
+            continue
+        if len(target.parents) != 1 or is_revert(target):
+            continue
+        pairs.append((info, target))
+    return pairs
+
+
+def _stones_for(ws: Workspace, target: CommitInfo, units: list[MemoryUnit]) -> list[MemoryUnit]:
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    stoned = {(u.scope, normalize(u.text)) for u in units if u.status == "tombstoned"}
+    active = {(u.scope, normalize(u.text)) for u in units if u.status in ("active", "pending")}
+    present = {str(u.path()) for u in units}
+    stones = []
+    for change in content_changes(ws.store, target):
+        taught = taught_by(change)
+        if taught is None or unit_of(change.path, change.after) is None:
+            continue
+        key = (taught.scope, normalize(taught.text))
+        if key in stoned or key in active:
+            continue  # already refused, or the git revert left it in place
+        stone = taught.with_(
+            status="tombstoned",
+            reason=f"reverted {target.short} with git revert",
+            reverted_commit=target.sha,
+            valid_to=stamp,
+        )
+        if str(stone.path()) in present:
+            stone = stone.with_(id=f"{taught.id[:52]}-t{target.sha[:7]}")
+        if str(stone.path()) in present:
+            continue
+        stoned.add(key)
+        present.add(str(stone.path()))
+        stones.append(stone)
+    return stones
+
+
+def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]:
+    """Add the tombstones that plain `git revert` commits did not write; returns the commits.
+
+    Call it under the workspace lock (`take_lock=False`) from a writer that holds it.
+    """
+    if take_lock:
+        with ws.lock("evolve: tombstones for git revert"):
+            recover(ws.store)
+            return tombstone_git_reverts(ws, take_lock=False)
+    made = []
+    for git_commit, target in _unanswered(ws):
+        stones = _stones_for(ws, target, load_units(ws.root))
+        if not stones:
+            continue
+        changes = {str(s.path()): dump_unit(s).encode("utf-8") for s in stones}
+        paths = write_files(ws, changes)
+        body = [
+            f"`git revert` ({git_commit.short}) restored the files of {target.short} but wrote "
+            "no tombstones; these keep the next episodes from learning it again.",
+            "",
+            "Tombstones (refused if proposed again):",
+            *[f"- {s.id}: {s.text[:120]}" for s in stones],
+        ]
+        trailers = [
+            (KIND, "revert"),
+            (REVERTS, target.sha),
+            (GIT_REVERT, git_commit.sha),
+            (OPS, format_ops(("tombstone", s.id) for s in stones)),
+        ]
+        if PERSONA in target.trailers:
+            trailers.append((PERSONA, target.trailers[PERSONA]))
+        sha = ws.store.commit(
+            paths,
+            f"tombstones for git revert {git_commit.short}: {target.subject}"[:200],
+            body="\n".join(body),
+            trailers=trailers,
+        )
+        journal_end(ws.store)
+        if sha is not None:
+            made.append(sha)
+    return made

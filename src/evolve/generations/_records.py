@@ -71,7 +71,17 @@ class GenerationRecord(_Record):
     tests_output: str = ""
     stream_end: int | None = None
     verdict: Literal["accepted", "rejected"]
-    reason: str
+    reason: str  # "error: <sentence>" when the generation ended in an error or was killed
+    phase: str | None = None  # the step an erroring generation was in
+    scored_tree: str | None = None  # the tree id that was scored (the accepted tree is it)
+
+    @property
+    def error(self) -> bool:
+        return self.reason.startswith("error: ")
+
+    def outcome(self) -> str:
+        """`accepted`, `rejected` or `rejected (error: ...)`."""
+        return f"rejected ({self.reason})" if self.error else self.verdict
 
     def summary_markdown(self) -> str:
         def s(r: ScoreRecord | None) -> str:
@@ -79,7 +89,7 @@ class GenerationRecord(_Record):
 
         gain = self.dev_gain
         lines = [
-            f"# Generation {self.number}: {self.verdict}",
+            f"# Generation {self.number}: {self.outcome()}",
             "",
             f"- reason: {self.reason}",
             f"- base {self.base[:10]} -> candidate {self.candidate[:10]}; HEAD after: {self.final[:10]}",
@@ -114,7 +124,7 @@ def save_record(ws: Workspace, record: GenerationRecord) -> None:
             f"{name}.json": data.encode("utf-8"),
             f"{name}.md": record.summary_markdown().encode("utf-8"),
         },
-        f"generation {record.number}: {record.verdict}",
+        f"generation {record.number}: {record.outcome()}",
     )
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from evolve.applier import journal_end, recover, write_files
+from evolve.applier import journal_end, write_files
 from evolve.errors import EvolveError
 from evolve.history._log import refresh_commit_graph
 from evolve.memory import MemoryUnit, dump_unit, parse_unit, unit_path
 from evolve.memory._similarity import normalize
+from evolve.recovery import writer
 from evolve.store import KIND, OPS, PERSONA, format_ops
 from evolve.workspace import Workspace
 
@@ -45,8 +46,7 @@ def revert(ws: Workspace, rev: str, *, reason: str | None = None) -> RevertResul
             conflict with a later commit (named), or a dirty tree.
     """
     store = ws.store
-    with ws.lock("evolve revert"):
-        recover(store)
+    with writer(ws, "evolve revert"):  # takes the lock, then recovers crash leftovers
         dirty = store.dirty_paths(["memory", "prompts"])
         if dirty:
             raise EvolveError(

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from evolve.applier import MemoryApplier, Op, recover
+from evolve.applier import MemoryApplier, Op
 from evolve.errors import EvolveError
 from evolve.history import complaint_line
 from evolve.memory import MemoryUnit, UnitReader
+from evolve.recovery import writer
 from evolve.store import KIND, OPS, PERSONA, format_ops
 from evolve.workspace import Workspace
 
@@ -35,8 +36,7 @@ def list_pending(ws: Workspace) -> list[PendingItem]:
 
 def _decide(ws: Workspace, unit_id: str, approve: bool) -> str:
     store = ws.store
-    with ws.lock("evolve review"):
-        recover(store)
+    with writer(ws, "evolve review"):  # takes the lock, then recovers crash leftovers
         units = UnitReader(ws.root).load()
         unit = next((u for u in units if u.id == unit_id), None)
         if unit is None:

@@ -29,6 +29,7 @@ from evolve.evaluate import make_verifier, open_env
 from evolve.history import refresh_commit_graph
 from evolve.llm import LLM, make_llm
 from evolve.memory import UnitReader, in_scope, render_memory, scope_for
+from evolve.recovery import recover_workspace
 from evolve.store import EPISODE, GENERATION, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
 from evolve.train._stream import history_before, stream_id, stream_tasks
 from evolve.updaters import (
@@ -160,6 +161,8 @@ def train(
     if lock is not None:
         lock.acquire()
     try:
+        if lock is not None:
+            recover_workspace(ws, "evolve train")  # crash leftovers first (evolve.recovery)
         report = _train(
             ws, env, recipe_impl, name, total, tier, seed, review, persona, agent_llm, updater_llm, progress,
             generation, start_at,

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from evolve.applier import recover as recover_apply
-from evolve.errors import LockHeld
+from evolve.errors import EvolveError, LockHeld
 from evolve.gate import sweep
 from evolve.generations._journal import journal_path, recover_generation
 from evolve.generations._records import GenerationRecord
@@ -71,7 +71,7 @@ def recover_if_interrupted(ws: Workspace, command: str) -> Recovery | None:
     try:
         if not journal_path(ws.store).exists():
             return None
-    except Exception:  # not a git repository: the command itself will say so
+    except EvolveError:  # not a git repository: the command itself will say so
         return None
     try:
         with writer(ws, command) as recovery:

@@ -32,7 +32,13 @@ def print_result(result: EvolveResult) -> None:
     for col in ("gen", "dev", "holdout (reported)", "verdict"):
         table.add_column(col, no_wrap=True)
     for r in result.records:
-        verdict = "[green]accepted[/green]" if r.verdict == "accepted" else "[red]rejected[/red]"
+        verdict = (
+            "[green]accepted[/green]"
+            if r.verdict == "accepted"
+            else "[red]rejected (error)[/red]"
+            if r.error
+            else "[red]rejected[/red]"
+        )
         table.add_row(str(r.number), _score(r, "dev"), _score(r, "holdout"), verdict)
     stdout.print(table)
     for r in result.records:
@@ -60,20 +66,33 @@ def print_result(result: EvolveResult) -> None:
     is_flag=True,
     help="Run in a temporary clone; print the diff and the verdict; change nothing.",
 )
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds each generation may take; one past it is reset to its base and recorded "
+    "as rejected (error).",
+)
 @json_option
 @workspace_option
 def evolve_cmd(
-    generations: int | None, dry_run: bool, as_json: bool, workspace: Path | None
+    generations: int | None,
+    dry_run: bool,
+    timeout: float | None,
+    as_json: bool,
+    workspace: Path | None,
 ) -> None:
     """Run gated generations: train a batch, let the reflector propose prompt edits, and keep
     the generation only if the workspace tests pass and the dev score improves by a paired
     bootstrap; otherwise reset to its base. Holdout is scored and reported, never used to
-    accept."""
+    accept. A generation that fails, is interrupted (Ctrl-C, SIGTERM) or runs past --timeout
+    is reset to its base and recorded as `rejected (error: ...)`; one whose process was killed
+    is reset by the next evolve command."""
     ws = open_workspace(workspace)
     result = evolve(
         ws,
         generations=generations,
         dry_run=dry_run,
+        timeout=timeout,
         progress=None if as_json else (lambda m: stderr.print(m, style="dim")),
     )
     if as_json:

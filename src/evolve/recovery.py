@@ -3,10 +3,11 @@
 Every command that takes the workspace writer lock goes through :func:`writer`, which takes the
 lock and then calls :func:`recover_workspace`:
 
-1. the apply journal (`.git/evolve-journal.json`): a half-applied episode is undone;
-2. the generation journal (`.git/evolve-generation.json`): a generation whose process died is
-   reset to its base, its untracked files removed, and its record `rejected (error: ...)`
-   written to `refs/evolve/records` and `generations/`;
+1. the generation journal (`.git/evolve-generation.json`): a generation whose process died is
+   reset to its base (uncommitted files saved with `git stash` first), its untracked files
+   removed, and its record `rejected (error: ...)` written to `refs/evolve/records` and
+   `generations/`;
+2. the apply journal (`.git/evolve-journal.json`): a half-applied episode is undone;
 3. temporary copies (`evolve-gate-*`, `evolve-score-*`, `evolve-dry-run-*`) whose owner is gone
    are removed.
 
@@ -48,8 +49,8 @@ class Recovery:
 
 def recover_workspace(ws: Workspace, command: str) -> Recovery:
     """Finish what a dead writer left (see the module docstring); call it holding the lock."""
-    restored = recover_apply(ws.store)
     record = recover_generation(ws, command)
+    restored = recover_apply(ws.store)
     sweep()
     return Recovery(restored, record)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import IO, Any
 
 import click
 from rich.markup import escape
@@ -55,6 +56,15 @@ def print_result(result: EvolveResult) -> None:
         stdout.print("records: generations/gen-NNNN.json (also under refs/evolve/records)")
 
 
+class _Interrupted(click.ClickException):
+    """Ctrl-C: exit status 130, and one line saying what became of the generation."""
+
+    exit_code = 130
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"interrupted: {self.message}", err=True)
+
+
 @click.command("evolve")
 @click.option(
     "--generations",
@@ -88,13 +98,16 @@ def evolve_cmd(
     is reset to its base and recorded as `rejected (error: ...)`; one whose process was killed
     is reset by the next evolve command."""
     ws = open_workspace(workspace)
-    result = evolve(
-        ws,
-        generations=generations,
-        dry_run=dry_run,
-        timeout=timeout,
-        progress=None if as_json else (lambda m: stderr.print(m, style="dim")),
-    )
+    try:
+        result = evolve(
+            ws,
+            generations=generations,
+            dry_run=dry_run,
+            timeout=timeout,
+            progress=None if as_json else (lambda m: stderr.print(m, style="dim")),
+        )
+    except KeyboardInterrupt as exc:
+        raise _Interrupted(str(exc) or "nothing half-written was kept.") from None
     if as_json:
         emit_json(
             {

@@ -30,6 +30,7 @@ from pathlib import Path
 import git
 
 from evolve._io import atomic_write
+from evolve.applier import journal_end as end_apply_journal
 from evolve.errors import EvolveError
 from evolve.gate import index_flags, sweep
 from evolve.generations._records import (
@@ -179,6 +180,7 @@ def rollback(ws: Workspace, journal: GenerationJournal, target: str | None = Non
     store = ws.store
     clear_new_flags(store, journal)
     store.reset_hard(target or journal.base)
+    end_apply_journal(store)  # a half-applied write is undone by the reset itself
     remove_generation_files(ws, journal)
 
 

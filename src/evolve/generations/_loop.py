@@ -95,6 +95,10 @@ class Terminated(BaseException):
         self.name = name
 
 
+class GenerationInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a generation, which was rolled back; the message says so."""
+
+
 class GenerationTimeout(BaseException):
     """The generation ran past its time limit."""
 
@@ -197,6 +201,7 @@ class _Scorer:
     def __init__(self, ws: Workspace, llm: LLM, runs: int) -> None:
         self.ws, self.llm, self.runs = ws, llm, runs
         self.cache: dict[tuple[str, str], SplitReport] = {}
+        self.fault_step: str | None = None  # the fault seam's step while a copy exists
 
     def __call__(self, split: Split, commit: str) -> SplitReport:
         key = (commit, split)
@@ -205,6 +210,8 @@ class _Scorer:
                 root = tmp / "ws"
                 root.mkdir()
                 export_tree(self.ws.store, commit, root)
+                if self.fault_step:
+                    fault(self.fault_step)
                 snapshot = Workspace(root, config=self.ws.config)
                 self.cache[key] = run_split(
                     snapshot, split, llm=self.llm, runs=self.runs, log=False
@@ -357,8 +364,11 @@ def _generation(
         txn.phase("scoring")
         scored_tree = _tree(store, candidate)
         dev = scorer("dev", candidate)
-        fault("scoring")
-        holdout = scorer("holdout", candidate)
+        scorer.fault_step = "scoring"
+        try:
+            holdout = scorer("holdout", candidate)
+        finally:
+            scorer.fault_step = None
         scored = True
         s2 = protected_state(store, candidate, protected)
         problem = protection_reason(store, s0, s2, "during scoring") or _moved(
@@ -525,7 +535,10 @@ def _abort(ws: Workspace, txn: _Txn, exc: BaseException, say: Progress) -> NoRet
             ) from exc
     say(f"generation {journal.number}: {record.outcome()}")
     if isinstance(exc, KeyboardInterrupt):
-        raise exc
+        raise GenerationInterrupted(
+            f"generation {journal.number} was interrupted during {journal.phase}; the workspace "
+            f"was reset to its base {journal.base[:10]} and the generation recorded as rejected."
+        ) from exc
     raise EvolveError(
         f"generation {journal.number} {reason.removeprefix('error: ')}; the workspace was reset "
         f"to its base {journal.base[:10]} and the generation recorded as rejected."
@@ -559,7 +572,7 @@ def evolve(
     Raises:
         EvolveError: more generations than `gate.max_generations`, a dirty tree, a held lock,
             not a git repository, or a generation that ended in an error (after its rollback).
-        KeyboardInterrupt: Ctrl-C (after the running generation's rollback).
+        GenerationInterrupted: Ctrl-C (a KeyboardInterrupt, after the generation's rollback).
     """
     cfg = ws.config.gate
     count = generations if generations is not None else cfg.generations

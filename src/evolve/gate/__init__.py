@@ -2,7 +2,13 @@
 
 from evolve.gate._bootstrap import PairedGain, paired_gain
 from evolve.gate._gate import Gate, GateEvidence, Verdict, export_tree, run_workspace_tests
-from evolve.gate._protect import ProtectedState, index_flags, protected_state, protection_reason
+from evolve.gate._protect import (
+    ProtectedState,
+    index_flags,
+    problems_reason,
+    protected_state,
+    protection_reason,
+)
 from evolve.gate._tempdirs import sweep, temp_copy
 
 __all__ = [
@@ -14,6 +20,7 @@ __all__ = [
     "export_tree",
     "index_flags",
     "paired_gain",
+    "problems_reason",
     "protected_state",
     "protection_reason",
     "run_workspace_tests",

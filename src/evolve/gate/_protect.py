@@ -195,6 +195,17 @@ def _names(paths: Sequence[str], limit: int = 5) -> str:
     return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
 
 
+def _more(count: int) -> str:
+    return f" (and {count} more problem{'s' * (count > 1)})" if count else ""
+
+
+def problems_reason(state: ProtectedState) -> str | None:
+    """The state's problems as one reason: the first, and how many more (None when none)."""
+    if not state.problems:
+        return None
+    return state.problems[0] + _more(len(state.problems) - 1)
+
+
 def protection_reason(
     store: GitStore, before: ProtectedState, after: ProtectedState, when: str
 ) -> str | None:
@@ -206,8 +217,10 @@ def protection_reason(
         first = after.problems[0]
         more = len(after.problems) - 1
         if first.startswith("protected files have uncommitted changes ("):
-            first = f"protected files changed {when} (" + first.partition("(")[2].rstrip(")") + ")"
-        return first + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
+            first = f"protected files changed {when} (" + first.partition("(")[2]
+        else:
+            first = f"{first}, found {when}"
+        return first + _more(more)
     if before.tree != after.tree:
         names = [
             p

@@ -171,7 +171,9 @@ def clear_new_flags(store: GitStore, journal: GenerationJournal) -> list[str]:
     really restores those files)."""
     new = sorted(set(index_flags(store)) - set(journal.flagged_before))
     if new:
-        store.repo.git.update_index("--no-skip-worktree", "--no-assume-unchanged", "--", *new)
+        # One flag per call: git applies only the last of several such options.
+        store.repo.git.update_index("--no-skip-worktree", "--", *new)
+        store.repo.git.update_index("--no-assume-unchanged", "--", *new)
     return new
 
 

@@ -41,6 +41,7 @@ from evolve.gate import (
     Verdict,
     export_tree,
     paired_gain,
+    problems_reason,
     protected_state,
     protection_reason,
     run_workspace_tests,
@@ -459,7 +460,7 @@ def _unjudged(txn: _Txn, s0: ProtectedState, dry_run: bool) -> GenerationRecord:
         tests_passed=False,
         stream_end=journal.stream_end,
         verdict="rejected",
-        reason=f"the generation cannot be judged: {s0.problems[0]}",
+        reason=f"the generation cannot be judged: {problems_reason(s0)}",
     )
 
 

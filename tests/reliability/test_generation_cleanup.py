@@ -263,3 +263,23 @@ def test_a_running_generation_is_left_alone_by_a_reading_command(
     finally:
         proc.kill()
         proc.wait(timeout=30)
+
+
+def test_numbers_are_not_reused_when_the_records_ref_is_missing(
+    ws: Workspace, run_git: RunGit, tmpdir_: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clone does not fetch refs/evolve/records: the commits' trailers and the kept tips of
+    aborted generations still hold the numbers used."""
+    [first] = evolve(ws, generations=1).records
+    assert first.verdict == "accepted", first.reason
+    monkeypatch.setenv(ENV, "verdict:raise")
+    with pytest.raises(EvolveError, match="^generation 2 "):
+        evolve(ws, generations=1)
+    monkeypatch.delenv(ENV)
+    assert run_git(ws.root, "rev-parse", "refs/evolve/aborted/gen-0002").strip()
+    run_git(ws.root, "update-ref", "-d", "refs/evolve/records")
+    assert load_records(ws) == []
+
+    [third] = evolve(ws, generations=1).records
+
+    assert third.number == 3

@@ -266,8 +266,17 @@ def keep_tip(store: GitStore, journal: GenerationJournal, tip: str) -> None:
 def abort(
     ws: Workspace, journal: GenerationJournal, reason: str, refused: list[str] | None = None
 ) -> GenerationRecord:
-    """End generation `journal.number` in its base after an error, in this process."""
+    """End generation `journal.number` in its base after an error, in this process.
+
+    If its record was already written (the error came after), that outcome stands.
+    """
     store = ws.store
+    done = None if journal.dry_run else _recorded(ws, journal.number)
+    if done is not None:
+        if store.head() != done.final and _is_ancestor(store, done.final, store.head() or ""):
+            rollback(ws, journal, done.final)
+        end_journal(store)
+        return done
     tip = store.head() or journal.base
     keep_tip(store, journal, tip)
     rollback(ws, journal)
@@ -277,6 +286,27 @@ def abort(
     end_journal(store)
     sweep()
     return record
+
+
+def _recorded(ws: Workspace, number: int) -> GenerationRecord | None:
+    return {r.number: r for r in load_records(ws)}.get(number)
+
+
+def last_used_number(ws: Workspace) -> int:
+    """The highest generation number used so far: in the records, in the commits on HEAD
+    (`Evolve-Generation`, for a clone that did not fetch the records ref) and in the kept
+    tips of aborted generations. The next generation gets the number after it."""
+    store = ws.store
+    numbers = [r.number for r in load_records(ws)]
+    if store.head() is not None:
+        out = store.repo.git.log(
+            "--fixed-strings", f"--grep={GENERATION}:",
+            f"--format=%(trailers:key={GENERATION},valueonly,unfold)", "HEAD",
+        )  # fmt: skip
+        numbers += [int(v) for v in out.split() if v.isdigit() and len(v) < 10]
+    refs = store.repo.git.for_each_ref("--format=%(refname:lstrip=3)", ABORTED_REFS)
+    numbers += [int(n[4:]) for n in refs.split() if n.startswith("gen-") and n[4:].isdigit()]
+    return max(numbers, default=0)
 
 
 def _is_ancestor(store: GitStore, a: str, b: str) -> bool:
@@ -309,7 +339,7 @@ def recover_generation(ws: Workspace, command: str) -> GenerationRecord | None:
     journal = read_journal(store)
     if journal is None:
         return None
-    done = {r.number: r for r in load_records(ws)}.get(journal.number)
+    done = _recorded(ws, journal.number)
     branch = _branch(store)
     if journal.branch is not None and branch != journal.branch:
         short = journal.branch.removeprefix("refs/heads/")

@@ -52,6 +52,7 @@ from evolve.generations._journal import (
     abort,
     begin,
     end_journal,
+    last_used_number,
     rollback,
     set_phase,
 )
@@ -585,13 +586,31 @@ def evolve(
         )
     if timeout is not None and timeout <= 0:
         raise EvolveError("--timeout must be a positive number of seconds.")
-    store = ws.store
     say = progress or (lambda _msg: None)
     gate = gate or Gate()
-    with writer(ws, "evolve evolve --dry-run" if dry_run else "evolve evolve"), _signals_raise():
+    try:
+        with _signals_raise():
+            return _evolve(ws, count, dry_run, gate, models, say, timeout)
+    except Terminated as exc:  # between generations: nothing was running
+        raise EvolveError(
+            f"stopped by {exc.name} between generations; every finished generation is recorded."
+        ) from None
+
+
+def _evolve(
+    ws: Workspace,
+    count: int,
+    dry_run: bool,
+    gate: Gate,
+    models: _Models | None,
+    say: Progress,
+    timeout: float | None,
+) -> EvolveResult:
+    store = ws.store
+    with writer(ws, "evolve evolve --dry-run" if dry_run else "evolve evolve"):
         _check_clean(ws)
         previous = load_records(ws)
-        first = (previous[-1].number + 1) if previous else 1
+        first = last_used_number(ws) + 1
         ends = [r.stream_end for r in previous if r.stream_end is not None]
         stream_end = max(ends) if ends else None
         if not dry_run:

@@ -312,3 +312,32 @@ def test_the_command_line_reports_an_interrupted_generation(
             f"its base {base[:10]} and the generation recorded as rejected."
         )
     assert_rolled_back(ws, run_git, base, tmpdir_, number=1, phase="scoring")
+
+
+def test_a_reflector_reply_with_a_lone_surrogate_never_leaves_ungated_commits(
+    ws: Workspace, run_git: RunGit, tmpdir_: Path
+) -> None:
+    """The case from the issue: such a reply raised after 2 training commits, which stayed.
+    Whether the reply is refused or raises, the generation ends recorded, HEAD is the
+    recorded final commit and nothing is half-written."""
+    from evolve.evaluate import open_env
+    from evolve.generations._loop import _Models
+    from evolve.llm import MockLLM
+    from evolve.sim import SimLLM
+
+    base = head(ws.root, run_git)
+    env = open_env(ws)
+    reply = '{"guidance": ["Sign off \\ud800 always."], "edits": [{"path": "prompts/x\\ud800.md", "content": "hi"}]}'
+    models = _Models(SimLLM(env), SimLLM(env), MockLLM(lambda messages, schema: reply))
+
+    try:
+        evolve(ws, generations=1, models=models)
+    except EvolveError as exc:
+        assert "recorded as rejected" in str(exc)
+        assert_rolled_back(ws, run_git, base, tmpdir_, number=1, phase="the reflector")
+    [record] = load_records(ws)
+    assert head(ws.root, run_git) == record.final
+    assert run_git(ws.root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert leftovers(tmpdir_) == []
+    summary = (ws.root / "generations" / "gen-0001.md").read_text(encoding="utf-8")
+    assert summary.startswith("# Generation 1: ")

@@ -114,18 +114,22 @@ class GenerationRecord(_Record):
 def save_record(ws: Workspace, record: GenerationRecord) -> None:
     """Write the record files (ignored by git) and commit the record to the side ref."""
     name = f"gen-{record.number:04d}"
+    # JSON escapes what UTF-8 cannot hold (a lone surrogate from a model reply, a file name
+    # that is not UTF-8); the Markdown and the commit subject replace it.
     data = json.dumps(record.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    summary = _printable(record.summary_markdown())
     folder = ws.root / "generations"
     atomic_write(folder / f"{name}.json", data)
-    atomic_write(folder / f"{name}.md", record.summary_markdown())
+    atomic_write(folder / f"{name}.md", summary)
     ws.store.write_side_ref(
         RECORDS_REF,
-        {
-            f"{name}.json": data.encode("utf-8"),
-            f"{name}.md": record.summary_markdown().encode("utf-8"),
-        },
-        f"generation {record.number}: {record.outcome()}",
+        {f"{name}.json": data.encode("utf-8"), f"{name}.md": summary.encode("utf-8")},
+        _printable(f"generation {record.number}: {record.outcome()}"),
     )
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def load_records(ws: Workspace) -> list[GenerationRecord]:

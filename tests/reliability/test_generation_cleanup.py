@@ -283,3 +283,31 @@ def test_numbers_are_not_reused_when_the_records_ref_is_missing(
     [third] = evolve(ws, generations=1).records
 
     assert third.number == 3
+
+
+def test_an_unreadable_generation_journal_stops_writers_with_one_sentence(
+    ws: Workspace, run_git: RunGit, tmpdir_: Path
+) -> None:
+    journal_path(ws.store).write_text("[1, 2", encoding="utf-8")
+    base = head(ws.root, run_git)
+
+    with pytest.raises(EvolveError) as info:
+        evolve(ws, generations=1)
+
+    message = str(info.value)
+    assert message.startswith(f"the generation journal {journal_path(ws.store)} is unreadable")
+    assert "\n" not in message and message.endswith("delete it.")
+    assert head(ws.root, run_git) == base and load_records(ws) == []
+
+
+def test_signals_ignored_by_the_caller_stay_ignored() -> None:
+    import signal
+
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with loop._signals_raise():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN  # nohup keeps working
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)

@@ -23,7 +23,7 @@ import os
 import shutil
 import socket
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -80,10 +80,11 @@ def read_journal(store: GitStore) -> GenerationJournal | None:
     path = journal_path(store)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return GenerationJournal(**data)
+        known = {f.name for f in fields(GenerationJournal)}
+        return GenerationJournal(**{k: v for k, v in data.items() if k in known})
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, TypeError) as exc:
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
         raise EvolveError(
             f"the generation journal {path} is unreadable ({exc.__class__.__name__}); if no "
             "evolve process is running, reset the workspace to the last good commit and delete it."

@@ -120,7 +120,11 @@ def _signals_raise() -> Iterator[None]:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         raise Terminated(signal.Signals(signum).name)
 
-    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    old = {
+        sig: signal.signal(sig, on_signal)
+        for sig in (signal.SIGTERM, signal.SIGHUP)
+        if signal.getsignal(sig) is not signal.SIG_IGN  # e.g. SIGHUP under nohup stays ignored
+    }
     try:
         yield
     finally:

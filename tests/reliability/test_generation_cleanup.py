@@ -169,25 +169,27 @@ def test_a_stale_copy_is_swept_when_evolve_starts(
     assert not stale.exists()
 
 
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("raise", "InjectedFault during scoring: injected fault at step scoring;"),
+        ("sigterm", "stopped by SIGTERM during scoring;"),
+    ],
+)
 def test_a_dry_run_that_fails_leaves_the_workspace_and_tmp_as_they_were(
-    ws: Workspace, run_git: RunGit, tmpdir_: Path
+    ws: Workspace, run_git: RunGit, tmpdir_: Path, kind: str, said: str
 ) -> None:
     root = ws.root
     base = head(root, run_git)
     refs = run_git(root, "for-each-ref")
     done = evolve_cli(
         root, "evolve", "--dry-run", "--generations", "1",
-        env={ENV: "scoring:raise", "TMPDIR": str(tmpdir_)},
+        env={ENV: f"scoring:{kind}", "TMPDIR": str(tmpdir_)},
     )  # fmt: skip
 
     assert done.returncode == 1
-    assert (
-        done.stderr.strip()
-        .splitlines()[-1]
-        .startswith(
-            "error: generation 1 InjectedFault during scoring: injected fault at step scoring;"
-        )
-    )
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: generation 1 {said}"), last
     assert head(root, run_git) == base and run_git(root, "for-each-ref") == refs
     assert run_git(root, "status", "--porcelain", "--untracked-files=all", "--ignored") == ""
     assert not journal_path(ws.store).exists() and load_records(ws) == []

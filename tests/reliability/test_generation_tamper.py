@@ -21,7 +21,7 @@ from _gen_helpers import head, leftovers, make_workspace
 import evolve.generations._loop as loop
 from evolve.evaluate import SplitReport
 from evolve.gate import Gate, GateEvidence, Verdict
-from evolve.generations import GenerationRecord, evolve, load_records
+from evolve.generations import evolve, load_records
 from evolve.workspace import Workspace
 
 RunGit = Callable[..., str]
@@ -287,8 +287,3 @@ def test_a_protected_file_hidden_and_missing_at_the_base_is_a_rejection(
     assert head(ws.root, run_git) == base
     # The flag was the user's, set before evolve ran: it is left as it was.
     assert run_git(ws.root, "ls-files", "-v", PERSONA).startswith("S ")
-
-
-def _record(ws: Workspace) -> GenerationRecord:
-    [record] = load_records(ws)
-    return record

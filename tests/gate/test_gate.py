@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import evolve._faults
 import evolve.gate
 from evolve.gate import Gate, GateEvidence, PairedGain, Verdict, run_workspace_tests
 from evolve.workspace import Workspace
@@ -114,8 +115,9 @@ def test_the_evidence_holds_no_holdout_score() -> None:
 
 
 def test_the_gate_package_imports_no_proposer() -> None:
-    """The gate reaches only the store and the standard library: no reflector, applier,
-    updater, model or loop code it could be steered through."""
+    """The gate reaches only the store, the standard library and the fault seam (which reads
+    one environment variable): no reflector, applier, updater, model or loop code it could be
+    steered through."""
     folder = Path(evolve.gate.__file__).parent
     imported: set[str] = set()
     for path in folder.glob("*.py"):
@@ -127,7 +129,13 @@ def test_the_gate_package_imports_no_proposer() -> None:
                 imported.update(alias.name for alias in node.names)
     ours = {m for m in imported if m.split(".")[0] == "evolve"}
     assert ours, "the scan found the gate's own imports"
-    assert all(m.startswith(("evolve.gate", "evolve.store")) for m in ours), ours
+    assert all(m.startswith(("evolve.gate", "evolve.store")) or m == "evolve._faults" for m in ours)
+    fault_imports = ast.parse(Path(evolve._faults.__file__).read_text(encoding="utf-8"))
+    assert not [
+        n
+        for n in ast.walk(fault_imports)
+        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("evolve")
+    ]
 
 
 # --- run_workspace_tests ------------------------------------------------------------------

@@ -103,7 +103,16 @@ def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def open_workspace(path: Path | None) -> Workspace:
-    return Workspace.find(path) if path is not None else Workspace.find()
+    ws = Workspace.find(path) if path is not None else Workspace.find()
+    # An interrupted generation is rolled back before any command reads or writes.
+    from evolve.recovery import recover_if_interrupted
+
+    ctx = click.get_current_context(silent=True)
+    recovery = recover_if_interrupted(ws, ctx.command_path if ctx else "evolve")
+    message = recovery.message() if recovery else None
+    if message:
+        stderr.print(f"recovered: {message}", highlight=False)
+    return ws
 
 
 def emit_json(data: Any) -> None:

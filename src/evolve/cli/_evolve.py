@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import IO, Any
 
 import click
 from rich.markup import escape
@@ -34,7 +35,13 @@ def print_result(result: EvolveResult) -> None:
     for col in ("gen", "dev", "holdout (reported)", "verdict"):
         table.add_column(col, no_wrap=True)
     for r in result.records:
-        verdict = "[green]accepted[/green]" if r.verdict == "accepted" else "[red]rejected[/red]"
+        verdict = (
+            "[green]accepted[/green]"
+            if r.verdict == "accepted"
+            else "[red]rejected (error)[/red]"
+            if r.error
+            else "[red]rejected[/red]"
+        )
         table.add_row(str(r.number), _score(r, "dev"), _score(r, "holdout"), verdict)
     stdout.print(table)
     for r in result.records:
@@ -51,6 +58,15 @@ def print_result(result: EvolveResult) -> None:
         stdout.print("records: generations/gen-NNNN.json (also under refs/evolve/records)")
 
 
+class _Interrupted(click.ClickException):
+    """Ctrl-C: exit status 130, and one line saying what became of the generation."""
+
+    exit_code = 130
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"interrupted: {self.message}", err=True)
+
+
 @click.command("evolve")
 @click.option(
     "--generations",
@@ -63,11 +79,18 @@ def print_result(result: EvolveResult) -> None:
     help="Run in a temporary clone; print the diff and the verdict; change nothing.",
 )
 @model_options
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds each generation may take; one past it is reset to its base and recorded "
+    "as rejected (error).",
+)
 @json_option
 @workspace_option
 def evolve_cmd(
     generations: int | None,
     dry_run: bool,
+    timeout: float | None,
     as_json: bool,
     workspace: Path | None,
     models: ModelChoice,
@@ -75,14 +98,20 @@ def evolve_cmd(
     """Run gated generations: train a batch, let the reflector propose prompt edits, and keep
     the generation only if the workspace tests pass and the dev score improves by a paired
     bootstrap; otherwise reset to its base. Holdout is scored and reported, never used to
-    accept."""
+    accept. A generation that fails, is interrupted (Ctrl-C, SIGTERM) or runs past --timeout
+    is reset to its base and recorded as `rejected (error: ...)`; one whose process was killed
+    is reset by the next evolve command."""
     ws = models.apply(open_workspace(workspace))
-    result = evolve(
-        ws,
-        generations=generations,
-        dry_run=dry_run,
-        progress=None if as_json else (lambda m: stderr.print(m, style="dim")),
-    )
+    try:
+        result = evolve(
+            ws,
+            generations=generations,
+            dry_run=dry_run,
+            timeout=timeout,
+            progress=None if as_json else (lambda m: stderr.print(m, style="dim")),
+        )
+    except KeyboardInterrupt as exc:
+        raise _Interrupted(str(exc) or "nothing half-written was kept.") from None
     if as_json:
         emit_json(
             {

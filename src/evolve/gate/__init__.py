@@ -1,6 +1,29 @@
 """The gate of the evolve loop (it imports no proposer)."""
 
 from evolve.gate._bootstrap import PairedGain, paired_gain
-from evolve.gate._gate import Gate, GateEvidence, Verdict, run_workspace_tests
+from evolve.gate._gate import Gate, GateEvidence, Verdict, export_tree, run_workspace_tests
+from evolve.gate._protect import (
+    ProtectedState,
+    index_flags,
+    problems_reason,
+    protected_state,
+    protection_reason,
+)
+from evolve.gate._tempdirs import sweep, temp_copy
 
-__all__ = ["Gate", "GateEvidence", "PairedGain", "Verdict", "paired_gain", "run_workspace_tests"]
+__all__ = [
+    "Gate",
+    "GateEvidence",
+    "PairedGain",
+    "ProtectedState",
+    "Verdict",
+    "export_tree",
+    "index_flags",
+    "paired_gain",
+    "problems_reason",
+    "protected_state",
+    "protection_reason",
+    "run_workspace_tests",
+    "sweep",
+    "temp_copy",
+]

@@ -14,11 +14,12 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from evolve._faults import fault
 from evolve.gate._bootstrap import PairedGain
+from evolve.gate._tempdirs import temp_copy
 from evolve.store import GitStore
 
 
@@ -37,6 +38,12 @@ class GateEvidence:
     candidate_tokens: float
     max_token_factor: float
     changed: bool
+    # Why the protected files or the scored tree cannot be trusted, found by the loop's checks
+    # before and after scoring (see `protected_state`); None when every check agreed.
+    protected_problem: str | None = None
+    # The tree that was scored and the candidate's tree: the gate accepts only the tree it saw.
+    scored_tree: str = ""
+    candidate_tree: str = ""
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,14 @@ class Gate:
     """Accept only if every condition holds; the first failing one is the reason."""
 
     def decide(self, e: GateEvidence) -> Verdict:
+        if e.protected_problem:
+            return Verdict(False, e.protected_problem)
+        if e.scored_tree != e.candidate_tree:
+            return Verdict(
+                False,
+                f"the scored tree {e.scored_tree[:10]} is not the candidate's tree "
+                f"{e.candidate_tree[:10]}",
+            )
         if e.base_protected_hash != e.candidate_protected_hash or e.protected_dirty:
             what = ", ".join(e.protected_dirty) if e.protected_dirty else "a committed change"
             return Verdict(False, f"protected files changed during the generation ({what})")
@@ -78,6 +93,7 @@ class Gate:
 
 
 EVOLVABLE_DIRS = ("memory", "prompts")
+TESTS_TIMEOUT = 600
 
 
 def run_workspace_tests(
@@ -91,24 +107,33 @@ def run_workspace_tests(
     own `sys.path` entry and from any pytest configuration but the base's.
     """
     del protected  # everything outside the evolvable folders comes from the base
-    with tempfile.TemporaryDirectory(prefix="evolve-gate-") as tmp:
-        root = Path(tmp) / "ws"
+    with temp_copy("gate") as tmp:
+        root = tmp / "ws"
         root.mkdir()
         _export(store, base, root, None)
         for folder in EVOLVABLE_DIRS:
             shutil.rmtree(root / folder, ignore_errors=True)
         _export(store, candidate, root, list(EVOLVABLE_DIRS))
+        fault("tests")
         if not (root / "tests").is_dir():
             return True, "no workspace tests"
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        proc = subprocess.run(
-            [sys.executable, "-I", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-             "--rootdir", str(root), "tests"],
-            cwd=root, capture_output=True, text=True, timeout=600, env=env,
-        )  # fmt: skip
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-I", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                 "--rootdir", str(root), "tests"],
+                cwd=root, capture_output=True, text=True, timeout=TESTS_TIMEOUT, env=env,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return False, f"the workspace tests ran past {TESTS_TIMEOUT} seconds"
         output = (proc.stdout + proc.stderr)[-4000:]
         return proc.returncode == 0, output
+
+
+def export_tree(store: GitStore, rev: str, root: Path) -> None:
+    """Write every file of `rev` into the empty folder `root` (a copy to score)."""
+    _export(store, rev, root, None)
 
 
 def _export(store: GitStore, rev: str, root: Path, paths: list[str] | None) -> None:

@@ -1,6 +1,13 @@
-"""The evolve loop and its generation records."""
+"""The evolve loop and its generation records.
 
-from evolve.generations._loop import EvolveResult, evolve
+The loop is imported on first use, so that the records and the generation journal (which every
+writer's recovery reads) do not pull in training, the reflector and the gate's scoring.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from evolve.generations._records import (
     RECORDS_REF,
     ChangeRecord,
@@ -10,6 +17,9 @@ from evolve.generations._records import (
     load_records,
     save_record,
 )
+
+if TYPE_CHECKING:
+    from evolve.generations._loop import EvolveResult, evolve
 
 __all__ = [
     "RECORDS_REF",
@@ -22,3 +32,11 @@ __all__ = [
     "load_records",
     "save_record",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("evolve", "EvolveResult"):
+        from evolve.generations import _loop
+
+        return getattr(_loop, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

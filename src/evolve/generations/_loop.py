@@ -4,24 +4,58 @@ A generation starts from a clean base commit, adds a batch of training episodes 
 commits) and a reflector step (a prompt commit), then the gate decides on evidence that holds
 no holdout score. A rejected generation is reset to its base. Generations are bounded.
 `--dry-run` runs in a temporary shared clone and leaves the workspace exactly as it was.
+
+A generation is a transaction (see `_journal`): its base is journaled before it starts; an
+exception, SIGINT, SIGTERM/SIGHUP or the time limit resets it to the base and records it as
+`rejected (error: ...)`; a SIGKILL is finished by the next writer.
+
+The judged tree is the scored tree: each commit is scored in a temporary export of exactly that
+commit (never the live working tree), and the protected files (the commit's tree, the disk and
+the index flags) are checked at the base, before the candidate is tested and scored, after it
+was scored and right before the verdict is applied.
 """
 
 from __future__ import annotations
 
-import shutil
+import re
+import signal
 import subprocess
-import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from types import FrameType
+from typing import NoReturn
 
+from evolve._faults import fault
 from evolve._io import derive_seed
-from evolve.applier import guidance_of, journal_end, plan_prompt_changes, recover, write_files
+from evolve.applier import guidance_of, journal_end, plan_prompt_changes, write_files
 from evolve.envs import Environment, Split
 from evolve.errors import EvolveError
 from evolve.evaluate import SplitReport, open_env, run_split
-from evolve.gate import Gate, GateEvidence, paired_gain, run_workspace_tests
+from evolve.gate import (
+    Gate,
+    GateEvidence,
+    ProtectedState,
+    Verdict,
+    export_tree,
+    paired_gain,
+    problems_reason,
+    protected_state,
+    protection_reason,
+    run_workspace_tests,
+    temp_copy,
+)
+from evolve.generations._journal import (
+    GenerationJournal,
+    abort,
+    begin,
+    end_journal,
+    last_used_number,
+    rollback,
+    set_phase,
+)
 from evolve.generations._records import (
     ChangeRecord,
     GainRecord,
@@ -32,8 +66,9 @@ from evolve.generations._records import (
 )
 from evolve.history import refresh_commit_graph
 from evolve.llm import LLM, make_role_llm
-from evolve.reflector import Reflector
-from evolve.store import GENERATION, KIND
+from evolve.recovery import writer
+from evolve.reflector import Reflector as Reflector  # explicit: tests substitute it
+from evolve.store import GENERATION, KIND, GitStore
 from evolve.train import last_episode, stream_id, train
 from evolve.workspace import Workspace
 
@@ -54,11 +89,102 @@ class _Models:
     reflector: LLM
 
 
-def _prompt_sizes(ws: Workspace) -> dict[str, int]:
-    return {
-        p.relative_to(ws.root).as_posix(): len(p.read_text(encoding="utf-8"))
-        for p in sorted(ws.prompts_dir.rglob("*.md"))
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived during a generation (raised where the process was)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+class GenerationInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a generation, which was rolled back; the message says so."""
+
+
+class GenerationTimeout(BaseException):
+    """The generation ran past its time limit."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
+
+
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` (SIGINT already raises
+    KeyboardInterrupt), so that a stopped generation unwinds through its rollback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        raise Terminated(signal.Signals(signum).name)
+
+    old = {
+        sig: signal.signal(sig, on_signal)
+        for sig in (signal.SIGTERM, signal.SIGHUP)
+        if signal.getsignal(sig) is not signal.SIG_IGN  # e.g. SIGHUP under nohup stays ignored
     }
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+@contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(signum: int, frame: FrameType | None) -> None:
+        raise GenerationTimeout(seconds)
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """While a rollback runs, a second Ctrl-C or SIGTERM does not cut it short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)
+    old = {sig: signal.signal(sig, lambda signum, frame: None) for sig in sigs}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+
+
+def _sentence(text: str, limit: int = 240) -> str:
+    """`text` as one printable line: no control characters, no lone surrogates, bounded."""
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    text = " ".join(_CONTROL.sub(" ", text).split()).rstrip(".")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe_error(exc: BaseException, phase: str) -> str:
+    """One sentence saying how a generation ended in an error (without the `error: ` prefix)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return f"interrupted by SIGINT (Ctrl-C) during {phase}"
+    if isinstance(exc, Terminated):
+        return f"stopped by {exc.name} during {phase}"
+    if isinstance(exc, GenerationTimeout):
+        return f"ran past its time limit of {exc.seconds:g} seconds during {phase}"
+    message = _sentence(str(exc))
+    return f"{type(exc).__name__} during {phase}" + (f": {message}" if message else "")
 
 
 def _failures(report: SplitReport) -> list[str]:
@@ -72,17 +198,73 @@ def _failures(report: SplitReport) -> list[str]:
 
 
 class _Scorer:
-    """Scores a split at a commit, once: the base of one generation is often the last one's."""
+    """Scores a split at a commit, once: the base of one generation is often the last one's.
+
+    Each commit is scored in a temporary export of exactly its tree, so nothing done to the
+    working tree while scoring runs (an edited evalset file, a flag hiding it) is scored.
+    """
 
     def __init__(self, ws: Workspace, llm: LLM, runs: int) -> None:
         self.ws, self.llm, self.runs = ws, llm, runs
         self.cache: dict[tuple[str, str], SplitReport] = {}
+        self.fault_step: str | None = None  # the fault seam's step while a copy exists
 
     def __call__(self, split: Split, commit: str) -> SplitReport:
         key = (commit, split)
         if key not in self.cache:
-            self.cache[key] = run_split(self.ws, split, llm=self.llm, runs=self.runs, log=False)
+            with temp_copy("score") as tmp:
+                root = tmp / "ws"
+                root.mkdir()
+                export_tree(self.ws.store, commit, root)
+                if self.fault_step:
+                    fault(self.fault_step)
+                snapshot = Workspace(root, config=self.ws.config)
+                self.cache[key] = run_split(
+                    snapshot, split, llm=self.llm, runs=self.runs, log=False
+                )
         return self.cache[key]
+
+
+def _tree(store: GitStore, commit: str) -> str:
+    return str(store.repo.git.rev_parse(f"{commit}^{{tree}}")).strip()
+
+
+def _prompt_sizes(store: GitStore, commit: str) -> dict[str, int]:
+    files = store.read_tree_files(commit, "prompts")
+    return {
+        path: len(data.decode("utf-8", "replace"))
+        for path, data in sorted(files.items())
+        if path.endswith(".md")
+    }
+
+
+def _names(paths: Sequence[str], limit: int = 5) -> str:
+    return ", ".join(paths[:limit]) + (
+        f" and {len(paths) - limit} more" if len(paths) > limit else ""
+    )
+
+
+def _moved(store: GitStore, candidate: str, when: str) -> str | None:
+    """Why the workspace is no longer exactly the candidate (None when it is)."""
+    head = store.head()
+    if head != candidate:
+        return f"HEAD moved {when} (from {candidate[:10]} to {(head or 'nothing')[:10]})"
+    dirty = store.dirty_paths()
+    if dirty:
+        return f"the working tree changed {when} ({_names(dirty)})"
+    return None
+
+
+@dataclass
+class _Txn:
+    """The running generation: its journal and what an error record needs to say."""
+
+    ws: Workspace
+    journal: GenerationJournal
+    refused: list[str] = field(default_factory=list)
+
+    def phase(self, name: str, **changes: object) -> None:
+        set_phase(self.ws.store, self.journal, name, **changes)
 
 
 def _generation(
@@ -95,31 +277,34 @@ def _generation(
     stream_end: int | None,
     dry_run: bool,
     say: Progress,
+    txn: _Txn,
 ) -> GenerationRecord:
     cfg = ws.config
     store = ws.store
     protected = tuple(cfg.protected)
-    started = datetime.now(UTC).isoformat(timespec="seconds")
-    base = store.head()
-    assert base is not None
-    base_hash = store.protected_hash(base, protected)
+    base = txn.journal.base
+    started = txn.journal.started
+    s0 = protected_state(store, base, protected)
+    base_hash = s0.tree
+    if s0.problems:
+        return _unjudged(txn, s0, dry_run)
+    txn.phase("base scoring")
     say(f"generation {number}: scoring the base {base[:10]} on dev and holdout")
     dev_base, hold_base = scorer("dev", base), scorer("holdout", base)
     changes: list[ChangeRecord] = []
-    refused: list[str] = []
+    refused = txn.refused
 
     if cfg.gate.train_episodes > 0:
         sid = stream_id(cfg.persona, cfg.train.recipe, cfg.train.seed, cfg.train.feedback)
         last = last_episode(ws, sid)
         start = max(0 if last is None else last + 1, stream_end or 0)
-        say(
-            f"generation {number}: training episodes {start}..{start + cfg.gate.train_episodes - 1}"
-        )
+        stream_end = start + cfg.gate.train_episodes
+        txn.phase("training", stream_end=stream_end)
+        say(f"generation {number}: training episodes {start}..{stream_end - 1}")
         report = train(
-            ws, episodes=start + cfg.gate.train_episodes, start_at=start, generation=number,
+            ws, episodes=stream_end, start_at=start, generation=number,
             take_lock=False, agent_llm=models.agent, updater_llm=models.updater,
         )  # fmt: skip
-        stream_end = start + cfg.gate.train_episodes
         for outcome in report.outcomes:
             if outcome.commit:
                 changes.append(
@@ -129,7 +314,9 @@ def _generation(
                         subject=store.commit_info(outcome.commit).subject,
                     )
                 )
+        fault("batch")
 
+    txn.phase("the reflector")
     say(
         f"generation {number}: reflecting on {sum(not e.accepted for e in dev_base.episodes)} failed dev episodes"
     )
@@ -152,6 +339,7 @@ def _generation(
     refused += [r.line() for r in [*proposal.refused, *planned.refused]]
     if planned.files:
         paths = write_files(ws, planned.files, allowed=("prompts/",))
+        fault("reflector")
         body = "\n".join(["Proposed by the reflector from the failed dev episodes.", "", *refused])
         sha = store.commit(
             paths, f"reflector: generation {number}: {', '.join(paths)}", body=body,
@@ -166,23 +354,41 @@ def _generation(
     candidate = store.head()
     assert candidate is not None
     changed = candidate != base
-    cand_hash = store.protected_hash(candidate, protected)
-    dirty_protected = tuple(store.dirty_paths([p.rstrip("/") for p in protected]))
-    if changed:
+    cand_tree = _tree(store, candidate)
+    s1 = protected_state(store, candidate, protected)
+    cand_hash = s1.tree
+    problem = protection_reason(store, s0, s1, "during the generation") or _moved(
+        store, candidate, "during the generation"
+    )
+    scored_tree = cand_tree
+    tests_ok, tests_out, dev, holdout = True, "", dev_base, hold_base
+    scored = False
+    if changed and problem is None:
+        txn.phase("workspace tests")
         say(f"generation {number}: workspace tests, then scoring the candidate {candidate[:10]}")
         tests_ok, tests_out = run_workspace_tests(store, base, candidate, protected)
-        dev, holdout = scorer("dev", candidate), scorer("holdout", candidate)
-    else:
-        tests_ok, tests_out, dev, holdout = True, "", dev_base, hold_base
+        txn.phase("scoring")
+        scored_tree = _tree(store, candidate)
+        dev = scorer("dev", candidate)
+        scorer.fault_step = "scoring"
+        try:
+            holdout = scorer("holdout", candidate)
+        finally:
+            scorer.fault_step = None
+        scored = True
+        s2 = protected_state(store, candidate, protected)
+        problem = protection_reason(store, s0, s2, "during scoring") or _moved(
+            store, candidate, "during scoring"
+        )
     gain = paired_gain(
         dev_base.per_task(), dev.per_task(), samples=cfg.gate.bootstrap_samples,
         confidence=cfg.gate.confidence, seed=derive_seed(cfg.gate.seed, number, "bootstrap"),
     )  # fmt: skip
-    sizes = _prompt_sizes(ws)
+    sizes = _prompt_sizes(store, candidate)
     evidence = GateEvidence(
         base_protected_hash=base_hash,
         candidate_protected_hash=cand_hash,
-        protected_dirty=dirty_protected,
+        protected_dirty=(),
         tests_passed=tests_ok,
         tests_output=tests_out,
         dev_gain=gain,
@@ -193,15 +399,26 @@ def _generation(
         candidate_tokens=dev.tokens_per_episode,
         max_token_factor=cfg.gate.max_token_factor,
         changed=changed,
+        protected_problem=problem,
+        scored_tree=scored_tree,
+        candidate_tree=cand_tree,
     )
+    txn.phase("the verdict")
     verdict = gate.decide(evidence)
+    if verdict.accepted:
+        # Right before the verdict is applied: still exactly what was judged?
+        s3 = protected_state(store, candidate, protected)
+        late = protection_reason(store, s0, s3, "before the verdict was applied") or _moved(
+            store, candidate, "before the verdict was applied"
+        )
+        if late is not None:
+            verdict = Verdict(False, late)
+    fault("verdict")
     if not verdict.accepted:
-        # Also clears untracked files a generation left (the tree was clean at the start).
-        store.reset_hard(base)
-        store.clean_untracked()
+        rollback(ws, txn.journal)
     final = store.head()
     assert final is not None
-    record = GenerationRecord(
+    return GenerationRecord(
         number=number,
         started=started,
         finished=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -212,9 +429,9 @@ def _generation(
         changes=changes,
         refused=refused,
         dev_base=score_record(dev_base.summary()),
-        dev=score_record(dev.summary()),
+        dev=score_record(dev.summary()) if scored or not changed else None,
         holdout_base=score_record(hold_base.summary()),
-        holdout=score_record(holdout.summary()),
+        holdout=score_record(holdout.summary()) if scored or not changed else None,
         dev_gain=GainRecord(
             mean=gain.mean, low=gain.low, high=gain.high, tasks=gain.tasks, pairs=gain.pairs
         ),
@@ -226,8 +443,30 @@ def _generation(
         stream_end=stream_end,
         verdict="accepted" if verdict.accepted else "rejected",
         reason=verdict.reason,
+        scored_tree=scored_tree if scored else None,
     )
-    return record
+
+
+def _unjudged(txn: _Txn, s0: ProtectedState, dry_run: bool) -> GenerationRecord:
+    """The record of a generation that could not be judged at its base (nothing ran)."""
+    journal = txn.journal
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    rollback(txn.ws, journal)
+    return GenerationRecord(
+        number=journal.number,
+        started=journal.started,
+        finished=now,
+        dry_run=dry_run,
+        base=journal.base,
+        candidate=journal.base,
+        final=txn.ws.store.head() or journal.base,
+        protected_hash=s0.tree,
+        protected_hash_candidate=s0.tree,
+        tests_passed=False,
+        stream_end=journal.stream_end,
+        verdict="rejected",
+        reason=f"the generation cannot be judged: {problems_reason(s0)}",
+    )
 
 
 def _run(
@@ -241,6 +480,7 @@ def _run(
     models: _Models | None,
     say: Progress,
     diffs: dict[int, str] | None = None,
+    timeout: float | None = None,
 ) -> list[GenerationRecord]:
     env = open_env(ws)
     cfg = ws.config
@@ -251,19 +491,64 @@ def _run(
             reflector=make_role_llm(cfg, "reflector", env=env),
         )
     scorer = _Scorer(ws, models.agent, cfg.gate.runs)
+    store = ws.store
     records = []
     for number in range(first, first + count):
-        record = _generation(ws, env, number, models, scorer, gate, stream_end, dry_run, say)
+        txn: _Txn | None = None
+        try:
+            with _time_limit(timeout):
+                head = store.head()
+                assert head is not None
+                journal = begin(
+                    ws, number, store.protected_hash(head, tuple(cfg.protected)), dry_run=dry_run
+                )
+                txn = _Txn(ws, journal)
+                fault("start")
+                record = _generation(
+                    ws, env, number, models, scorer, gate, stream_end, dry_run, say, txn
+                )
+                txn.phase("the record")
+                fault("record")
+                if not dry_run:
+                    save_record(ws, record)
+        except BaseException as exc:
+            if txn is None:
+                raise
+            _abort(ws, txn, exc, say)
+        end_journal(store)
         stream_end = record.stream_end
         if diffs is not None and record.candidate != record.base:
-            diffs[number] = ws.store.repo.git.diff(
+            diffs[number] = store.repo.git.diff(
                 record.base, record.candidate, "--", "memory", "prompts"
             )
-        if not dry_run:
-            save_record(ws, record)
-        say(f"generation {number}: {record.verdict} ({record.reason})")
+        say(f"generation {number}: {record.outcome()} ({record.reason})")
         records.append(record)
     return records
+
+
+def _abort(ws: Workspace, txn: _Txn, exc: BaseException, say: Progress) -> NoReturn:
+    """Roll the generation back, record it, and raise what the caller should see."""
+    journal = txn.journal
+    reason = "error: " + describe_error(exc, journal.phase)
+    with _signals_held():
+        try:
+            record = abort(ws, journal, reason, txn.refused)
+        except Exception as second:
+            raise EvolveError(
+                f"generation {journal.number} failed ({reason}) and its rollback failed too "
+                f"({_sentence(str(second), 120) or type(second).__name__}); the next evolve "
+                "command will finish it."
+            ) from exc
+    say(f"generation {journal.number}: {record.outcome()}")
+    if isinstance(exc, KeyboardInterrupt):
+        raise GenerationInterrupted(
+            f"generation {journal.number} was interrupted during {journal.phase}; the workspace "
+            f"was reset to its base {journal.base[:10]} and the generation recorded as rejected."
+        ) from exc
+    raise EvolveError(
+        f"generation {journal.number} {reason.removeprefix('error: ')}; the workspace was reset "
+        f"to its base {journal.base[:10]} and the generation recorded as rejected."
+    ) from exc
 
 
 def _check_clean(ws: Workspace) -> None:
@@ -283,12 +568,17 @@ def evolve(
     gate: Gate | None = None,
     models: _Models | None = None,
     progress: Progress | None = None,
+    timeout: float | None = None,
 ) -> EvolveResult:
     """Run gated generations (see the module docstring).
 
+    `timeout` limits each generation (seconds); a generation past it is rolled back and
+    recorded as `rejected (error: ...)`.
+
     Raises:
         EvolveError: more generations than `gate.max_generations`, a dirty tree, a held lock,
-            or not a git repository.
+            not a git repository, or a generation that ended in an error (after its rollback).
+        GenerationInterrupted: Ctrl-C (a KeyboardInterrupt, after the generation's rollback).
     """
     cfg = ws.config.gate
     count = generations if generations is not None else cfg.generations
@@ -298,23 +588,43 @@ def evolve(
         raise EvolveError(
             f"{count} generations exceed gate.max_generations ({cfg.max_generations}) in evolve.yaml; ask for fewer."
         )
-    store = ws.store
+    if timeout is not None and timeout <= 0:
+        raise EvolveError("--timeout must be a positive number of seconds.")
     say = progress or (lambda _msg: None)
     gate = gate or Gate()
-    with ws.lock("evolve evolve --dry-run" if dry_run else "evolve evolve"):
-        recover(store)
+    try:
+        with _signals_raise():
+            return _evolve(ws, count, dry_run, gate, models, say, timeout)
+    except Terminated as exc:  # between generations: nothing was running
+        raise EvolveError(
+            f"stopped by {exc.name} between generations; every finished generation is recorded."
+        ) from None
+
+
+def _evolve(
+    ws: Workspace,
+    count: int,
+    dry_run: bool,
+    gate: Gate,
+    models: _Models | None,
+    say: Progress,
+    timeout: float | None,
+) -> EvolveResult:
+    store = ws.store
+    with writer(ws, "evolve evolve --dry-run" if dry_run else "evolve evolve"):
         _check_clean(ws)
         previous = load_records(ws)
-        first = (previous[-1].number + 1) if previous else 1
-        stream_end = previous[-1].stream_end if previous else None
+        first = last_used_number(ws) + 1
+        ends = [r.stream_end for r in previous if r.stream_end is not None]
+        stream_end = max(ends) if ends else None
         if not dry_run:
             records = _run(
-                ws, count, first, stream_end, dry_run=False, gate=gate, models=models, say=say
-            )
+                ws, count, first, stream_end, dry_run=False, gate=gate, models=models, say=say,
+                timeout=timeout,
+            )  # fmt: skip
             refresh_commit_graph(store)
             return EvolveResult(records)
-        tmp = Path(tempfile.mkdtemp(prefix="evolve-dry-run-"))
-        try:
+        with temp_copy("dry-run") as tmp:
             clone = tmp / "ws"
             subprocess.run(
                 ["git", "clone", "--quiet", "--shared", str(ws.root), str(clone)],
@@ -331,16 +641,7 @@ def evolve(
             inner = Workspace(clone, ws.config)  # keeps the command line's model choices
             diffs: dict[int, str] = {}
             records = _run(
-                inner,
-                count,
-                first,
-                stream_end,
-                dry_run=True,
-                gate=gate,
-                models=models,
-                say=say,
-                diffs=diffs,
-            )
+                inner, count, first, stream_end, dry_run=True, gate=gate, models=models,
+                say=say, diffs=diffs, timeout=timeout,
+            )  # fmt: skip
             return EvolveResult(records, dry_run=True, diffs=diffs)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)

@@ -72,7 +72,17 @@ class GenerationRecord(_Record):
     tests_output: str = ""
     stream_end: int | None = None
     verdict: Literal["accepted", "rejected"]
-    reason: str
+    reason: str  # "error: <sentence>" when the generation ended in an error or was killed
+    phase: str | None = None  # the step an erroring generation was in
+    scored_tree: str | None = None  # the tree id that was scored (the accepted tree is it)
+
+    @property
+    def error(self) -> bool:
+        return self.reason.startswith("error: ")
+
+    def outcome(self) -> str:
+        """`accepted`, `rejected` or `rejected (error: ...)`."""
+        return f"rejected ({self.reason})" if self.error else self.verdict
 
     def summary_markdown(self) -> str:
         def s(r: ScoreRecord | None) -> str:
@@ -80,7 +90,7 @@ class GenerationRecord(_Record):
 
         gain = self.dev_gain
         lines = [
-            f"# Generation {self.number}: {self.verdict}",
+            f"# Generation {self.number}: {self.outcome()}",
             "",
             f"- reason: {self.reason}",
             f"- base {self.base[:10]} -> candidate {self.candidate[:10]}; HEAD after: {self.final[:10]}",
@@ -105,18 +115,22 @@ class GenerationRecord(_Record):
 def save_record(ws: Workspace, record: GenerationRecord) -> None:
     """Write the record files (ignored by git) and commit the record to the side ref."""
     name = f"gen-{record.number:04d}"
+    # JSON escapes what UTF-8 cannot hold (a lone surrogate from a model reply, a file name
+    # that is not UTF-8); the Markdown and the commit subject replace it.
     data = json.dumps(record.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    summary = _printable(record.summary_markdown())
     folder = ws.root / "generations"
     atomic_write(folder / f"{name}.json", data)
-    atomic_write(folder / f"{name}.md", record.summary_markdown())
+    atomic_write(folder / f"{name}.md", summary)
     ws.store.write_side_ref(
         RECORDS_REF,
-        {
-            f"{name}.json": data.encode("utf-8"),
-            f"{name}.md": record.summary_markdown().encode("utf-8"),
-        },
-        f"generation {record.number}: {record.verdict}",
+        {f"{name}.json": data.encode("utf-8"), f"{name}.md": summary.encode("utf-8")},
+        _printable(f"generation {record.number}: {record.outcome()}"),
     )
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def load_records(ws: Workspace) -> list[GenerationRecord]:

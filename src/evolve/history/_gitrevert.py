@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from evolve.applier import journal_end, recover, write_files
+from evolve.applier import journal_end, write_files
 from evolve.history._content import unit_of
 from evolve.history._revert import (
     GIT_REVERT,
@@ -99,8 +99,9 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
     Call it under the workspace lock (`take_lock=False`) from a writer that holds it.
     """
     if take_lock:
-        with ws.lock("evolve: tombstones for git revert"):
-            recover(ws.store)
+        from evolve.recovery import writer
+
+        with writer(ws, "evolve: tombstones for git revert"):
             return tombstone_git_reverts(ws, take_lock=False)
     made = []
     for git_commit, target in _unanswered(ws):

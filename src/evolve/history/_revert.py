@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from evolve.applier import journal_end, recover, write_files
+from evolve.applier import journal_end, write_files
 from evolve.errors import EvolveError
 from evolve.history._content import (
     carry_counters,
@@ -43,6 +43,7 @@ from evolve.history._lines import (
 from evolve.history._log import refresh_commit_graph
 from evolve.memory import MemoryUnit, dump_unit, load_units_at, unit_path
 from evolve.memory._similarity import normalize
+from evolve.recovery import writer
 from evolve.store import KIND, OPS, PERSONA, CommitInfo, GitStore, format_ops
 from evolve.workspace import Workspace
 
@@ -407,8 +408,7 @@ def revert(
     from evolve.history._gitrevert import tombstone_git_reverts
 
     store = ws.store
-    with ws.lock("evolve revert"):
-        recover(store)
+    with writer(ws, "evolve revert"):  # takes the lock, then recovers crash leftovers
         dirty = store.dirty_paths(["memory", "prompts"])
         if dirty:
             raise EvolveError(

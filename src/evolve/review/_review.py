@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from evolve.applier import MemoryApplier, Op, recover
+from evolve.applier import MemoryApplier, Op
 from evolve.errors import EvolveError
 from evolve.history import complaint_line
 from evolve.memory import MemoryUnit, UnitReader
+from evolve.recovery import writer
 from evolve.store import KIND, OPS, PERSONA, format_ops
 from evolve.workspace import Workspace
 
@@ -54,8 +55,7 @@ def _decide(ws: Workspace, unit_id: str, approve: bool, reason: str | None = Non
     from evolve.history import tombstone_git_reverts
 
     store = ws.store
-    with ws.lock("evolve review"):
-        recover(store)
+    with writer(ws, "evolve review"):  # takes the lock, then recovers crash leftovers
         tombstone_git_reverts(ws, take_lock=False)
         units = UnitReader(ws.root).load()
         unit = next((u for u in units if u.id == unit_id), None)

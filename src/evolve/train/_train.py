@@ -40,6 +40,7 @@ from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
 from evolve.llm import LLM, make_role_llm
 from evolve.memory import UnitReader, in_scope, scope_for
 from evolve.ops import Op
+from evolve.recovery import recover_workspace
 from evolve.store import (
     EPISODE,
     GENERATION,
@@ -280,6 +281,8 @@ def train(
     if lock is not None:
         lock.acquire()
     try:
+        if lock is not None:
+            recover_workspace(ws, "evolve train")  # crash leftovers first (evolve.recovery)
         report = _train(
             ws, env, recipe_impl, name, total, tier, seed, review, persona, agent_llm, updater_llm, progress,
             generation, start_at,

@@ -34,6 +34,9 @@ def _log_json(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict[str, 
     code, out, err = _cli(capsys, "log", "--json", *args)
     assert code == 0, err
     data = json.loads(out)  # exactly one JSON document
+    if "-n" not in args:  # the default limit is named in the document, never silent
+        assert set(data) == {"entries", "limit", "truncated"} and data["limit"] == 50
+        data = data["entries"]
     assert isinstance(data, list)
     return data
 

@@ -7,16 +7,39 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from evolve.workspace import Workspace
 
-stdout = Console(highlight=False, soft_wrap=True)
-stderr = Console(stderr=True, highlight=False)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    stdout: Console
+    stderr: Console
+
+
+def __getattr__(name: str) -> Console:
+    """`stdout` and `stderr`, rich consoles made on first use (the reading commands print
+    through click and never import rich)."""
+    if name not in ("stdout", "stderr"):
+        raise AttributeError(f"module 'evolve.cli._common' has no attribute {name!r}")
+    return _console(name)
+
+
+def _console(name: str) -> Console:
+    from rich.console import Console
+
+    if name in globals():
+        return globals()[name]  # type: ignore[no-any-return]
+    console = (
+        Console(highlight=False, soft_wrap=True)
+        if name == "stdout"
+        else Console(stderr=True, highlight=False)
+    )
+    globals()[name] = console
+    return console
 
 
 def workspace_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -36,8 +59,17 @@ def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
-def open_workspace(path: Path | None) -> Workspace:
-    return Workspace.find(path) if path is not None else Workspace.find()
+def open_workspace(path: Path | None, *, config: bool = True) -> Workspace:
+    """The workspace at `path` (default: found from the current folder).
+
+    With `config` (the default) `evolve.yaml` is read and validated now, so a command refuses
+    a broken one before doing anything; reading commands that need no configuration (`log`,
+    `show`) pass False and never build the config model.
+    """
+    ws = Workspace.find(path) if path is not None else Workspace.find()
+    if config:
+        _ = ws.config
+    return ws
 
 
 def emit_json(data: Any) -> None:
@@ -50,12 +82,20 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Callable[[int, in
     if not enabled:
         yield lambda done, total: None
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=stderr,
+        console=_console("stderr"),
         transient=True,
     ) as bar:
         task = bar.add_task(label, total=None)

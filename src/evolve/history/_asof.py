@@ -6,11 +6,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
-import git
-
 from evolve.errors import EvolveError
 from evolve.memory import load_units, load_units_at
-from evolve.store import GitStore
+from evolve.store import GitFailed, GitStore
 from evolve.workspace import Workspace
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.]+([+-]\d{2}:?\d{2}|Z)?)?$")
@@ -25,8 +23,8 @@ def resolve_as_of(store: GitStore, rev: str) -> str:
     if _DATE.match(rev.strip()):
         when = _parse_when(rev.strip())
         try:
-            out = store.repo.git.rev_list("-1", f"--before={when.isoformat()}", "HEAD").strip()
-        except git.GitCommandError:
+            out = store.git("rev-list", "-1", f"--before={when.isoformat()}", "HEAD").strip()
+        except GitFailed:
             out = ""
         if not out:
             raise EvolveError(

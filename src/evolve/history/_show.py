@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evolve.errors import EvolveError
-from evolve.memory import MemoryUnit, parse_unit
 from evolve.store import EPISODE, GENERATION, KIND, CommitInfo
-from evolve.workspace import Workspace
+
+if TYPE_CHECKING:  # `evolve log` imports this module for commit_kind, without pydantic
+    from evolve.memory import MemoryUnit
+    from evolve.workspace import Workspace
 
 _KIND_LABELS = {
     "train": "learned",
@@ -80,7 +82,8 @@ def _find_path(ws: Workspace, unit_id: str) -> str | None:
     for candidate in ws.memory_dir.rglob(f"{unit_id}.md"):
         return candidate.relative_to(ws.root).as_posix()
     # Evicted or never in the working tree: ask git where such a file ever lived.
-    out = ws.store.repo.git.log(
+    out = ws.store.git(
+        "log",
         "--format=",
         "--name-only",
         "--diff-filter=A",
@@ -108,6 +111,8 @@ def show_unit(ws: Workspace, unit_id: str) -> UnitHistory:
         raise EvolveError(
             f"no unit with id {unit_id!r} in memory/ or its history; see `evolve log` for ids."
         )
+    from evolve.memory import parse_unit
+
     full = ws.root / PurePosixPath(path)
     unit = parse_unit(path, full.read_text(encoding="utf-8")) if full.is_file() else None
     return UnitHistory(unit_id, path, unit, ws.store.log_patches([path]))

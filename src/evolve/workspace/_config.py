@@ -13,8 +13,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evolve.errors import ConfigError
+from evolve.workspace._paths import CONFIG_NAME as CONFIG_NAME
 
-CONFIG_NAME = "evolve.yaml"
 CONFIG_VERSION = 1
 
 

@@ -12,6 +12,8 @@ from pathlib import Path, PurePosixPath
 
 from evolve.errors import PathRefused
 
+CONFIG_NAME = "evolve.yaml"  # the file whose folder is a workspace's root
+
 
 def _fold(name: str) -> str:
     """Fold case and Unicode compatibility forms, so `TESTS`, `ｔｅｓｔｓ` and `tests` compare equal."""

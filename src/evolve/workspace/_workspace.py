@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from evolve.errors import NotAWorkspace, PathRefused
 from evolve.store import GitStore
-from evolve.workspace._config import CONFIG_NAME, EvolveConfig, load_config
 from evolve.workspace._lock import LOCK_NAME, WriterLock
-from evolve.workspace._paths import is_under, normalize_relpath, resolve
+from evolve.workspace._paths import CONFIG_NAME, is_under, normalize_relpath, resolve
+
+if TYPE_CHECKING:
+    from evolve.workspace._config import EvolveConfig
 
 PROMPTS = "prompts"
 MEMORY = "memory"
@@ -41,11 +44,24 @@ def find_root(start: Path | None = None) -> Path:
 
 
 class Workspace:
-    """An opened workspace: its root, configuration, git store and paths."""
+    """An opened workspace: its root, configuration, git store and paths.
+
+    The configuration is read and validated when first used (`evolve log` and `evolve show`
+    need none, and building the pydantic model is most of their start-up). The CLI's
+    `open_workspace` reads it at once for every other command, so a broken `evolve.yaml` is
+    refused before anything is done.
+    """
 
     def __init__(self, root: Path, config: EvolveConfig | None = None) -> None:
         self.root = root.resolve()
-        self.config = config if config is not None else load_config(self.root / CONFIG_NAME)
+        if config is not None:
+            self.config = config
+
+    @cached_property
+    def config(self) -> EvolveConfig:
+        from evolve.workspace._config import load_config
+
+        return load_config(self.root / CONFIG_NAME)
 
     @classmethod
     def find(cls, start: Path | None = None) -> Workspace:

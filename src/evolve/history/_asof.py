@@ -77,12 +77,39 @@ class WorkingMemory:
         return self.text != self.head_text
 
 
+def _status_with_ignored(store: GitStore, folder: str) -> tuple[list[str], bool]:
+    """(paths under `folder` with uncommitted changes, whether any ignored file lies there)."""
+    out = store.git(
+        "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching",
+        "--no-renames", "--", folder,
+    )  # fmt: skip
+    dirty, ignored = [], False
+    for entry in out.split("\x00"):
+        if not entry:
+            continue
+        if entry.startswith("!!"):
+            ignored = True
+        else:
+            dirty.append(entry[3:])
+    return dirty, ignored
+
+
 def memory_in_worktree(ws: Workspace, scope: str) -> WorkingMemory:
-    """The rendered memory of the working tree (exactly the agent's), beside HEAD's."""
+    """The rendered memory of the working tree (exactly the agent's), beside HEAD's.
+
+    When git reports nothing under memory/ as changed, untracked or ignored, the working
+    tree's files are HEAD's, so HEAD's memory is the same text and is not read twice.
+    """
     from evolve.updaters import render_for
 
     recipes = ws.config.rendered_recipes()
     text = render_for(load_units(ws.root), scope, recipes)
     head = ws.store.head()
-    head_text = render_for(load_units_at(ws.store, head), scope, recipes) if head else ""
-    return WorkingMemory(scope, text, head, head_text, ws.store.dirty_paths(["memory"]))
+    dirty, ignored = _status_with_ignored(ws.store, "memory")
+    if head is None:
+        head_text = ""
+    elif dirty or ignored:
+        head_text = render_for(load_units_at(ws.store, head), scope, recipes)
+    else:
+        head_text = text
+    return WorkingMemory(scope, text, head, head_text, dirty)

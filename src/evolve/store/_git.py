@@ -652,24 +652,43 @@ class GitStore:
         Patches show file content, which may hold any byte, so each commit's header is framed
         by a marker drawn at random for this call: no content written before can contain it.
         """
+        return self.start_log_patches(paths, max_count=max_count)()
+
+    def start_log_patches(
+        self, paths: Sequence[str], *, max_count: int | None = None
+    ) -> Callable[[], list[tuple[CommitInfo, str]]]:
+        """Start :meth:`log_patches`'s git process and return the call that collects its
+        answer, so the caller can work (parse, import) while git walks."""
         if self.head() is None:
-            return []
+            return lambda: []
         marker = b"\x00" + secrets.token_hex(16).encode("ascii") + b"\x00"
         fmt = "%x00" + marker[1:-1].decode("ascii") + "%x00" + _LOG_FORMAT
         fmt += "%x00" + marker[1:-1].decode("ascii") + "%x00"
         args = ["log", f"--format={fmt}", "-p", "--no-color", "--no-ext-diff", *_LOG_OPTIONS]
         if max_count is not None:
             args.append(f"--max-count={max_count}")
-        out = self._git_bytes(*args, "HEAD", "--", *paths)
-        chunks = out.split(marker)
-        result = []
-        for n in range(1, len(chunks) - 1, 2):
-            fields = chunks[n].split(b"\x00")
-            if len(fields) != 4:
-                raise EvolveError("git log printed output evolve cannot read; rerun the command.")
-            patch = chunks[n + 1].decode("utf-8", "replace").strip("\n")
-            result.append((_info(*fields), patch))
-        return result
+        args += ["HEAD", "--", *paths]
+        proc = subprocess.Popen(
+            ["git", *args], cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+
+        def collect() -> list[tuple[CommitInfo, str]]:
+            out, err = proc.communicate()
+            if proc.returncode != 0:
+                raise GitFailed(args, proc.returncode, err.decode("utf-8", "replace"))
+            chunks = out.split(marker)
+            result = []
+            for n in range(1, len(chunks) - 1, 2):
+                fields = chunks[n].split(b"\x00")
+                if len(fields) != 4:
+                    raise EvolveError(
+                        "git log printed output evolve cannot read; rerun the command."
+                    )
+                patch = chunks[n + 1].decode("utf-8", "replace").strip("\n")
+                result.append((_info(*fields), patch))
+            return result
+
+        return collect
 
     def changed_paths(
         self, parent: str | None, commit: str, paths: Sequence[str] = ()

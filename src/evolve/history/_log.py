@@ -128,6 +128,8 @@ def to_entry(info: CommitInfo) -> LogEntry:
 
 def side_ref_sha(store: GitStore, ref: str) -> str | None:
     """The commit `ref` points at, or None when the ref does not exist (yet, or in a clone)."""
+    if ref.startswith("refs/"):
+        return store.ref_sha(ref)  # read from the ref files: no process
     try:
         out = store.git("rev-parse", "--verify", "--quiet", ref).strip()
     except GitFailed:

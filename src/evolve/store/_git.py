@@ -22,13 +22,9 @@ author name can break the parsing.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import logging
 import os
 import re
-import secrets
 import subprocess
-import tempfile
 import threading
 import time
 import weakref
@@ -44,7 +40,8 @@ if TYPE_CHECKING:  # GitPython is imported only by `GitStore.repo` (code not yet
 from evolve.errors import EvolveError
 from evolve.store._trailers import Trailers, format_message, split_message
 
-log = logging.getLogger(__name__)
+# hashlib, tempfile and logging are imported where used: reading commands never need them, and
+# start-up is most of what a short command costs.
 
 _TREE = 0o040000
 _LOG_FORMAT = "%H%x00%P%x00%cI%x00%B"
@@ -374,6 +371,8 @@ class GitStore:
         return "0" * (2 * self._rawlen)
 
     def _hash(self, data: bytes) -> str:
+        import hashlib
+
         if self.object_format == "sha256":
             return hashlib.sha256(data).hexdigest()
         return hashlib.sha1(data, usedforsecurity=False).hexdigest()
@@ -432,6 +431,11 @@ class GitStore:
         """The branch HEAD is on ("refs/heads/main"), or None when HEAD is detached."""
         raw = (self.git_dir / "HEAD").read_text(encoding="utf-8").strip()
         return raw[5:].strip() if raw.startswith("ref: ") else None
+
+    def ref_sha(self, ref: str) -> str | None:
+        """The object a full ref name (`refs/...`) points at, read from the ref files (loose
+        or packed) without a process; None when it does not exist."""
+        return self._read_ref(ref) if ref.startswith("refs/") else None
 
     def head(self) -> str | None:
         """The commit HEAD points at, or None in a repository without commits."""
@@ -661,7 +665,7 @@ class GitStore:
         answer, so the caller can work (parse, import) while git walks."""
         if self.head() is None:
             return lambda: []
-        marker = b"\x00" + secrets.token_hex(16).encode("ascii") + b"\x00"
+        marker = b"\x00" + os.urandom(16).hex().encode("ascii") + b"\x00"
         fmt = "%x00" + marker[1:-1].decode("ascii") + "%x00" + _LOG_FORMAT
         fmt += "%x00" + marker[1:-1].decode("ascii") + "%x00"
         args = ["log", f"--format={fmt}", "-p", "--no-color", "--no-ext-diff", *_LOG_OPTIONS]
@@ -746,7 +750,9 @@ class GitStore:
             lock.unlink()
         except FileNotFoundError:
             return True
-        log.warning(
+        import logging
+
+        logging.getLogger(__name__).warning(
             "evolve: removed %s, a lock left behind by a process that was killed while it "
             "held the workspace",
             lock,
@@ -938,6 +944,8 @@ class GitStore:
         target = self.objects_dir / digest[:2] / digest[2:]
         if not target.exists():
             target.parent.mkdir(exist_ok=True)
+            import tempfile
+
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix="tmp_obj_")
             with os.fdopen(fd, "wb") as handle:
                 handle.write(zlib.compress(header + data, 1))
@@ -1113,6 +1121,8 @@ class GitStore:
         paths = [p.rstrip("/") for p in prefixes]
         # Without ls-tree's final newline: the hash stays what it was when GitPython ran it.
         out = self.git("ls-tree", "-r", "--full-tree", rev, "--", *paths).removesuffix("\n")
+        import hashlib
+
         return hashlib.sha256(out.encode("utf-8")).hexdigest()
 
     def reset_hard(self, rev: str) -> None:

@@ -66,10 +66,7 @@ def open_workspace(path: Path | None, *, config: bool = True) -> Workspace:
     a broken one before doing anything; reading commands that need no configuration (`log`,
     `show`) pass False and never build the config model.
     """
-    ws = Workspace.find(path) if path is not None else Workspace.find()
-    if config:
-        _ = ws.config
-    return ws
+    return Workspace.find(path, read_config=config)
 
 
 def emit_json(data: Any) -> None:

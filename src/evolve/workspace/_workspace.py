@@ -46,16 +46,20 @@ def find_root(start: Path | None = None) -> Path:
 class Workspace:
     """An opened workspace: its root, configuration, git store and paths.
 
-    The configuration is read and validated when first used (`evolve log` and `evolve show`
-    need none, and building the pydantic model is most of their start-up). The CLI's
-    `open_workspace` reads it at once for every other command, so a broken `evolve.yaml` is
-    refused before anything is done.
+    The configuration is read and validated on opening, so a broken `evolve.yaml` is refused
+    before anything is done. `read_config=False` defers that to the first use of `config`:
+    `evolve log` and `evolve show` need no configuration, and building the pydantic model is
+    most of their start-up.
     """
 
-    def __init__(self, root: Path, config: EvolveConfig | None = None) -> None:
+    def __init__(
+        self, root: Path, config: EvolveConfig | None = None, *, read_config: bool = True
+    ) -> None:
         self.root = root.resolve()
         if config is not None:
             self.config = config
+        elif read_config:
+            _ = self.config
 
     @cached_property
     def config(self) -> EvolveConfig:
@@ -64,8 +68,8 @@ class Workspace:
         return load_config(self.root / CONFIG_NAME)
 
     @classmethod
-    def find(cls, start: Path | None = None) -> Workspace:
-        return cls(find_root(start))
+    def find(cls, start: Path | None = None, *, read_config: bool = True) -> Workspace:
+        return cls(find_root(start), read_config=read_config)
 
     @cached_property
     def store(self) -> GitStore:

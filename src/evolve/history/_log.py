@@ -85,17 +85,20 @@ def clip(text: str, limit: int) -> str:
 
 def complaint_line(body: str) -> str | None:
     """The first line of the complaint recorded in a training commit's body."""
+    if "Complaint:" not in body:
+        return None
     lines = body.splitlines()
     for i, line in enumerate(lines):
         if line.strip() == "Complaint:":
-            rest = [ln.strip() for ln in lines[i + 1 :] if ln.strip()]
-            return rest[0] if rest else None
+            return next((ln.strip() for ln in lines[i + 1 :] if ln.strip()), None)
     return None
 
 
 def refused_lines(body: str) -> list[str]:
     """The `Refused:` section of an episode commit's (or refusal record's) body."""
     out: list[str] = []
+    if "Refused:" not in body:
+        return out
     inside = False
     for line in body.splitlines():
         if line.strip() == "Refused:":

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from evolve.errors import NotAWorkspace, PathRefused
 from evolve.store import GitStore
-from evolve.workspace._lock import LOCK_NAME, WriterLock
 from evolve.workspace._paths import CONFIG_NAME, is_under, normalize_relpath, resolve
 
 if TYPE_CHECKING:
     from evolve.workspace._config import EvolveConfig
+    from evolve.workspace._lock import WriterLock
 
 PROMPTS = "prompts"
 MEMORY = "memory"
@@ -121,4 +121,6 @@ class Workspace:
 
     def lock(self, command: str) -> WriterLock:
         """The writer lock (taken with `with ws.lock("evolve train"):`)."""
+        from evolve.workspace._lock import LOCK_NAME, WriterLock  # reading commands never lock
+
         return WriterLock(self.store.git_dir / LOCK_NAME, command)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
@@ -77,14 +79,11 @@ class WorkingMemory:
         return self.text != self.head_text
 
 
-def _status_with_ignored(store: GitStore, folder: str) -> tuple[list[str], bool]:
-    """(paths under `folder` with uncommitted changes, whether any ignored file lies there)."""
-    out = store.git(
-        "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching",
-        "--no-renames", "--", folder,
-    )  # fmt: skip
+def _status_with_ignored(collect: Callable[[], str]) -> tuple[list[str], bool]:
+    """(paths with uncommitted changes, whether any ignored file is there) from the output of
+    `git status -z --ignored` that `collect` waits for."""
     dirty, ignored = [], False
-    for entry in out.split("\x00"):
+    for entry in collect().split("\x00"):
         if not entry:
             continue
         if entry.startswith("!!"):
@@ -98,14 +97,24 @@ def memory_in_worktree(ws: Workspace, scope: str) -> WorkingMemory:
     """The rendered memory of the working tree (exactly the agent's), beside HEAD's.
 
     When git reports nothing under memory/ as changed, untracked or ignored, the working
-    tree's files are HEAD's, so HEAD's memory is the same text and is not read twice.
+    tree's files are HEAD's, so HEAD's memory is the same text and is not read twice. git's
+    status runs while this process reads and renders the units.
     """
     from evolve.updaters import render_for
 
-    recipes = ws.config.rendered_recipes()
-    text = render_for(load_units(ws.root), scope, recipes)
-    head = ws.store.head()
-    dirty, ignored = _status_with_ignored(ws.store, "memory")
+    status = ws.store.start(
+        "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching",
+        "--no-renames", "--", "memory",
+    )  # fmt: skip
+    try:
+        recipes = ws.config.rendered_recipes()
+        text = render_for(load_units(ws.root), scope, recipes)
+        head = ws.store.head()
+    except BaseException:
+        with contextlib.suppress(EvolveError):
+            status()  # reap git before the error goes up
+        raise
+    dirty, ignored = _status_with_ignored(status)
     if head is None:
         head_text = ""
     elif dirty or ignored:

@@ -550,6 +550,21 @@ class GitStore:
             pos = start + size + 1
         return out
 
+    def start(self, *args: str) -> Callable[[], str]:
+        """Start `git ARGS` and return the call that waits for it and returns its stdout (as
+        :meth:`git` does), so the caller can work while git runs."""
+        proc = subprocess.Popen(
+            ["git", *args], cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+
+        def collect() -> str:
+            out, err = proc.communicate()
+            if proc.returncode != 0:
+                raise GitFailed(args, proc.returncode, err.decode("utf-8", "replace"))
+            return out.decode("utf-8", "surrogateescape")
+
+        return collect
+
     def _git_bytes(self, *args: str, input: bytes | None = None) -> bytes:
         """Run git and return its raw stdout (a failure is one clear :class:`GitFailed`)."""
         done = subprocess.run(["git", *args], cwd=self.root, input=input, capture_output=True)

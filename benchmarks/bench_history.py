@@ -11,7 +11,8 @@ leaves it), and times every command as a subprocess beside its floor, in the sam
     evolve memory --json      vs  reading the 1,000 unit files (python)
 
 Each row prints the median wall time of both sides and their ratio, plus the target from the
-issue. Run: `python benchmarks/bench_history.py [--commits N --units N --repeats R]`.
+issue. Run: `python benchmarks/bench_history.py [--commits N --units N --repeats R]`, or
+`--quick` for a small workspace.
 """
 
 from __future__ import annotations
@@ -91,7 +92,12 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=10_000)
     parser.add_argument("--units", type=int, default=1_000)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--quick", action="store_true", help="1,000 commits, 100 units, 3 repeats (a fast check)"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.commits, args.units, args.repeats = 1_000, 100, 3
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "ws"
         t0 = time.perf_counter()
@@ -100,10 +106,11 @@ def main() -> None:
         print(
             f"built {args.units} units / {args.commits} commits in {time.perf_counter() - t0:.1f}s"
         )
-        unit = "ace-0000000007"
+        unit = f"ace-{7 % args.units:010d}"
         evolve = [PY, "-m", "evolve"]
         r = args.repeats
         pass_ms = wall([PY, "-c", "pass"], root, r)
+        git_walk = wall(["git", "log", "--format=%H%x00%B"], root, r)
         rows = [
             ("evolve --version", wall([*evolve, "--version"], root, r),
              "python -c pass", pass_ms, "<= 3x"),
@@ -111,8 +118,9 @@ def main() -> None:
              "git log -n 50 + python -c pass",
              wall(["git", "log", "-n", "50"], root, r) + pass_ms, "<= 100 ms and <= 2x"),
             ("evolve log -n 0 --json", wall([*evolve, "log", "-n", "0", "--json"], root, r),
-             "git log --format=%H%x00%B", wall(["git", "log", "--format=%H%x00%B"], root, r),
-             "<= 2x"),
+             "git log --format=%H%x00%B", git_walk, "<= 2x"),
+            ("evolve log --jsonl", wall([*evolve, "log", "--jsonl"], root, r),
+             "git log --format=%H%x00%B", git_walk, "<= 2x"),
             ("evolve show UNIT --json", wall([*evolve, "show", unit, "--json"], root, r),
              "git log -p -- <file>",
              wall(["git", "log", "-p", "--", f"memory/alex/{unit}.md"], root, r),

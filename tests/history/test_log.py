@@ -12,6 +12,7 @@ import pytest
 
 import evolve.train._train as train_module
 from conftest import run_cli as _cli
+from evolve.history import history
 from evolve.memory import MemoryUnit, dump_unit
 from evolve.ops import Op
 from evolve.train import TrainReport, train
@@ -34,6 +35,9 @@ def _log_json(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict[str, 
     code, out, err = _cli(capsys, "log", "--json", *args)
     assert code == 0, err
     data = json.loads(out)  # exactly one JSON document
+    if "-n" not in args:  # the default limit is named in the document, never silent
+        assert set(data) == {"entries", "limit", "truncated"} and data["limit"] == 50
+        data = data["entries"]
     assert isinstance(data, list)
     return data
 
@@ -304,3 +308,81 @@ def test_refusal_records_survive_a_fresh_clone(
     assert [(e["commit"], e["episode"]) for e in got] == expected
     code, out, err = _cli(capsys, "log")
     assert code == 0 and PUBLIC in out
+
+
+def _commit_file(ws: Workspace, path: str, text: str, subject: str, **trailers: str) -> str:
+    full = ws.root / path
+    full.parent.mkdir(parents=True, exist_ok=True)
+    full.write_text(text, encoding="utf-8")
+    sha = ws.store.commit([path], subject, trailers=list(trailers.items()))
+    assert sha is not None
+    return sha
+
+
+def _pathspec_walk(root: Path, run_git: RunGit, n: int | None = None) -> list[str]:
+    limit = [f"--max-count={n}"] if n else []
+    return run_git(
+        root, "log", "--format=%H", "--min-parents=1", *limit, "HEAD", "--", "memory", "prompts"
+    ).split()
+
+
+def _mixed_history(ws: Workspace, run_git: RunGit) -> None:
+    """Evolve's commits, hand edits of memory/ and prompts/, and commits of other files."""
+    for n in range(3):
+        _commit_file(ws, f"memory/alex/ace-{n:010d}.md", f"unit {n}\n", f"ace: episode {n}",
+                     **{"Evolve-Episode": str(n), "Evolve-Kind": "train"})  # fmt: skip
+        _commit_file(ws, "README.md", f"readme {n}\n", f"docs {n}")
+        _commit_file(ws, "memory/alex/notes.md", f"hand {n}\n", f"hand edit {n}")
+        _commit_file(ws, "notes/other.txt", f"other {n}\n", f"other {n}", **{"Evolve-Kind": "x"})
+        _commit_file(ws, "prompts/extra.md", f"prompt {n}\n", f"prompt by hand {n}")
+
+
+def test_log_finds_exactly_the_pathspec_walks_commits(ws: Workspace, run_git: RunGit) -> None:
+    _mixed_history(ws, run_git)
+    want = _pathspec_walk(ws.root, run_git)
+    assert len(want) == 9  # 3 learned, 3 hand edits of memory/, 3 of prompts/
+    assert [e.commit for e in history(ws.store, max_count=None)] == want
+    for n in range(1, 12):
+        assert [e.commit for e in history(ws.store, max_count=n)] == want[:n]
+
+
+def test_log_on_a_history_with_merges_is_the_pathspec_walks(ws: Workspace, run_git: RunGit) -> None:
+    _mixed_history(ws, run_git)
+    run_git(ws.root, "checkout", "-q", "-b", "side")
+    _commit_file(ws, "memory/alex/side.md", "side\n", "side edit")
+    _commit_file(ws, "other.txt", "x\n", "side other")
+    run_git(ws.root, "checkout", "-q", "main")
+    _commit_file(ws, "memory/alex/main.md", "main\n", "main edit")
+    run_git(ws.root, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    _commit_file(ws, "memory/alex/after.md", "after\n", "after the merge",
+                 **{"Evolve-Episode": "9"})  # fmt: skip
+    want = _pathspec_walk(ws.root, run_git)
+    assert [e.commit for e in history(ws.store, max_count=None)] == want
+    for n in (1, 2, 3, 5, 20):
+        assert [e.commit for e in history(ws.store, max_count=n)] == want[:n]
+
+
+def test_log_json_without_n_says_it_is_cut_and_n_0_streams_all(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for n in range(53):
+        _commit_file(ws, "memory/alex/a.md", f"v{n}\n", f"edit {n}", **{"Evolve-Episode": str(n)})
+    code, out, err = _cli(capsys, "log", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["limit"] == 50 and doc["truncated"] is True and len(doc["entries"]) == 50
+    code, out, err = _cli(capsys, "log", "--json", "-n", "0")
+    assert code == 0, err
+    every = json.loads(out)
+    assert [e["commit"] for e in every] == _pathspec_walk(ws.root, run_git)
+    assert len(every) == 53 and every[0]["subject"] == "edit 52"
+    code, out, err = _cli(capsys, "log", "--jsonl")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert [json.loads(line) for line in lines] == every
+    code, out, err = _cli(capsys, "log", "--jsonl", "-n", "2")
+    assert [json.loads(line) for line in out.splitlines()] == every[:2]
+    code, out, err = _cli(capsys, "log", "--json", "-n", "0", "memory/alex/a.md")
+    assert [e["commit"] for e in json.loads(out)] == [e["commit"] for e in every]
+    code, out, err = _cli(capsys, "log", "--json", "--jsonl")
+    assert code == 1 and "not both" in err

@@ -22,7 +22,7 @@ from evolve.applier import MemoryApplier, Op
 from evolve.evaluate import agent_memory, open_env, run_split
 from evolve.history import revert
 from evolve.llm import make_llm
-from evolve.memory import MemoryUnit, load_units, parse_unit
+from evolve.memory import MemoryUnit, dump_unit, load_units, parse_unit
 from evolve.store import format_ops
 from evolve.train import train
 from evolve.workspace import Workspace
@@ -459,3 +459,30 @@ def test_memory_notes_when_run_injects_something_else(
     run_git(ws.root, "commit", "-q", "-am", "score with the oracle")
     code, out, err = _cli(capsys, "memory", "--workspace", str(ws.root))
     assert code == 0 and "memory.inject is 'oracle'" in err
+
+
+def test_memory_of_a_clean_tree_does_not_read_head_again(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train(ws, recipe="ace", episodes=6)
+    import evolve.history._asof as asof
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("HEAD's memory was read although the tree is clean")
+
+    monkeypatch.setattr(asof, "load_units_at", refuse)
+    data = _json(capsys, "memory")
+    assert data["differs_from_head"] is False and data["memory"]
+
+
+def test_memory_with_an_ignored_unit_file_differs_from_head(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (ws.root / ".gitignore").write_text("memory/alex/mine-*.md\n", "utf-8")
+    unit = _unit("mine-0000000001", "A note git ignores but the agent reads.")
+    path = ws.root / unit.path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dump_unit(unit), "utf-8")
+    data = _json(capsys, "memory")
+    assert "A note git ignores" in data["memory"]
+    assert data["differs_from_head"] is True and data["uncommitted"] == []

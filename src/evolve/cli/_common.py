@@ -9,16 +9,40 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from evolve.workspace import Workspace
+from evolve.workspace._paths import GENERATION_JOURNAL
 
-stdout = Console(highlight=False, soft_wrap=True)
-stderr = Console(stderr=True, highlight=False)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    stdout: Console
+    stderr: Console
+
+
+def __getattr__(name: str) -> Console:
+    """`stdout` and `stderr`, rich consoles made on first use (the reading commands print
+    through click and never import rich)."""
+    if name not in ("stdout", "stderr"):
+        raise AttributeError(f"module 'evolve.cli._common' has no attribute {name!r}")
+    return _console(name)
+
+
+def _console(name: str) -> Console:
+    from rich.console import Console
+
+    if name in globals():
+        return globals()[name]  # type: ignore[no-any-return]
+    console = (
+        Console(highlight=False, soft_wrap=True)
+        if name == "stdout"
+        else Console(stderr=True, highlight=False)
+    )
+    globals()[name] = console
+    return console
 
 
 def workspace_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -102,16 +126,26 @@ def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return decorated
 
 
-def open_workspace(path: Path | None) -> Workspace:
-    ws = Workspace.find(path) if path is not None else Workspace.find()
-    # An interrupted generation is rolled back before any command reads or writes.
-    from evolve.recovery import recover_if_interrupted
+def open_workspace(path: Path | None, *, config: bool = True) -> Workspace:
+    """The workspace at `path` (default: found from the current folder).
 
-    ctx = click.get_current_context(silent=True)
-    recovery = recover_if_interrupted(ws, ctx.command_path if ctx else "evolve")
-    message = recovery.message() if recovery else None
-    if message:
-        stderr.print(f"recovered: {message}", highlight=False)
+    With `config` (the default) `evolve.yaml` is read and validated now, so a command refuses
+    a broken one before doing anything; reading commands that need no configuration (`log`,
+    `show`) pass False and never build the config model.
+
+    An interrupted generation (its journal left in `.git/`) is rolled back before any command
+    reads or writes; the check is one `stat`, so reading commands import the recovery
+    machinery only when there is something to recover.
+    """
+    ws = Workspace.find(path, read_config=config)
+    if (ws.store.git_dir / GENERATION_JOURNAL).exists():
+        from evolve.recovery import recover_if_interrupted
+
+        ctx = click.get_current_context(silent=True)
+        recovery = recover_if_interrupted(ws, ctx.command_path if ctx else "evolve")
+        message = recovery.message() if recovery else None
+        if message:
+            click.echo(f"recovered: {message}", err=True)
     return ws
 
 
@@ -125,12 +159,20 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Callable[[int, in
     if not enabled:
         yield lambda done, total: None
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=stderr,
+        console=_console("stderr"),
         transient=True,
     ) as bar:
         task = bar.add_task(label, total=None)

@@ -41,8 +41,9 @@ from evolve.generations._records import (
 )
 from evolve.store import GENERATION, KIND, GitStore
 from evolve.workspace import Workspace
+from evolve.workspace._paths import GENERATION_JOURNAL
 
-JOURNAL = "evolve-generation.json"
+JOURNAL = GENERATION_JOURNAL
 ABORTED_REFS = "refs/evolve/aborted"
 EVOLVABLE = ("memory/", "prompts/")
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
-import git
-
 from evolve.errors import EvolveError
 from evolve.memory import load_units, load_units_at
-from evolve.store import GitStore
+from evolve.store import GitFailed, GitStore
 from evolve.workspace import Workspace
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.]+([+-]\d{2}:?\d{2}|Z)?)?$")
@@ -25,8 +25,8 @@ def resolve_as_of(store: GitStore, rev: str) -> str:
     if _DATE.match(rev.strip()):
         when = _parse_when(rev.strip())
         try:
-            out = store.repo.git.rev_list("-1", f"--before={when.isoformat()}", "HEAD").strip()
-        except git.GitCommandError:
+            out = store.git("rev-list", "-1", f"--before={when.isoformat()}", "HEAD").strip()
+        except GitFailed:
             out = ""
         if not out:
             raise EvolveError(
@@ -79,12 +79,46 @@ class WorkingMemory:
         return self.text != self.head_text
 
 
+def _status_with_ignored(collect: Callable[[], str]) -> tuple[list[str], bool]:
+    """(paths with uncommitted changes, whether any ignored file is there) from the output of
+    `git status -z --ignored` that `collect` waits for."""
+    dirty, ignored = [], False
+    for entry in collect().split("\x00"):
+        if not entry:
+            continue
+        if entry.startswith("!!"):
+            ignored = True
+        else:
+            dirty.append(entry[3:])
+    return dirty, ignored
+
+
 def memory_in_worktree(ws: Workspace, scope: str) -> WorkingMemory:
-    """The rendered memory of the working tree (exactly the agent's), beside HEAD's."""
+    """The rendered memory of the working tree (exactly the agent's), beside HEAD's.
+
+    When git reports nothing under memory/ as changed, untracked or ignored, the working
+    tree's files are HEAD's, so HEAD's memory is the same text and is not read twice. git's
+    status runs while this process reads and renders the units.
+    """
     from evolve.updaters import render_for
 
-    recipes = ws.config.rendered_recipes()
-    text = render_for(load_units(ws.root), scope, recipes)
-    head = ws.store.head()
-    head_text = render_for(load_units_at(ws.store, head), scope, recipes) if head else ""
-    return WorkingMemory(scope, text, head, head_text, ws.store.dirty_paths(["memory"]))
+    status = ws.store.start(
+        "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching",
+        "--no-renames", "--", "memory",
+    )  # fmt: skip
+    try:
+        recipes = ws.config.rendered_recipes()
+        text = render_for(load_units(ws.root), scope, recipes)
+        head = ws.store.head()
+    except BaseException:
+        with contextlib.suppress(EvolveError):
+            status()  # reap git before the error goes up
+        raise
+    dirty, ignored = _status_with_ignored(status)
+    if head is None:
+        head_text = ""
+    elif dirty or ignored:
+        head_text = render_for(load_units_at(ws.store, head), scope, recipes)
+    else:
+        head_text = text
+    return WorkingMemory(scope, text, head, head_text, dirty)

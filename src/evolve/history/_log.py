@@ -1,8 +1,9 @@
 """`evolve log`: the history of memory and prompts, newest first.
 
-Git does the walking and the path filtering (`git log -- memory prompts`); a commit-graph with
-changed-path Bloom filters, refreshed after each writing command, keeps that fast on long
-histories.
+Git does the walking: one walk without a pathspec, where evolve's trailers say which commits
+changed memory/ or prompts/ (see :func:`tracked_commits`); `evolve log PATH` uses git's pathspec
+walk, which a commit-graph with changed-path Bloom filters, refreshed after each writing
+command, keeps fast on long histories.
 
 Refusals (a tombstoned, out-of-scope or capped proposal) of an episode that committed nothing
 else are recorded on the side ref `refs/evolve/train` (see `evolve.train._trainref`); the
@@ -15,13 +16,21 @@ fetch them with `git push origin 'refs/evolve/*:refs/evolve/*'` and `git fetch o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-import git
-
 from evolve.history._show import commit_kind
-from evolve.store import EPISODE, KIND, OPS, RECIPE, TASK, CommitInfo, GitStore, parse_ops
+from evolve.store import (
+    EPISODE,
+    KIND,
+    OPS,
+    RECIPE,
+    TASK,
+    CommitInfo,
+    GitFailed,
+    GitStore,
+    parse_ops,
+)
 
 TRACKED = ("memory", "prompts")
 TRAIN_REF = "refs/evolve/train"
@@ -44,9 +53,19 @@ class LogEntry:
     refused: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["ops"] = [{"op": op, "id": ident} for op, ident in self.ops]
-        return data
+        return {
+            "commit": self.commit,
+            "time": self.time,
+            "subject": self.subject,
+            "episode": self.episode,
+            "recipe": self.recipe,
+            "task": self.task,
+            "complaint": self.complaint,
+            "ops": [{"op": op, "id": ident} for op, ident in self.ops],
+            "trailers": dict(self.trailers),
+            "kind": self.kind,
+            "refused": list(self.refused),
+        }
 
 
 def clip(text: str, limit: int) -> str:
@@ -66,17 +85,20 @@ def clip(text: str, limit: int) -> str:
 
 def complaint_line(body: str) -> str | None:
     """The first line of the complaint recorded in a training commit's body."""
+    if "Complaint:" not in body:
+        return None
     lines = body.splitlines()
     for i, line in enumerate(lines):
         if line.strip() == "Complaint:":
-            rest = [ln.strip() for ln in lines[i + 1 :] if ln.strip()]
-            return rest[0] if rest else None
+            return next((ln.strip() for ln in lines[i + 1 :] if ln.strip()), None)
     return None
 
 
 def refused_lines(body: str) -> list[str]:
     """The `Refused:` section of an episode commit's (or refusal record's) body."""
     out: list[str] = []
+    if "Refused:" not in body:
+        return out
     inside = False
     for line in body.splitlines():
         if line.strip() == "Refused:":
@@ -109,9 +131,11 @@ def to_entry(info: CommitInfo) -> LogEntry:
 
 def side_ref_sha(store: GitStore, ref: str) -> str | None:
     """The commit `ref` points at, or None when the ref does not exist (yet, or in a clone)."""
+    if ref.startswith("refs/"):
+        return store.ref_sha(ref)  # read from the ref files: no process
     try:
-        out = str(store.repo.git.rev_parse("--verify", "--quiet", ref)).strip()
-    except git.GitCommandError:
+        out = store.git("rev-parse", "--verify", "--quiet", ref).strip()
+    except GitFailed:
         return None
     return out or None
 
@@ -125,6 +149,59 @@ def refusal_records(store: GitStore) -> list[CommitInfo]:
         for info in store.log(rev=TRAIN_REF, grep_trailer=KIND, grep_value=REFUSAL_KIND)
         if info.trailers.get(KIND) == REFUSAL_KIND
     ]
+
+
+# Kinds of commit that evolve itself makes only from files under memory/ or prompts/ (the
+# store commits exactly the paths the applier wrote there, and never an empty commit).
+EVOLVE_KINDS = frozenset(
+    {"train", "learned", "reflector", "revert", "cascade revert", "cascade-revert", "review"}
+)
+
+
+def _made_by_evolve(info: CommitInfo) -> bool:
+    kind = info.trailers.get(KIND, "").strip().lower()
+    return kind in EVOLVE_KINDS if kind else EPISODE in info.trailers
+
+
+def tracked_commits(store: GitStore, max_count: int | None = None) -> list[CommitInfo]:
+    """The commits `git log --min-parents=1 HEAD -- memory prompts` lists, found faster.
+
+    A pathspec walk diffs the tracked folders of every commit against its parent, and since
+    nearly every commit changes memory/, changed-path Bloom filters skip none of it. Instead one
+    walk with no pathspec reads every message; a commit evolve made (its `Evolve-Kind` or
+    `Evolve-Episode` trailer) is known to change memory/ or prompts/; the others (hand edits,
+    commits touching other files) are checked in one batched `git diff-tree --stdin`. A merge
+    (where git's history simplification decides what is shown) sends the request to git's own
+    pathspec walk, so the answer is always the pathspec walk's.
+    """
+    need = max_count if max_count else None
+    found: list[CommitInfo] = []
+    unsure: list[CommitInfo] = []
+
+    def settle() -> None:
+        touched = store.commits_touching([i.sha for i in unsure], TRACKED)
+        drop = {i.sha for i in unsure if i.sha not in touched}
+        found[:] = [i for i in found if i.sha not in drop]
+        unsure.clear()
+
+    commits = store.walk()
+    try:
+        for info in commits:
+            if len(info.parents) > 1:
+                return list(store.log(list(TRACKED), max_count=max_count, min_parents=1))
+            if not info.parents:
+                continue  # the scaffold commit: it taught nothing
+            found.append(info)
+            if not _made_by_evolve(info):
+                unsure.append(info)
+            if need is not None and len(found) >= need:
+                settle()
+                if len(found) >= need:
+                    return found[:need]
+    finally:
+        commits.close()
+    settle()
+    return found
 
 
 def history(
@@ -141,11 +218,14 @@ def history(
     (when that commit is on HEAD's history).
     """
     # The workspace's first commit (no parent) scaffolds memory/ and prompts/; it taught nothing.
-    infos = list(store.log(list(paths) or list(TRACKED), max_count=max_count, min_parents=1))
+    if paths:
+        infos = list(store.log(list(paths), max_count=max_count, min_parents=1))
+    else:
+        infos = tracked_commits(store, max_count)
     records = refusal_records(store) if refusals and not paths else []
     if not records:
         return [to_entry(info) for info in infos]
-    order = {sha: i for i, sha in enumerate(store.repo.git.rev_list("HEAD").split())}
+    order = {sha: i for i, sha in enumerate(store.git("rev-list", "HEAD").split())}
     complete = max_count is None or len(infos) < max_count
     horizon = order[infos[-1].sha] if infos and not complete else len(order)
     keyed: list[tuple[tuple[int, int, int], CommitInfo]] = [
@@ -164,6 +244,6 @@ def history(
 def refresh_commit_graph(store: GitStore) -> None:
     """Keep a commit-graph with changed-path Bloom filters up to date (incremental)."""
     try:
-        store.repo.git.commit_graph("write", "--reachable", "--changed-paths", "--split")
+        store.git("commit-graph", "write", "--reachable", "--changed-paths", "--split")
     except Exception:  # noqa: BLE001 - an optimisation; never fail a command over it
         return

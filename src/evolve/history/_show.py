@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
 
 from evolve.errors import EvolveError
-from evolve.memory import MemoryUnit, parse_unit
 from evolve.store import EPISODE, GENERATION, KIND, CommitInfo
-from evolve.workspace import Workspace
+
+if TYPE_CHECKING:  # `evolve log` imports this module for commit_kind, without pydantic
+    from evolve.memory import MemoryUnit
+    from evolve.workspace import Workspace
 
 _KIND_LABELS = {
     "train": "learned",
@@ -77,10 +81,19 @@ class UnitHistory:
 
 
 def _find_path(ws: Workspace, unit_id: str) -> str | None:
-    for candidate in ws.memory_dir.rglob(f"{unit_id}.md"):
+    name = f"{unit_id}.md"
+    # Units live in memory/ (global scope) or one folder down (a persona's): a few stats.
+    folders = [ws.memory_dir]
+    if ws.memory_dir.is_dir():
+        folders += [Path(e.path) for e in os.scandir(ws.memory_dir) if e.is_dir()]
+    for folder in folders:
+        if (folder / name).is_file():
+            return (folder / name).relative_to(ws.root).as_posix()
+    for candidate in ws.memory_dir.rglob(name):
         return candidate.relative_to(ws.root).as_posix()
     # Evicted or never in the working tree: ask git where such a file ever lived.
-    out = ws.store.repo.git.log(
+    out = ws.store.git(
+        "log",
         "--format=",
         "--name-only",
         "--diff-filter=A",
@@ -108,6 +121,16 @@ def show_unit(ws: Workspace, unit_id: str) -> UnitHistory:
         raise EvolveError(
             f"no unit with id {unit_id!r} in memory/ or its history; see `evolve log` for ids."
         )
-    full = ws.root / PurePosixPath(path)
-    unit = parse_unit(path, full.read_text(encoding="utf-8")) if full.is_file() else None
-    return UnitHistory(unit_id, path, unit, ws.store.log_patches([path]))
+    # git follows the one file (its changed-path Bloom filters skip the other commits) while
+    # this process imports the unit model and parses the file.
+    collect = ws.store.start_log_patches([path])
+    try:
+        from evolve.memory import parse_unit
+
+        full = ws.root / PurePosixPath(path)
+        unit = parse_unit(path, full.read_text(encoding="utf-8")) if full.is_file() else None
+    except BaseException:
+        with contextlib.suppress(EvolveError):
+            collect()  # reap git before the error goes up
+        raise
+    return UnitHistory(unit_id, path, unit, collect())

@@ -1,4 +1,14 @@
-"""The model seam: one narrow protocol and backends selected by name."""
+"""The model seam: one narrow protocol and backends selected by name.
+
+`make_role_llm`, `with_models` and `ROLES` (which bring in httpx and the HTTP backends) are
+imported on first use, so a proposer or a reading command that needs only the protocol types
+does not pay for them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from evolve.llm._budget import Budget
 from evolve.llm._cache import CACHE_MODES, CachedLLM, RequestCache, canonical_request, request_key
@@ -13,7 +23,6 @@ from evolve.llm._errors import (
 )
 from evolve.llm._mock import MockLLM
 from evolve.llm._registry import KNOWN, make_llm
-from evolve.llm._roles import ROLES, make_role_llm, with_models
 from evolve.llm._types import (
     LLM,
     Completion,
@@ -22,6 +31,20 @@ from evolve.llm._types import (
     Usage,
     estimate_tokens,
 )
+
+if TYPE_CHECKING:
+    from evolve.llm._roles import ROLES, make_role_llm, with_models
+
+_LAZY = {"ROLES", "make_role_llm", "with_models"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'evolve.llm' has no attribute {name!r}")
+    value = getattr(importlib.import_module("evolve.llm._roles"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CACHE_MODES",

@@ -1,6 +1,6 @@
 """The git store: commits with trailers, history, reads at any revision."""
 
-from evolve.store._git import CommitInfo, GitStore
+from evolve.store._git import CommitInfo, GitFailed, GitStore
 from evolve.store._trailers import (
     EPISODE,
     GENERATION,
@@ -26,6 +26,7 @@ __all__ = [
     "RECIPE",
     "TASK",
     "CommitInfo",
+    "GitFailed",
     "GitStore",
     "clean_text",
     "format_message",

@@ -22,28 +22,26 @@ author name can break the parsing.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import logging
 import os
 import re
-import secrets
 import subprocess
-import tempfile
 import threading
 import time
 import weakref
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import git
+if TYPE_CHECKING:  # GitPython is imported only by `GitStore.repo` (code not yet moved off it)
+    import git
 
 from evolve.errors import EvolveError
 from evolve.store._trailers import Trailers, format_message, split_message
 
-log = logging.getLogger(__name__)
+# hashlib, tempfile and logging are imported where used: reading commands never need them, and
+# start-up is most of what a short command costs.
 
 _TREE = 0o040000
 _LOG_FORMAT = "%H%x00%P%x00%cI%x00%B"
@@ -106,6 +104,48 @@ def _last_line(text: str) -> str:
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         line = lines[-1] if lines else "no message from git"
     return line.strip().rstrip("'.")[:300]
+
+
+class GitFailed(EvolveError):
+    """A git command evolve ran failed; the message is git's own complaint, `stderr` all of it."""
+
+    def __init__(self, args: Sequence[str], returncode: int, stderr: str) -> None:
+        self.args_run = tuple(args)
+        self.returncode = returncode
+        self.stderr = stderr
+        super().__init__(f"git {args[0] if args else ''} failed: {_last_line(stderr)}.")
+
+
+def _discover(root: Path) -> tuple[Path, Path]:
+    """(git dir, common dir) of the repository whose working tree is `root`: `root/.git` is
+    the git dir, or a file `gitdir: PATH` (a worktree or submodule) names it; a `commondir`
+    file in the git dir names the common dir (linked worktrees), else it is the git dir.
+
+    Raises:
+        EvolveError: when `root` holds no repository.
+    """
+    dot = root / ".git"
+    if dot.is_dir():
+        git_dir = dot
+    elif dot.is_file():
+        first = dot.read_text(encoding="utf-8").strip()
+        if not first.startswith("gitdir:"):
+            raise EvolveError(f"{dot} is not a git repository link; run `git status` there.")
+        git_dir = root / first[len("gitdir:") :].strip()
+    else:
+        raise EvolveError(
+            f"{root} is not a git repository; run `evolve init` to create a workspace."
+        )
+    if not (git_dir / "HEAD").is_file():
+        raise EvolveError(
+            f"{root} is not a git repository; run `evolve init` to create a workspace."
+        )
+    try:
+        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        common = ""
+    common_dir = (git_dir / common) if common else git_dir
+    return Path(os.path.normpath(git_dir)), Path(os.path.normpath(common_dir))
 
 
 @dataclass(frozen=True)
@@ -232,14 +272,9 @@ class GitStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        try:
-            self.repo = git.Repo(root)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-            raise EvolveError(
-                f"{root} is not a git repository; run `evolve init` to create a workspace."
-            ) from exc
-        self._git = self.repo.git
-        if (Path(self.repo.common_dir) / "reftable").is_dir():
+        self._git_dir, self.common_dir = _discover(root)
+        self._repo: git.Repo | None = None
+        if (self.common_dir / "reftable").is_dir():
             raise EvolveError(
                 f"{root} keeps its refs in the reftable format, which evolve cannot update; "
                 "convert it with `git refs migrate --ref-format=files`."
@@ -247,19 +282,41 @@ class GitStore:
         self._config_cache: dict[str, str | None] | None = None
         self._trees: dict[str, str] = {}
         self._tree_cache: dict[str, dict[str, tuple[int, bytes]]] = {}
-        self.common_dir = Path(self.repo.common_dir)
         self.objects_dir = self.common_dir / "objects"
         self._reader = _ObjectReader(root)
         self._hash_name: str | None = None
 
     @classmethod
     def init(cls, root: Path) -> GitStore:
-        git.Repo.init(root, initial_branch="main")
+        root.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["git", "init", "--quiet", "--initial-branch=main", str(root)], capture_output=True
+        )
+        if done.returncode != 0:
+            raise GitFailed(["init"], done.returncode, done.stderr.decode("utf-8", "replace"))
         return cls(root)
 
     @property
     def git_dir(self) -> Path:
-        return Path(self.repo.git_dir)
+        return self._git_dir
+
+    @property
+    def repo(self) -> git.Repo:
+        """A GitPython repository, created on first use (importing GitPython costs a `git
+        version` process): only for code not yet moved to :meth:`git`."""
+        if self._repo is None:
+            import git
+
+            self._repo = git.Repo(self.root)
+        return self._repo
+
+    def git(self, *args: str, input: bytes | None = None) -> str:
+        """Run `git ARGS` in the working tree and return its stdout as text.
+
+        Raises:
+            GitFailed: when git exits non-zero (carries git's stderr).
+        """
+        return self._git_bytes(*args, input=input).decode("utf-8", "surrogateescape")
 
     def close(self) -> None:
         """Stop the object reader process (it also stops when the store is collected)."""
@@ -314,6 +371,8 @@ class GitStore:
         return "0" * (2 * self._rawlen)
 
     def _hash(self, data: bytes) -> str:
+        import hashlib
+
         if self.object_format == "sha256":
             return hashlib.sha256(data).hexdigest()
         return hashlib.sha1(data, usedforsecurity=False).hexdigest()
@@ -373,6 +432,11 @@ class GitStore:
         raw = (self.git_dir / "HEAD").read_text(encoding="utf-8").strip()
         return raw[5:].strip() if raw.startswith("ref: ") else None
 
+    def ref_sha(self, ref: str) -> str | None:
+        """The object a full ref name (`refs/...`) points at, read from the ref files (loose
+        or packed) without a process; None when it does not exist."""
+        return self._read_ref(ref) if ref.startswith("refs/") else None
+
     def head(self) -> str | None:
         """The commit HEAD points at, or None in a repository without commits."""
         ref = self._head_ref()
@@ -387,15 +451,15 @@ class GitStore:
             EvolveError: when `rev` names no commit.
         """
         try:
-            return str(self._git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}")).strip()
-        except git.GitCommandError:
+            return self.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").strip()
+        except GitFailed:
             raise EvolveError(
                 f"'{rev}' is not a commit in this workspace; see `evolve log`."
             ) from None
 
     def dirty_paths(self, paths: Sequence[str] = ()) -> list[str]:
         """Paths with uncommitted changes (staged, unstaged or untracked), ignoring ignored files."""
-        out = self._git.status("--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
+        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
         entries = [e for e in out.split("\x00") if e]
         dirty: list[str] = []
         skip = False
@@ -460,7 +524,7 @@ class GitStore:
     def read_tree_files(self, rev: str, prefix: str) -> dict[str, bytes]:
         """Every file under `prefix` at `rev`, read with two git processes (ls-tree and one
         `cat-file --batch`), however many files there are."""
-        listing = self._git.ls_tree("-r", "-z", "--full-tree", rev, "--", prefix.rstrip("/"))
+        listing = self.git("ls-tree", "-r", "-z", "--full-tree", rev, "--", prefix.rstrip("/"))
         entries = []
         for item in listing.split("\x00"):
             meta, _, path = item.partition("\t")
@@ -486,13 +550,26 @@ class GitStore:
             pos = start + size + 1
         return out
 
-    def _git_bytes(self, *args: str) -> bytes:
-        """Run git and return its raw stdout (a failure is one clear EvolveError)."""
-        done = subprocess.run(["git", *args], cwd=self.root, capture_output=True)
+    def start(self, *args: str) -> Callable[[], str]:
+        """Start `git ARGS` and return the call that waits for it and returns its stdout (as
+        :meth:`git` does), so the caller can work while git runs."""
+        proc = subprocess.Popen(
+            ["git", *args], cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+
+        def collect() -> str:
+            out, err = proc.communicate()
+            if proc.returncode != 0:
+                raise GitFailed(args, proc.returncode, err.decode("utf-8", "replace"))
+            return out.decode("utf-8", "surrogateescape")
+
+        return collect
+
+    def _git_bytes(self, *args: str, input: bytes | None = None) -> bytes:
+        """Run git and return its raw stdout (a failure is one clear :class:`GitFailed`)."""
+        done = subprocess.run(["git", *args], cwd=self.root, input=input, capture_output=True)
         if done.returncode != 0:
-            raise EvolveError(
-                f"git {args[0]} failed: {_last_line(done.stderr.decode('utf-8', 'replace'))}."
-            )
+            raise GitFailed(args, done.returncode, done.stderr.decode("utf-8", "replace"))
         return done.stdout
 
     def log(
@@ -533,6 +610,59 @@ class GitStore:
         for n in range(0, len(fields) - 1, 4):
             yield _info(*fields[n : n + 4])
 
+    def walk(self, rev: str = "HEAD") -> Generator[CommitInfo, None, None]:
+        """Every commit reachable from `rev`, newest first, parsed as git prints them: one
+        `git log -z` with no pathspec (so no tree is diffed), read as it streams. Closing the
+        iterator early stops git."""
+        if self.head() is None:
+            return
+        proc = subprocess.Popen(
+            ["git", "log", "-z", f"--format={_LOG_FORMAT}", *_LOG_OPTIONS, "--end-of-options", rev],
+            cwd=self.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        fields: list[bytes] = []
+        rest = b""
+        finished = False
+        try:
+            while chunk := os.read(proc.stdout.fileno(), 1 << 16):
+                parts = (rest + chunk).split(b"\x00")
+                rest = parts.pop()
+                fields += parts
+                whole = len(fields) - len(fields) % 4
+                for n in range(0, whole, 4):
+                    yield _info(*fields[n : n + 4])
+                del fields[:whole]
+            finished = True
+        finally:
+            if not finished:
+                proc.kill()
+            proc.stdout.close()
+            err = proc.stderr.read() if proc.stderr is not None else b""
+            if proc.stderr is not None:
+                proc.stderr.close()
+            code = proc.wait()
+        if code != 0:
+            raise GitFailed(["log"], code, err.decode("utf-8", "replace"))
+        if fields or rest:
+            raise EvolveError("git log printed output evolve cannot read; rerun the command.")
+
+    def commits_touching(self, shas: Sequence[str], paths: Sequence[str]) -> set[str]:
+        """Which of the (non-merge) commits `shas` change a file under `paths` against their
+        parent: one `git diff-tree --stdin` for all of them."""
+        if not shas:
+            return set()
+        out = self._git_bytes(
+            "diff-tree", "--stdin", "-r", "--name-only", "-z", "--no-renames", "--", *paths,
+            input="".join(f"{sha}\n" for sha in shas).encode("ascii"),
+        )  # fmt: skip
+        wanted = set(shas)
+        return {
+            tok for tok in out.decode("utf-8", "surrogateescape").split("\x00") if tok in wanted
+        }
+
     def log_patches(
         self, paths: Sequence[str], *, max_count: int | None = None
     ) -> list[tuple[CommitInfo, str]]:
@@ -541,24 +671,43 @@ class GitStore:
         Patches show file content, which may hold any byte, so each commit's header is framed
         by a marker drawn at random for this call: no content written before can contain it.
         """
+        return self.start_log_patches(paths, max_count=max_count)()
+
+    def start_log_patches(
+        self, paths: Sequence[str], *, max_count: int | None = None
+    ) -> Callable[[], list[tuple[CommitInfo, str]]]:
+        """Start :meth:`log_patches`'s git process and return the call that collects its
+        answer, so the caller can work (parse, import) while git walks."""
         if self.head() is None:
-            return []
-        marker = b"\x00" + secrets.token_hex(16).encode("ascii") + b"\x00"
+            return lambda: []
+        marker = b"\x00" + os.urandom(16).hex().encode("ascii") + b"\x00"
         fmt = "%x00" + marker[1:-1].decode("ascii") + "%x00" + _LOG_FORMAT
         fmt += "%x00" + marker[1:-1].decode("ascii") + "%x00"
         args = ["log", f"--format={fmt}", "-p", "--no-color", "--no-ext-diff", *_LOG_OPTIONS]
         if max_count is not None:
             args.append(f"--max-count={max_count}")
-        out = self._git_bytes(*args, "HEAD", "--", *paths)
-        chunks = out.split(marker)
-        result = []
-        for n in range(1, len(chunks) - 1, 2):
-            fields = chunks[n].split(b"\x00")
-            if len(fields) != 4:
-                raise EvolveError("git log printed output evolve cannot read; rerun the command.")
-            patch = chunks[n + 1].decode("utf-8", "replace").strip("\n")
-            result.append((_info(*fields), patch))
-        return result
+        args += ["HEAD", "--", *paths]
+        proc = subprocess.Popen(
+            ["git", *args], cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+
+        def collect() -> list[tuple[CommitInfo, str]]:
+            out, err = proc.communicate()
+            if proc.returncode != 0:
+                raise GitFailed(args, proc.returncode, err.decode("utf-8", "replace"))
+            chunks = out.split(marker)
+            result = []
+            for n in range(1, len(chunks) - 1, 2):
+                fields = chunks[n].split(b"\x00")
+                if len(fields) != 4:
+                    raise EvolveError(
+                        "git log printed output evolve cannot read; rerun the command."
+                    )
+                patch = chunks[n + 1].decode("utf-8", "replace").strip("\n")
+                result.append((_info(*fields), patch))
+            return result
+
+        return collect
 
     def changed_paths(
         self, parent: str | None, commit: str, paths: Sequence[str] = ()
@@ -573,7 +722,7 @@ class GitStore:
 
     def first_touch_after(self, commit: str, path: str) -> str | None:
         """The oldest commit after `commit` (on HEAD's history) that changed `path`."""
-        out = self._git.log("--reverse", "--format=%H", f"{commit}..HEAD", "--", path).split()
+        out = self.git("log", "--reverse", "--format=%H", f"{commit}..HEAD", "--", path).split()
         return out[0] if out else None
 
     def commit_info(self, rev: str) -> CommitInfo:
@@ -616,7 +765,9 @@ class GitStore:
             lock.unlink()
         except FileNotFoundError:
             return True
-        log.warning(
+        import logging
+
+        logging.getLogger(__name__).warning(
             "evolve: removed %s, a lock left behind by a process that was killed while it "
             "held the workspace",
             lock,
@@ -788,8 +939,8 @@ class GitStore:
     def _sync_index(self, paths: Sequence[str], sha: str) -> None:
         """Update the index for the committed `paths`, so `git status` agrees with HEAD."""
         try:
-            self._git.update_index("--add", "--remove", "--", *paths)
-        except git.GitCommandError as exc:
+            self.git("update-index", "--add", "--remove", "--", *paths)
+        except GitFailed as exc:
             named = " ".join(paths[:3]) + (" ..." if len(paths) > 3 else "")
             raise EvolveError(
                 f"commit {sha[:10]} was made, but git could not update the index "
@@ -808,6 +959,8 @@ class GitStore:
         target = self.objects_dir / digest[:2] / digest[2:]
         if not target.exists():
             target.parent.mkdir(exist_ok=True)
+            import tempfile
+
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix="tmp_obj_")
             with os.fdopen(fd, "wb") as handle:
                 handle.write(zlib.compress(header + data, 1))
@@ -958,8 +1111,8 @@ class GitStore:
         )
         self._recover_locks(ref, "packed-refs")
         try:
-            self._git.update_ref(ref, sha, parent or self._zero)
-        except git.GitCommandError as exc:
+            self.git("update-ref", ref, sha, parent or self._zero)
+        except GitFailed as exc:
             raise EvolveError(
                 f"cannot update {ref}: {_last_line(str(exc.stderr))}; retry when no other git "
                 "process is running."
@@ -981,20 +1134,23 @@ class GitStore:
     def protected_hash(self, rev: str, prefixes: Sequence[str]) -> str:
         """A hash of the files under `prefixes` at `rev` (paths and blob ids)."""
         paths = [p.rstrip("/") for p in prefixes]
-        out = self._git.ls_tree("-r", "--full-tree", rev, "--", *paths)
+        # Without ls-tree's final newline: the hash stays what it was when GitPython ran it.
+        out = self.git("ls-tree", "-r", "--full-tree", rev, "--", *paths).removesuffix("\n")
+        import hashlib
+
         return hashlib.sha256(out.encode("utf-8")).hexdigest()
 
     def reset_hard(self, rev: str) -> None:
         """Move HEAD, the index and the working tree to `rev` (used to discard a generation)."""
         self._recover_locks(*self._branch_locks())
-        self._git.reset("--hard", "--quiet", rev)
+        self.git("reset", "--hard", "--quiet", rev)
 
     def clean_untracked(self) -> None:
         """Remove untracked files and folders that are not ignored (`git clean -fd`)."""
-        self._git.clean("-f", "-d", "-q")
+        self.git("clean", "-f", "-d", "-q")
 
     def checkout_paths(self, rev: str, paths: Sequence[str]) -> None:
         """Restore `paths` in the index and working tree to their state at `rev`."""
         if paths:
             self._recover_locks("index")
-            self._git.checkout(rev, "--", *paths)
+            self.git("checkout", rev, "--", *paths)

@@ -20,8 +20,8 @@ from pydantic import (
 )
 
 from evolve.errors import ConfigError
+from evolve.workspace._paths import CONFIG_NAME as CONFIG_NAME
 
-CONFIG_NAME = "evolve.yaml"
 CONFIG_VERSION = 1
 
 

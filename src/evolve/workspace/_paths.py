@@ -12,6 +12,11 @@ from pathlib import Path, PurePosixPath
 
 from evolve.errors import PathRefused
 
+CONFIG_NAME = "evolve.yaml"  # the file whose folder is a workspace's root
+# The generation journal in `.git/` (generations/_journal.py): reading commands check for it
+# with one stat before importing any recovery code.
+GENERATION_JOURNAL = "evolve-generation.json"
+
 
 def _fold(name: str) -> str:
     """Fold case and Unicode compatibility forms, so `TESTS`, `ｔｅｓｔｓ` and `tests` compare equal."""

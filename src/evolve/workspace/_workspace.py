@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from evolve.errors import NotAWorkspace, PathRefused
 from evolve.store import GitStore
-from evolve.workspace._config import CONFIG_NAME, EvolveConfig, load_config
-from evolve.workspace._lock import LOCK_NAME, WriterLock
-from evolve.workspace._paths import is_under, normalize_relpath, resolve
+from evolve.workspace._paths import CONFIG_NAME, is_under, normalize_relpath, resolve
+
+if TYPE_CHECKING:
+    from evolve.workspace._config import EvolveConfig
+    from evolve.workspace._lock import WriterLock
 
 PROMPTS = "prompts"
 MEMORY = "memory"
@@ -41,15 +44,32 @@ def find_root(start: Path | None = None) -> Path:
 
 
 class Workspace:
-    """An opened workspace: its root, configuration, git store and paths."""
+    """An opened workspace: its root, configuration, git store and paths.
 
-    def __init__(self, root: Path, config: EvolveConfig | None = None) -> None:
+    The configuration is read and validated on opening, so a broken `evolve.yaml` is refused
+    before anything is done. `read_config=False` defers that to the first use of `config`:
+    `evolve log` and `evolve show` need no configuration, and building the pydantic model is
+    most of their start-up.
+    """
+
+    def __init__(
+        self, root: Path, config: EvolveConfig | None = None, *, read_config: bool = True
+    ) -> None:
         self.root = root.resolve()
-        self.config = config if config is not None else load_config(self.root / CONFIG_NAME)
+        if config is not None:
+            self.config = config
+        elif read_config:
+            _ = self.config
+
+    @cached_property
+    def config(self) -> EvolveConfig:
+        from evolve.workspace._config import load_config
+
+        return load_config(self.root / CONFIG_NAME)
 
     @classmethod
-    def find(cls, start: Path | None = None) -> Workspace:
-        return cls(find_root(start))
+    def find(cls, start: Path | None = None, *, read_config: bool = True) -> Workspace:
+        return cls(find_root(start), read_config=read_config)
 
     @cached_property
     def store(self) -> GitStore:
@@ -101,4 +121,6 @@ class Workspace:
 
     def lock(self, command: str) -> WriterLock:
         """The writer lock (taken with `with ws.lock("evolve train"):`)."""
+        from evolve.workspace._lock import LOCK_NAME, WriterLock  # reading commands never lock
+
         return WriterLock(self.store.git_dir / LOCK_NAME, command)

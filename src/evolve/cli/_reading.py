@@ -1,0 +1,245 @@
+"""`evolve log`, `show` and `memory`: the reading commands.
+
+They are what a reviewer runs all day, so they import only what they use: no GitPython, no
+rich, and `log` and `show` never build the configuration model (`memory` needs the persona
+and the rendered recipes, so it reads `evolve.yaml` through the model, the one place that
+knows its defaults). Output is plain text through click (styled on a terminal only).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from evolve.cli._common import emit_json, json_option, open_workspace, workspace_option
+from evolve.errors import EvolveError
+from evolve.history._log import LogEntry, clip, history
+from evolve.history._show import commit_kind, show_unit
+
+LOG_TEXT = 200  # characters of a complaint or refusal line in `evolve log` (cut between words)
+DEFAULT_COUNT = 50  # entries `evolve log` shows when -n is not given
+
+
+def _say(text: str = "", **style: Any) -> None:
+    click.echo(click.style(text, **style) if style else text)
+
+
+def _stream_json(entries: Iterable[LogEntry], *, lines: bool) -> None:
+    """Write entries as they come: one compact `json.dumps` each (a JSON array, or JSON Lines)."""
+    write = sys.stdout.write
+    if lines:
+        for e in entries:
+            write(json.dumps(e.to_json(), ensure_ascii=False) + "\n")
+        return
+    write("[")
+    sep = "\n"
+    for e in entries:
+        write(sep + json.dumps(e.to_json(), ensure_ascii=False))
+        sep = ",\n"
+    write("\n]\n")
+
+
+@click.command("log")
+@click.argument("paths", nargs=-1)
+@click.option(
+    "-n",
+    "--max-count",
+    type=click.IntRange(0),
+    default=None,
+    help=f"How many commits (0: all). Default: {DEFAULT_COUNT}; with --jsonl, all.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document on stdout: with -n, an array of entries; without -n, an object "
+    f'{{"entries": [...], "limit": {DEFAULT_COUNT}, "truncated": true|false}}.',
+)
+@click.option(
+    "--jsonl",
+    "as_jsonl",
+    is_flag=True,
+    help="Print one JSON object per entry per line (JSON Lines), written as they are read.",
+)
+@workspace_option
+def log_cmd(
+    paths: tuple[str, ...],
+    max_count: int | None,
+    as_json: bool,
+    as_jsonl: bool,
+    workspace: Path | None,
+) -> None:
+    """Memory and prompt history, newest first (or of the given PATHS).
+
+    Each entry: commit, time, subject, episode, task, the complaint's first line, the
+    operations with unit ids and any refused proposals. Refusals of episodes that committed
+    nothing are recorded on the side ref refs/evolve/train and listed too (kind "refusal"),
+    above the commit their episode ran on. --json returns the trailers parsed; `-n 0 --json`
+    or --jsonl stream every entry.
+
+    A plain `git clone` does not copy refs/evolve/*; share them with
+    `git push origin 'refs/evolve/*:refs/evolve/*'` and
+    `git fetch origin 'refs/evolve/*:refs/evolve/*'`.
+    """
+    if as_json and as_jsonl:
+        raise EvolveError("give --json or --jsonl, not both.")
+    ws = open_workspace(workspace, config=False)
+    if as_jsonl:
+        _stream_json(
+            history(ws.store, paths, max_count=max_count or None, refusals=True), lines=True
+        )
+        return
+    if as_json and max_count is None:
+        # The default limit is named in the document, so a cut list is never silent.
+        entries = history(ws.store, paths, max_count=DEFAULT_COUNT + 1, refusals=True)
+        emit_json(
+            {
+                "entries": [e.to_json() for e in entries[:DEFAULT_COUNT]],
+                "limit": DEFAULT_COUNT,
+                "truncated": len(entries) > DEFAULT_COUNT,
+            }
+        )
+        return
+    count = DEFAULT_COUNT if max_count is None else max_count
+    entries = history(ws.store, paths, max_count=count or None, refusals=True)
+    if as_json:
+        _stream_json(entries, lines=False)
+        return
+    if not entries:
+        _say("no memory or prompt commits yet; run `evolve train`.")
+    for e in entries:
+        label = click.style(" (refusal record)", fg="red") if e.kind == "refusal" else ""
+        _say(f"{click.style(e.commit[:10], fg='yellow')} {e.time}  {e.subject}{label}")
+        meta = []
+        if e.episode is not None:
+            meta.append(f"episode {e.episode}")
+        if e.task:
+            meta.append(f"task {e.task}")
+        if meta:
+            _say("    " + ", ".join(meta))
+        if e.complaint:
+            _say(f"    complaint: {clip(e.complaint, LOG_TEXT)}")
+        if e.ops:
+            _say("    ops: " + " ".join(f"{op}={ident}" for op, ident in e.ops))
+        for line in e.refused:
+            _say(f"    {clip(line, LOG_TEXT)}")
+
+
+@click.command("show")
+@click.argument("unit_id")
+@json_option
+@workspace_option
+def show_cmd(unit_id: str, as_json: bool, workspace: Path | None) -> None:
+    """A memory unit as it is now (or its tombstone) and every commit that touched it."""
+    ws = open_workspace(workspace, config=False)
+    h = show_unit(ws, unit_id)
+    if as_json:
+        emit_json(h.to_json())
+        return
+    u = h.unit
+    if u is None:
+        _say(
+            f"{click.style(h.unit_id, bold=True)} ({h.path}) no longer exists (evicted or removed)."
+        )
+    else:
+        _say(
+            f"{click.style(u.id, bold=True)} {u.recipe}/{u.kind} [{u.status}] scope {u.scope}  ({h.path})"
+        )
+        _say(f"  {u.text}")
+        held = f"held from {u.valid_from or '?'}" + (
+            f" to {u.valid_to}" if u.valid_to else " (still holds)"
+        )
+        _say(
+            f"  {held}; created at episode {u.created_episode}, updated at episode {u.updated_episode}"
+        )
+        if u.status == "tombstoned":
+            _say(
+                f"  tombstone: {u.reason or ''} (reverted commit {(u.reverted_commit or '-')[:10]})"
+            )
+        if u.revoked_by:
+            _say(f"  revoked by {u.revoked_by} at episode {u.revoked_at}")
+    for info, patch in h.commits:
+        _say(
+            f"\n{click.style(info.sha[:10], fg='yellow')} {info.time} ({commit_kind(info)}) {info.subject}"
+        )
+        _say(patch)
+
+
+@click.command("memory")
+@click.option(
+    "--as-of",
+    "as_of",
+    help="A commit, or a date (YYYY-MM-DD or ISO time). Default: the working tree, which is "
+    "what `evolve run` and `evolve train` give the agent.",
+)
+@click.option("--scope", help="user:<persona> or global (default: the workspace's persona).")
+@click.option("--persona", help="Shorthand for --scope user:<persona>.")
+@json_option
+@workspace_option
+def memory_cmd(
+    as_of: str | None,
+    scope: str | None,
+    persona: str | None,
+    as_json: bool,
+    workspace: Path | None,
+) -> None:
+    """Memory exactly as the agent receives it: now (the working tree, as `evolve run` and
+    `evolve train` render it), or at any earlier commit or date with --as-of.
+
+    When the working tree's memory differs from HEAD (uncommitted edits), a note on stderr
+    says so, and --json reports `differs_from_head` and the uncommitted files.
+    """
+    from evolve.history._asof import memory_as_of, memory_in_worktree
+    from evolve.memory import SCOPE_PATTERN, scope_for
+
+    ws = open_workspace(workspace)
+    if scope is not None and persona is not None:
+        raise EvolveError("give --scope or --persona, not both.")
+    chosen = scope or scope_for(persona or ws.config.persona)
+    if not SCOPE_PATTERN.match(chosen):
+        raise EvolveError(f"scope {chosen!r} is not valid; use user:<persona> or global.")
+    if as_of is not None:
+        commit, text = memory_as_of(ws.store, as_of, chosen)
+        if as_json:
+            emit_json({"commit": commit, "scope": chosen, "memory": text, "source": "commit"})
+            return
+        _say(f"# memory for {chosen} at {commit[:10]}", dim=True)
+        _say(text if text else "(empty)")
+        return
+    now = memory_in_worktree(ws, chosen)
+    inject = ws.config.memory.inject
+    if inject != "recipe":
+        click.echo(
+            f"note: memory.inject is {inject!r} in evolve.yaml, so `evolve run` gives the agent "
+            "that instead of this memory; `evolve train` always gives it this memory.",
+            err=True,
+        )
+    if now.differs_from_head:
+        shown = ", ".join(now.uncommitted[:5]) + (" ..." if len(now.uncommitted) > 5 else "")
+        click.echo(
+            f"note: this is the working tree's memory, which differs from HEAD"
+            f"{f' (uncommitted: {shown})' if shown else ''}; "
+            "`evolve run` and `evolve train` use it; commit it, or see HEAD with --as-of HEAD.",
+            err=True,
+        )
+    if as_json:
+        emit_json(
+            {
+                "commit": now.head,
+                "scope": chosen,
+                "memory": now.text,
+                "source": "working tree",
+                "differs_from_head": now.differs_from_head,
+                "uncommitted": now.uncommitted,
+            }
+        )
+        return
+    at = f" at {now.head[:10]}" if now.head else ""
+    changed = ", with uncommitted changes" if now.differs_from_head else ""
+    _say(f"# memory for {chosen}{at} (working tree{changed})", dim=True)
+    _say(now.text if now.text else "(empty)")

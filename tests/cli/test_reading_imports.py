@@ -1,0 +1,78 @@
+"""The reading commands (`log`, `show`, `memory`) import only what they use.
+
+No GitPython (whose import also starts a `git version` process), no rich, and for `log` and
+`show` no configuration model; `memory` builds the config model (the one place that knows
+evolve.yaml's defaults) but nothing else heavy. Checked through `sys.modules` in a fresh
+interpreter, not by timing, so the test is deterministic.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evolve.memory import MemoryUnit, dump_unit
+from evolve.workspace import Workspace
+
+UNIT = "ace-00000000ab"
+NEVER = ("git", "rich", "httpx", "evolve.applier", "evolve.train", "evolve.generations")
+NO_CONFIG = ("evolve.workspace._config",)
+
+
+def _loaded(root: Path, argv: list[str]) -> list[str]:
+    code = (
+        "import sys\n"
+        "from evolve.cli._main import main\n"
+        f"rc = main({argv!r})\n"
+        "print('LOADED:' + ' '.join(sorted(sys.modules)))\n"
+        "sys.exit(rc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, env=os.environ
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.rsplit("LOADED:", 1)[1].split()
+
+
+@pytest.fixture
+def small(workspace: Workspace) -> Path:
+    unit = MemoryUnit(
+        id=UNIT, recipe="ace", kind="bullet", scope="user:alex", created_episode=1,
+        updated_episode=1, text="Ask before sharing a payment publicly.",
+    )  # fmt: skip
+    path = "memory/alex/" + UNIT + ".md"
+    (workspace.root / path).parent.mkdir(parents=True, exist_ok=True)
+    (workspace.root / path).write_text(dump_unit(unit), encoding="utf-8")
+    workspace.store.commit(
+        [path], "ace: add one", trailers=[("Evolve-Episode", "1"), ("Evolve-Kind", "train")]
+    )
+    return workspace.root
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["log"],
+        ["log", "-n", "0", "--json"],
+        ["log", "--jsonl"],
+        ["show", UNIT],
+        ["show", UNIT, "--json"],
+    ],
+)
+def test_log_and_show_import_no_gitpython_rich_or_config_model(
+    small: Path, argv: list[str]
+) -> None:
+    loaded = _loaded(small, argv)
+    heavy = [m for m in loaded if m.startswith(NEVER + NO_CONFIG)]
+    assert heavy == [], f"evolve {' '.join(argv)} imported {heavy}"
+
+
+@pytest.mark.parametrize("argv", [["memory"], ["memory", "--json"]])
+def test_memory_imports_no_gitpython_or_rich(small: Path, argv: list[str]) -> None:
+    loaded = _loaded(small, argv)
+    heavy = [m for m in loaded if m.startswith(NEVER)]
+    assert heavy == [], f"evolve {' '.join(argv)} imported {heavy}"

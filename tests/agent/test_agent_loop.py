@@ -244,8 +244,11 @@ def test_credentials_are_redacted_in_the_episode_record() -> None:
     assert calls[2].args == {"access_token": REDACTED}
     assert calls[3].args["access_token"] == REDACTED
     assert calls[3].args["receiver_email"] == receiver  # other arguments are kept
-    # The live trace still holds the real values: redaction is for what is written.
-    assert result.trace.calls[1].args["password"] == PASSWORD
+    # The trace handed on (to the updater's <actions>) is redacted too; the world had the
+    # real password, or the login would have failed.
+    assert result.trace.calls[1].args["password"] == REDACTED
+    assert result.trace.calls[1].ok
+    assert PASSWORD not in repr(result.trace) and token not in repr(result.trace)
 
 
 def test_episode_record_counts_failed_turns_and_turn_limit() -> None:

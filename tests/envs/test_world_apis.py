@@ -274,8 +274,10 @@ def test_send_payment_success_with_explicit_visibility_and_card(world: PersonaWo
         ({"receiver_email": "stranger@example.com"}, "no Venmo user has the email"),
         ({"amount": 0}, "positive number"),
         ({"amount": -5.0}, "positive number"),
-        ({"amount": True}, "positive number"),
-        ({"amount": "12.50"}, "positive number"),
+        ({"amount": True}, "'amount' must be a number, not true/false"),
+        ({"amount": "12.50"}, "'amount' must be a number, not text"),
+        ({"amount": float("nan")}, "positive number"),
+        ({"amount": float("inf")}, "positive number"),
     ],
 )
 def test_send_payment_refusals(world: PersonaWorld, over: dict[str, Any], needle: str) -> None:
@@ -317,15 +319,23 @@ def test_send_email_success_with_and_without_cc(world: PersonaWorld) -> None:
     assert world.state.emails[1]["cc"] == []
 
 
-@pytest.mark.parametrize("cc", [EMAIL, [EMAIL, "not-an-address"], [1], {"a": EMAIL}])
+@pytest.mark.parametrize(
+    ("cc", "needle"),
+    [
+        (EMAIL, "'cc' must be a list of text or null, not text"),
+        ([EMAIL, "not-an-address"], "cc must be a list of email addresses"),
+        ([1], "'cc' must be a list of text or null, not a list"),
+        ({"a": EMAIL}, "'cc' must be a list of text or null, not an object"),
+    ],
+)
 def test_send_email_refuses_a_cc_that_is_not_a_list_of_addresses(
-    world: PersonaWorld, cc: Any
+    world: PersonaWorld, cc: Any, needle: str
 ) -> None:
     _refused(
         world,
         "gmail__send_email",
         {"to": SAM.email, "subject": "S", "body": "B", "cc": cc},
-        "cc must be a list",
+        needle,
     )
     assert world.state.emails == []
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evolve._io import atomic_write
+from evolve._text import is_placeholder
 from evolve.applier import _journal
 from evolve.errors import PathRefused
 from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, parse_unit
@@ -62,6 +63,8 @@ class MemoryApplier:
                 return f"a unit with id {unit.id} already exists"
         elif unit.id not in existing:
             return f"no unit with id {unit.id} in scope {self.scope}"
+        if op.op in TEXT_OPS and unit.status in ("active", "pending") and is_placeholder(unit.text):
+            return "the text is a placeholder (empty, or no words), not a statement"
         if op.op in TEXT_OPS and unit.status in ("active", "pending"):
             stone = tombstone_for(unit, tombstones)
             if stone is not None:

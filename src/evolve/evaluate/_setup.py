@@ -7,7 +7,7 @@ from typing import Literal
 
 from evolve.agent import read_prompt_files
 from evolve.envs import ApiCall, Environment
-from evolve.episode import EpisodeSetup
+from evolve.episode import EpisodeSetup, Redactor
 from evolve.memory import MemoryUnit, fixed_block, in_scope, load_units, render_memory, scope_for
 from evolve.updaters import MAX_ATTEMPTS, RECIPES, get_recipe
 from evolve.workspace import Workspace, max_turns
@@ -63,4 +63,5 @@ def episode_setup(
         max_turns=max_turns(ws.root, cfg),
         verifier=make_verifier(units),
         max_attempts=MAX_ATTEMPTS,
+        redactor=Redactor.from_settings(cfg.redact.values, cfg.redact.env),
     )

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evolve._text import describe_char, unsafe_char
 from evolve.errors import EvolveError
 
 UNIT_SCHEMA = 1
@@ -74,6 +75,16 @@ class MemoryUnit(BaseModel):
     source_task: str | None = None
     complaint: str | None = None
     text: str = ""
+
+    @field_validator("*")
+    @classmethod
+    def _printable(cls, v: Any) -> Any:
+        # The last line of defence: no control character (but newline and tab) or lone
+        # surrogate reaches a unit file, a commit or git's log framing (see evolve._text).
+        bad = unsafe_char(v) if isinstance(v, str) else None
+        if bad is not None:
+            raise ValueError(f"contains the character {describe_char(bad)}")
+        return v
 
     @field_validator("id")
     @classmethod

@@ -23,7 +23,7 @@ from evolve._io import canonical_json, derive_seed
 from evolve.agent import read_prompt_files
 from evolve.applier import ApplyResult, MemoryApplier, recover
 from evolve.envs import Environment, Tier
-from evolve.episode import EpisodeSetup, run_episode
+from evolve.episode import EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
 from evolve.history import refresh_commit_graph
@@ -211,6 +211,7 @@ def _train(
     prompt_files = tuple(read_prompt_files(ws.prompts_dir))
     report = TrainReport(name, persona, sid, start, total)
     started = time.perf_counter()
+    redactor = Redactor.from_settings(ws.config.redact.values, ws.config.redact.env)
     log_path = ws.runs_dir / f"train-{sid.replace('/', '-')}.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     for k in range(start, total):
@@ -225,6 +226,7 @@ def _train(
             max_turns=max_turns(ws.root, ws.config),
             verifier=make_verifier(visible),
             max_attempts=MAX_ATTEMPTS,
+            redactor=redactor,
         )
         result = run_episode(
             env, agent_llm, task, setup, history=history, seed=derive_seed(sid, k), episode=k

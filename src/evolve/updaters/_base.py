@@ -161,10 +161,12 @@ def parse_json_reply(text: str, schema: JsonSchema | None = None) -> Any:
         start, end = text.find(opener), text.rfind(closer)
         if 0 <= start < end:
             candidates.append(text[start : end + 1])
+    first: NotJson | None = None
     for candidate in candidates:
         try:
             data = loads_reply(candidate)
-        except NotJson:
+        except NotJson as exc:
+            first = first or exc
             continue
         except ReplyError as exc:
             raise BadReply(str(exc)) from None
@@ -173,7 +175,7 @@ def parse_json_reply(text: str, schema: JsonSchema | None = None) -> Any:
             if error:
                 raise BadReply(error)
         return redact(data)
-    raise BadReply("the reply is not valid JSON")
+    raise BadReply(str(first) if first else "the reply is not valid JSON")
 
 
 def ask(

@@ -176,3 +176,21 @@ def test_a_bullet_with_a_unit_separator_is_refused_and_git_log_still_works(
     lines = Path(workspace.runs_dir).glob("train-*.jsonl")
     records = [json.loads(x) for p in lines for x in p.read_text("utf-8").splitlines()]
     assert "U+001F" in records[0]["refused"][0]
+
+
+def test_plan_prompt_changes_refuses_unsafe_text_from_any_proposer(workspace: Workspace) -> None:
+    planned = plan_prompt_changes(
+        workspace,
+        guidance=["Be brief.", "a\ud800b", "c\x00d"],
+        edits=[{"path": "prompts/x.md", "content": "# X\n\udfff\n"}],
+        parameters={},
+        max_chars=6000,
+    )
+    reasons = sorted(r.reason for r in planned.refused)
+    assert reasons == [
+        "contains the character U+0000",
+        "contains the character U+D800",
+        "the edit contains the character U+DFFF",
+    ]
+    assert set(planned.files) == {"prompts/system.md"}
+    planned.files["prompts/system.md"].decode("utf-8")

@@ -87,7 +87,8 @@ def _check(ws: Workspace, served: list[Reply], records: list[Any]) -> None:
 
 def test_fuzzed_reflector_replies_through_evolve(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loop, "run_workspace_tests", lambda *a, **k: (True, ""))
-    real_run_split = loop.run_split
+    from evolve.evaluate import run_split as real_run_split
+
     scores: dict[str, Any] = {}
 
     def base_scores(ws: Workspace, split: str, **kw: Any) -> Any:

@@ -30,6 +30,8 @@ import re
 import unicodedata
 from typing import Any
 
+from evolve.redact import redact_text
+
 MAX_DEPTH = 16
 _ALLOWED_CONTROLS = frozenset("\n\t")
 _SEPARATORS = frozenset("\u2028\u2029")
@@ -94,8 +96,6 @@ def printable(text: str, limit: int | None = None) -> str:
 
 def fragment(text: str, limit: int = 80) -> str:
     """A piece of a reply to quote in a diagnostic: secrets redacted first, then escaped and cut."""
-    from evolve.redact import redact_text
-
     return printable(redact_text(text[: limit * 4]), limit)
 
 

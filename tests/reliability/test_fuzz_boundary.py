@@ -194,3 +194,10 @@ def test_plan_prompt_changes_refuses_unsafe_text_from_any_proposer(workspace: Wo
     ]
     assert set(planned.files) == {"prompts/system.md"}
     planned.files["prompts/system.md"].decode("utf-8")
+
+
+def test_a_hand_note_with_a_control_character_is_reported_with_its_path() -> None:
+    with pytest.raises(
+        MalformedUnit, match="memory/note.md: Value error, contains the character U\\+000C"
+    ):
+        parse_unit("memory/note.md", "My note\x0c with a form feed\n")

@@ -148,13 +148,17 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
     rel = PurePosixPath(path)
     raw = raw.replace("\r\n", "\n")
     if not raw.startswith("---\n"):
-        return MemoryUnit(
-            id=_hand_id(rel),
-            recipe="hand",
-            kind="note",
-            scope=_folder_scope(rel) or GLOBAL_SCOPE,
-            text=raw.strip(),
-        )
+        try:
+            return MemoryUnit(
+                id=_hand_id(rel),
+                recipe="hand",
+                kind="note",
+                scope=_folder_scope(rel) or GLOBAL_SCOPE,
+                text=raw.strip(),
+            )
+        except ValidationError as exc:
+            what = exc.errors()[0].get("msg", "invalid")
+            raise MalformedUnit(f"{path}: {what}.") from exc
     end = raw.find("\n---\n", 3)
     if end < 0:
         end_at_eof = raw.rstrip().endswith("\n---")

@@ -244,8 +244,11 @@ def test_credentials_are_redacted_in_the_episode_record() -> None:
     assert calls[2].args == {"access_token": REDACTED}
     assert calls[3].args["access_token"] == REDACTED
     assert calls[3].args["receiver_email"] == receiver  # other arguments are kept
-    # The live trace still holds the real values: redaction is for what is written.
-    assert result.trace.calls[1].args["password"] == PASSWORD
+    # The trace handed on (to the updater's <actions>) is redacted too; the world had the
+    # real password, or the login would have failed.
+    assert result.trace.calls[1].args["password"] == REDACTED
+    assert result.trace.calls[1].ok
+    assert PASSWORD not in repr(result.trace) and token not in repr(result.trace)
 
 
 def test_episode_record_counts_failed_turns_and_turn_limit() -> None:
@@ -260,3 +263,32 @@ def test_episode_record_counts_failed_turns_and_turn_limit() -> None:
     assert record.model == "mock"
     assert isinstance(result.trace.turns[0].reply, str)
     assert Message("system", result.system_prompt) == llm.calls[0].messages[0]
+
+
+def test_a_failed_turn_keeps_the_reply_redacted_and_escaped() -> None:
+    task = ENV.tasks("train")[0]
+    setup = EpisodeSetup((), "", "alex", False, 3)
+    key = "sk-proj-Q7x2Lm9Vb4Nc8Rt1Ws6Yz3Kp0Hd5Jf"
+    replies = [
+        f"I will use {key} now\x1f",
+        json.dumps({"tool": "phone__search_contacts", "arguments": {"query": "a\ud800"}}),
+        "[" * 5000,
+    ]
+    result = run_episode(
+        ENV, MockLLM(replies), task, setup, history=ENV.initial_history("alex"), seed=0
+    )
+    first, second, third = result.record.turns
+    assert first.reply is not None and key not in first.reply and "\\x1f" in first.reply
+    assert second.bad_reply is not None and "U+D800" in second.bad_reply
+    assert third.bad_reply is not None and "deeper than" in third.bad_reply
+    assert third.reply is not None and len(third.reply) <= 300
+    line = json.dumps(result.record.model_dump(mode="json"), ensure_ascii=False)
+    line.encode("utf-8")  # a run-log line can always be written
+    assert key not in line
+
+
+def test_the_correction_names_a_real_tool() -> None:
+    _, llm, _ = _run(["not json", _reply("supervisor__complete_task")])
+    correction = llm.calls[1].messages[-1].content
+    assert "app__api" not in correction
+    assert any(tool in correction for tool in TOOLS)

@@ -274,8 +274,10 @@ def test_send_payment_success_with_explicit_visibility_and_card(world: PersonaWo
         ({"receiver_email": "stranger@example.com"}, "no Venmo user has the email"),
         ({"amount": 0}, "positive number"),
         ({"amount": -5.0}, "positive number"),
-        ({"amount": True}, "positive number"),
-        ({"amount": "12.50"}, "positive number"),
+        ({"amount": True}, "'amount' must be a number, not true/false"),
+        ({"amount": "12.50"}, "'amount' must be a number, not text"),
+        ({"amount": float("nan")}, "positive number"),
+        ({"amount": float("inf")}, "positive number"),
     ],
 )
 def test_send_payment_refusals(world: PersonaWorld, over: dict[str, Any], needle: str) -> None:
@@ -317,15 +319,23 @@ def test_send_email_success_with_and_without_cc(world: PersonaWorld) -> None:
     assert world.state.emails[1]["cc"] == []
 
 
-@pytest.mark.parametrize("cc", [EMAIL, [EMAIL, "not-an-address"], [1], {"a": EMAIL}])
+@pytest.mark.parametrize(
+    ("cc", "needle"),
+    [
+        (EMAIL, "'cc' must be a list of text or null, not text"),
+        ([EMAIL, "not-an-address"], "cc must be a list of email addresses"),
+        ([1], "'cc' must be a list of text or null, not a list"),
+        ({"a": EMAIL}, "'cc' must be a list of text or null, not an object"),
+    ],
+)
 def test_send_email_refuses_a_cc_that_is_not_a_list_of_addresses(
-    world: PersonaWorld, cc: Any
+    world: PersonaWorld, cc: Any, needle: str
 ) -> None:
     _refused(
         world,
         "gmail__send_email",
         {"to": SAM.email, "subject": "S", "body": "B", "cc": cc},
-        "cc must be a list",
+        needle,
     )
     assert world.state.emails == []
 
@@ -420,3 +430,44 @@ def test_api_docs_show_types_and_defaults() -> None:
     assert "payment_card_id: int | None = None" in docs
     assert "cc: list[str] | None = None" in docs
     assert "amount: float" in docs
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "needle"),
+    [
+        ("phone__search_contacts", {"query": 5}, "'query' must be text, not an integer"),
+        ("phone__search_contacts", {"query": None}, "'query' must be text, not null"),
+        ("phone__search_contacts", {"query": ["Sam"]}, "'query' must be text, not a list"),
+        (
+            "phone__send_text_message",
+            {"phone_number": {}, "message": "hi"},
+            "'phone_number' must be text, not an object",
+        ),
+        (
+            "phone__send_text_message",
+            {"phone_number": SAM.phone_number, "message": 7},
+            "'message' must be text, not an integer",
+        ),
+        ("simple_note__create_note", {"title": True, "content": "x"}, "'title' must be text"),
+        ("supervisor__complete_task", {"answer": {"a": 1}}, "'answer' must be text or null"),
+        ("venmo__show_payment_cards", {"access_token": 12345}, "'access_token' must be text"),
+    ],
+)
+def test_wrong_typed_arguments_are_a_recorded_failed_call(
+    world: PersonaWorld, tool: str, args: dict[str, Any], needle: str
+) -> None:
+    call = _refused(world, tool, args, needle)
+    assert call.error is not None and call.error.startswith(f"bad arguments for {tool}: ")
+    assert not world.completed
+
+
+def test_wrong_typed_payment_fields_are_refused(world: PersonaWorld) -> None:
+    token = _token(world)
+    for over, needle in (
+        ({"receiver_email": {}}, "'receiver_email' must be text"),
+        ({"payment_card_id": [1]}, "'payment_card_id' must be an integer or null"),
+        ({"payment_card_id": 1.5}, "'payment_card_id' must be an integer or null"),
+        ({"note": 3}, "'note' must be text"),
+    ):
+        _refused(world, "venmo__send_payment", _pay_args(token, **over), needle)
+    assert world.state.payments == []

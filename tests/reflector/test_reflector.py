@@ -113,6 +113,43 @@ def test_malformed_items_are_dropped() -> None:
     assert proposal.guidance == ["ok"]
     assert proposal.edits == [{"path": "prompts/y.md", "content": "y"}]
     assert proposal.parameters == {}
+    # ... and each dropped part is a logged refusal, never a silent "no change".
+    reasons = [(r.op, r.reason) for r in proposal.refused]
+    assert reasons == [
+        ("guidance", "a guidance line must be text"),
+        ("guidance", "a guidance line must be text"),
+        ("edit", "an edit must be an object with a text 'path' and 'content'"),
+        ("parameter", "'parameters' must be an object"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        ("{}", "none of 'guidance', 'edits' or 'parameters'"),
+        ('{"thoughts": "all good"}', "none of 'guidance', 'edits' or 'parameters'"),
+        ('{"edits": "prompts/x.md"}', "'edits' must be a list of objects"),
+        ('{"edits": [{"path": 5, "content": "x"}]}', "text 'path' and 'content'"),
+        (r'{"guidance": ["a\u001fb"]}', "U+001F"),
+        ('{"guidance": ["a\x1fb"]}', "Invalid control character"),
+        (r'{"guidance": ["\ud800"]}', "U+D800"),
+        ("[" * 3000 + "]" * 3000, "deeper than"),
+        ('{"parameters": {"agent.max_turns": NaN}}', "not a JSON number"),
+    ],
+)
+def test_every_wrong_shaped_reply_is_a_logged_refusal(reply: str, reason: str) -> None:
+    proposal, _ = _propose(reply)
+    assert any(reason in r.reason for r in proposal.refused), proposal.refused
+    assert not proposal.edits and not proposal.guidance
+
+
+def test_refused_fragments_are_escaped_and_redacted() -> None:
+    key = "sk-proj-Q7x2Lm9Vb4Nc8Rt1Ws6Yz3Kp0Hd5Jf"
+    proposal, _ = _propose(f"no json here \x1f {key}")
+    [refusal] = proposal.refused
+    assert key not in refusal.line() and "\x1f" not in refusal.what
+    proposal, _ = _propose(json.dumps({"guidance": [f"Use {key} for calls."]}))
+    assert proposal.guidance == ["Use <redacted> for calls."]
 
 
 def test_summarize_failures_counts_and_orders_by_frequency() -> None:

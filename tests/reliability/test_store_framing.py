@@ -30,7 +30,9 @@ NASTY = "sep\x1fhere\x1erec\x1dgrp\x1cfs\x00nul\x1bESC\x7f\x85\u2028 end"
 
 
 def _unit(uid: str, text: str) -> MemoryUnit:
-    return MemoryUnit.model_validate(
+    """A unit holding `text` as a person's hand edit could: built without validation, since
+    the unit model itself refuses control characters (model replies never get this far)."""
+    valid = MemoryUnit.model_validate(
         {
             "id": uid,
             "recipe": "ace",
@@ -38,11 +40,10 @@ def _unit(uid: str, text: str) -> MemoryUnit:
             "scope": ALEX,
             "created_episode": 0,
             "updated_episode": 0,
-            "helpful": 0,
-            "harmful": 0,
-            "text": text,
+            "text": "placeholder text",
         }
     )
+    return MemoryUnit.model_construct(**{**valid.model_dump(), "text": text})
 
 
 def _write_unit(ws: Workspace, unit: MemoryUnit) -> str:
@@ -149,6 +150,7 @@ def test_log_show_and_revert_survive_a_control_character_unit(
     assert any(e.commit == sha for e in entries)
 
     shown = show_unit(ws, uid)
+    assert shown.unit is None and shown.problem is not None and "U+001F" in shown.problem
     assert shown.commits and shown.commits[0][0].sha == sha
     assert "sep\x1fhere\x1erec" in shown.commits[0][1]  # the patch, intact
 

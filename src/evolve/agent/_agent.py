@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evolve._text import ReplyError, loads_reply, printable
 from evolve.envs import ApiCall, World
 from evolve.llm import LLM, JsonSchema, Message, Usage
 
@@ -44,15 +45,20 @@ class Action:
 
 
 def parse_action(text: str, tools: Sequence[str]) -> Action:
-    """Parse a reply into an action; tolerates a code fence around the JSON."""
+    """Parse a reply into an action; tolerates a code fence around the JSON.
+
+    The reply is checked as :func:`evolve._text.loads_reply` says (depth, finite numbers, no
+    control characters or lone surrogates in any string), so what reaches the world is safe
+    to record and to write.
+    """
     raw = text.strip()
     if raw.startswith("```"):
         raw = raw.strip("`")
         raw = raw[raw.find("{") :] if "{" in raw else raw
     try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise BadReply(f"the reply is not valid JSON ({exc.msg})") from None
+        data = loads_reply(raw)
+    except ReplyError as exc:
+        raise BadReply(str(exc)) from None
     if not isinstance(data, dict):
         raise BadReply("the reply must be one JSON object")
     tool = data.get("tool")
@@ -62,7 +68,7 @@ def parse_action(text: str, tools: Sequence[str]) -> Action:
     if not isinstance(args, dict):
         raise BadReply("'arguments' must be a JSON object")
     if tool not in tools:
-        raise BadReply(f"there is no API named {tool!r}; see <api_docs>")
+        raise BadReply(f"there is no API named {printable(tool, 80)!r}; see <api_docs>")
     return Action(tool, args)
 
 
@@ -84,6 +90,15 @@ class Trace:
     @property
     def calls(self) -> list[ApiCall]:
         return [t.call for t in self.turns if t.call is not None]
+
+
+def correction(exc: BadReply, tools: Sequence[str]) -> str:
+    """What the model is told after a reply that could not be used; it names a real tool."""
+    example = tools[0] if tools else "app__api"
+    return (
+        f"Your reply could not be used: {exc}. Reply with one JSON object "
+        f'{{"tool": "<an API name from <api_docs>, e.g. {example}>", "arguments": {{...}}}}.'
+    )
 
 
 def _result_text(call: ApiCall) -> str:
@@ -113,13 +128,7 @@ def run_agent(
             action = parse_action(completion.text, tools)
         except BadReply as exc:
             trace.turns.append(Turn(bad_reply=str(exc), reply=completion.text))
-            messages.append(
-                Message(
-                    "user",
-                    f"Your reply could not be used: {exc}. Reply with one JSON object "
-                    '{"tool": "app__api", "arguments": {...}}.',
-                )
-            )
+            messages.append(Message("user", correction(exc, tools)))
             continue
         call = world.call(action.tool, action.arguments)
         trace.turns.append(Turn(call=call, reply=completion.text))

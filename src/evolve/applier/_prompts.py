@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from evolve._text import describe_char, printable, unsafe_char
 from evolve.errors import ConfigError, PathRefused
 from evolve.ops import Refusal
 from evolve.workspace import PARAMETERS_FILE, Workspace, check_parameter, load_parameters
@@ -82,6 +83,11 @@ def plan_prompt_changes(
         except PathRefused as exc:
             out.refused.append(Refusal(op="edit", what=path, reason=str(exc)))
             continue
+        bad = unsafe_char(content)
+        if bad is not None:
+            reason = f"the edit contains the character {describe_char(bad)}"
+            out.refused.append(Refusal(op="edit", what=path, reason=reason))
+            continue
         if not path.endswith(".md") or path == PARAMETERS_FILE:
             out.refused.append(
                 Refusal(op="edit", what=path, reason="only Markdown prompt files may be edited")
@@ -120,7 +126,16 @@ def plan_prompt_changes(
         )
         clean = []
         for line in (" ".join(str(g).split()) for g in guidance if str(g).strip()):
-            if "<!--" in line or "-->" in line:
+            bad = unsafe_char(line)
+            if bad is not None:
+                out.refused.append(
+                    Refusal(
+                        op="guidance",
+                        what=printable(line, 80),
+                        reason=f"contains the character {describe_char(bad)}",
+                    )
+                )
+            elif "<!--" in line or "-->" in line:
                 out.refused.append(
                     Refusal(
                         op="guidance",

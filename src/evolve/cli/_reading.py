@@ -142,7 +142,12 @@ def show_cmd(unit_id: str, as_json: bool, workspace: Path | None) -> None:
         emit_json(h.to_json())
         return
     u = h.unit
-    if u is None:
+    if h.problem is not None:
+        _say(
+            f"{click.style(h.unit_id, bold=True)} ({h.path}) cannot be read as a unit: "
+            f"{h.problem} Its history follows; `evolve revert` the commit that broke it."
+        )
+    elif u is None:
         _say(
             f"{click.style(h.unit_id, bold=True)} ({h.path}) no longer exists (evicted or removed)."
         )

@@ -26,6 +26,9 @@ class TurnRecord(_Record):
 
     call: CallRecord | None = None
     bad_reply: str | None = None
+    # A failed turn keeps the start of what the model said (redacted, control characters
+    # escaped), so a log shows the reply and not only the reason.
+    reply: str | None = None
 
 
 class EpisodeRecord(_Record):

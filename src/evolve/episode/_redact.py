@@ -1,21 +1,5 @@
-"""Credentials never reach the disk: secret-named values are replaced before anything is written."""
+"""Kept for imports from the episode package; the redactor lives in :mod:`evolve.redact`."""
 
-from __future__ import annotations
+from evolve.redact import REDACTED, Redactor, redact, redact_text
 
-import re
-from typing import Any
-
-REDACTED = "<redacted>"
-_SECRET = re.compile(r"(password|passwd|token|secret|api_?key|authorization|credential)", re.I)
-
-
-def redact(value: Any) -> Any:
-    """A copy of `value` with every secret-named field's value replaced."""
-    if isinstance(value, dict):
-        return {
-            k: (REDACTED if isinstance(k, str) and _SECRET.search(k) else redact(v))
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [redact(v) for v in value]
-    return value
+__all__ = ["REDACTED", "Redactor", "redact", "redact_text"]

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evolve.agent import PromptFile, Trace, build_system_prompt, run_agent, task_message
-from evolve.envs import ApiCall, Environment, Judgement, Task
+from evolve._text import printable
+from evolve.agent import PromptFile, Trace, Turn, build_system_prompt, run_agent, task_message
+from evolve.envs import ApiCall, Environment, Judgement, Task, Violation
 from evolve.episode._records import CallRecord, EpisodeRecord, TurnRecord
-from evolve.episode._redact import redact
 from evolve.llm import LLM
+from evolve.redact import DEFAULT_REDACTOR, Redactor
+
+# How much of a reply that could not be used is kept in the record (redacted, escaped).
+REPLY_EXCERPT = 300
 
 
 @dataclass(frozen=True)
@@ -26,10 +30,17 @@ class EpisodeSetup:
     # Enforced checks (TRACE): failures of an attempt retry the episode in a fresh world.
     verifier: Callable[[Sequence[ApiCall]], list[str]] | None = None
     max_attempts: int = 3
+    # Secrets to hide by value beyond the built-in shapes (from `redact:` in evolve.yaml).
+    redactor: Redactor = field(default=DEFAULT_REDACTOR)
 
 
 @dataclass(frozen=True)
 class EpisodeResult:
+    """One judged episode. Everything in it is redacted: the record, the trace (its calls,
+    results, errors and replies) and the judgement (failure and violation texts), so every
+    sink downstream (run logs, the updater's `<actions>`, complaints, units, commits, the
+    reflector's evidence) gets secrets hidden by construction."""
+
     record: EpisodeRecord
     judgement: Judgement
     trace: Trace
@@ -60,22 +71,74 @@ def run_episode(
     run: int = 0,
     episode: int | None = None,
 ) -> EpisodeResult:
-    """Run `task` and judge it; with a verifier, retry failed attempts (up to `max_attempts`)."""
-    result = _attempt(env, llm, task, setup, history=history, seed=seed, run=run, episode=episode)
+    """Run `task` and judge it; with a verifier, retry failed attempts (up to `max_attempts`).
+
+    The verifier sees the live calls; what is returned is redacted (see :class:`EpisodeResult`).
+    """
+    result, live = _attempt(
+        env, llm, task, setup, history=history, seed=seed, run=run, episode=episode
+    )
     if setup.verifier is None:
         return result
     for attempt in range(2, setup.max_attempts + 1):
-        failures = setup.verifier(result.trace.calls)
+        failures = setup.verifier(live)
         if not failures:
             break
         note = "Your previous attempt at this task failed these checks:\n" + "\n".join(
             f"- {f}" for f in failures
         )
-        result = _attempt(
+        result, live = _attempt(
             env, llm, task, setup, history=history, seed=seed, run=run, episode=episode,
             attempt=attempt, extra_memory=note,
         )  # fmt: skip
     return result
+
+
+def _redacted_call(call: ApiCall, hide: Redactor) -> ApiCall:
+    return replace(
+        call,
+        args=hide(dict(call.args)),
+        result=hide(call.result),
+        error=hide.text(call.error) if call.error is not None else None,
+    )
+
+
+def redact_trace(trace: Trace, hide: Redactor) -> Trace:
+    """A copy of `trace` with secrets hidden in every call, error and reply."""
+    turns = [
+        Turn(
+            call=_redacted_call(t.call, hide) if t.call is not None else None,
+            bad_reply=hide.text(t.bad_reply) if t.bad_reply is not None else None,
+            reply=hide.text(t.reply),
+        )
+        for t in trace.turns
+    ]
+    return Trace(turns=turns, usage=trace.usage, hit_turn_limit=trace.hit_turn_limit)
+
+
+def redact_judgement(judgement: Judgement, hide: Redactor) -> Judgement:
+    """A copy of `judgement` whose failure and violation texts have secrets hidden."""
+    return replace(
+        judgement,
+        failure=hide.text(judgement.failure) if judgement.failure is not None else None,
+        violations=tuple(
+            Violation(v.rule, hide.text(v.instance), hide.text(v.corrective))
+            for v in judgement.violations
+        ),
+    )
+
+
+def _turn_record(turn: Turn) -> TurnRecord:
+    if turn.call is None:
+        return TurnRecord(
+            bad_reply=turn.bad_reply, reply=printable(turn.reply, REPLY_EXCERPT) or None
+        )
+    call = turn.call
+    return TurnRecord(
+        call=CallRecord(
+            tool=call.tool, args=dict(call.args), ok=call.ok, result=call.result, error=call.error
+        )
+    )
 
 
 def _attempt(
@@ -90,8 +153,10 @@ def _attempt(
     episode: int | None = None,
     attempt: int = 1,
     extra_memory: str = "",
-) -> EpisodeResult:
-    """Run `task` once and judge it (against the persona now, or at training `episode`)."""
+) -> tuple[EpisodeResult, Sequence[ApiCall]]:
+    """Run `task` once and judge it (against the persona now, or at training `episode`).
+
+    Returns the redacted result and the live calls (for the verifier only)."""
     started = time.perf_counter()
     world = env.new_world(task, setup.persona, history)
     stats = env.stats(task, setup.persona, history) if setup.stats else []
@@ -109,21 +174,11 @@ def _attempt(
         seed=seed,
     )
     judgement = env.judge(task, setup.persona, world, history, episode)
-    turns = [
-        TurnRecord(
-            call=CallRecord(
-                tool=t.call.tool,
-                args=redact(dict(t.call.args)),
-                ok=t.call.ok,
-                result=redact(t.call.result),
-                error=t.call.error,
-            )
-            if t.call is not None
-            else None,
-            bad_reply=t.bad_reply,
-        )
-        for t in trace.turns
-    ]
+    # Redacted here, once: nothing after this line sees a secret (see EpisodeResult).
+    live = trace.calls
+    trace = redact_trace(trace, setup.redactor)
+    judgement = redact_judgement(judgement, setup.redactor)
+    turns = [_turn_record(t) for t in trace.turns]
     record = EpisodeRecord(
         task_id=task.id,
         family=task.family,
@@ -148,4 +203,4 @@ def _attempt(
         prompt_chars=len(system),
         duration_s=round(time.perf_counter() - started, 6),
     )
-    return EpisodeResult(record, judgement, trace, system)
+    return EpisodeResult(record, judgement, trace, system), live

@@ -7,7 +7,7 @@ from typing import Literal
 
 from evolve.agent import read_prompt_files
 from evolve.envs import ApiCall, Environment
-from evolve.episode import EpisodeSetup
+from evolve.episode import EpisodeSetup, Redactor
 from evolve.memory import MemoryUnit, fixed_block, in_scope, load_units, scope_for
 from evolve.updaters import MAX_ATTEMPTS, RECIPES, get_recipe, render_for
 from evolve.workspace import Workspace, max_turns
@@ -74,4 +74,5 @@ def episode_setup(
         max_turns=max_turns(ws.root, cfg),
         verifier=make_verifier(units, cfg.rendered_recipes()),
         max_attempts=MAX_ATTEMPTS,
+        redactor=Redactor.from_settings(cfg.redact.values, cfg.redact.env),
     )

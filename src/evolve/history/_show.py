@@ -60,12 +60,16 @@ class UnitHistory:
     path: str
     unit: MemoryUnit | None
     commits: list[tuple[CommitInfo, str]] = field(default_factory=list)
+    # Why the file as it is now cannot be read as a unit (a hand edit gone wrong), if it can't:
+    # its history is still shown, so the commit that broke it can be found and reverted.
+    problem: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.unit_id,
             "path": self.path,
             "unit": self.unit.model_dump(by_alias=True, exclude_none=True) if self.unit else None,
+            "problem": self.problem,
             "commits": [
                 {
                     "commit": c.sha,
@@ -124,13 +128,17 @@ def show_unit(ws: Workspace, unit_id: str) -> UnitHistory:
     # git follows the one file (its changed-path Bloom filters skip the other commits) while
     # this process imports the unit model and parses the file.
     collect = ws.store.start_log_patches([path])
+    problem: str | None = None
     try:
-        from evolve.memory import parse_unit
+        from evolve.memory import MalformedUnit, parse_unit
 
         full = ws.root / PurePosixPath(path)
-        unit = parse_unit(path, full.read_text(encoding="utf-8")) if full.is_file() else None
+        try:
+            unit = parse_unit(path, full.read_text(encoding="utf-8")) if full.is_file() else None
+        except MalformedUnit as exc:
+            unit, problem = None, str(exc)
     except BaseException:
         with contextlib.suppress(EvolveError):
             collect()  # reap git before the error goes up
         raise
-    return UnitHistory(unit_id, path, unit, collect())
+    return UnitHistory(unit_id, path, unit, collect(), problem)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -237,9 +238,28 @@ class JsonPoster:
         return "check the model name and the request's parameters"
 
     def _error(self, message: str) -> ModelError:
-        if self._secret:
-            message = message.replace(self._secret, "***")
-        return ModelError(message)
+        return ModelError(hide_key(message, self._secret))
+
+
+# A key shorter than this is a placeholder ("x", "none", "local"), not a secret: hiding it
+# would mangle every word that contains it.
+MIN_KEY_CHARS = 8
+_KEY_CHARS = "A-Za-z0-9_-"
+
+
+def hide_key(message: str, secret: str | None) -> str:
+    """`message` with the API key hidden where the whole key occurs, and token shapes redacted.
+
+    The key is replaced only where it stands as a token of its own (not inside a longer word),
+    and only if it is at least :data:`MIN_KEY_CHARS` long; other secret-shaped values a provider
+    echoes (a `Bearer` header, an `sk-` key) are redacted by value as everywhere else.
+    """
+    from evolve.redact import redact_text
+
+    if secret and len(secret) >= MIN_KEY_CHARS:
+        pattern = re.compile(rf"(?<![{_KEY_CHARS}]){re.escape(secret)}(?![{_KEY_CHARS}])")
+        message = pattern.sub("***", message)
+    return redact_text(message)
 
 
 def _after(attempts: int) -> str:

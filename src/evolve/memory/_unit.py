@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evolve._text import describe_char, unsafe_char
 from evolve.errors import EvolveError
 
 UNIT_SCHEMA = 1
@@ -74,6 +75,16 @@ class MemoryUnit(BaseModel):
     source_task: str | None = None
     complaint: str | None = None
     text: str = ""
+
+    @field_validator("*")
+    @classmethod
+    def _printable(cls, v: Any) -> Any:
+        # The last line of defence: no control character (but newline and tab) or lone
+        # surrogate reaches a unit file, a commit or git's log framing (see evolve._text).
+        bad = unsafe_char(v) if isinstance(v, str) else None
+        if bad is not None:
+            raise ValueError(f"contains the character {describe_char(bad)}")
+        return v
 
     @field_validator("id")
     @classmethod
@@ -141,13 +152,17 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
     rel = PurePosixPath(path)
     raw = raw.replace("\r\n", "\n")
     if not raw.startswith("---\n"):
-        return MemoryUnit(
-            id=_hand_id(rel),
-            recipe="hand",
-            kind="note",
-            scope=_folder_scope(rel) or GLOBAL_SCOPE,
-            text=raw.strip(),
-        )
+        try:
+            return MemoryUnit(
+                id=_hand_id(rel),
+                recipe="hand",
+                kind="note",
+                scope=_folder_scope(rel) or GLOBAL_SCOPE,
+                text=raw.strip(),
+            )
+        except ValidationError as exc:
+            what = exc.errors()[0].get("msg", "invalid")
+            raise MalformedUnit(f"{path}: {what}.") from exc
     end = raw.find("\n---\n", 3)
     if end < 0:
         end_at_eof = raw.rstrip().endswith("\n---")

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
+from evolve._text import printable
 from evolve.memory import MemoryUnit
+from evolve.redact import redact_text
 
 OpName = Literal[
     "add",
@@ -55,6 +57,14 @@ class Refusal(BaseModel):
     op: str
     what: str
     reason: str
+
+    @field_validator("op", "what", "reason")
+    @classmethod
+    def _quotable(cls, v: str, info: ValidationInfo) -> str:
+        # Refusals quote model text into logs and commit bodies: secrets never; control
+        # characters escaped (`what` is shown with repr() by line(), which escapes them).
+        v = redact_text(v)
+        return v if info.field_name == "what" else printable(v)
 
     def line(self) -> str:
         return f"refused {self.op} {self.what!r}: {self.reason}"

@@ -9,6 +9,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
+from evolve._text import fragment
 from evolve.llm import LLM, JsonSchema, Message
 from evolve.ops import Refusal
 from evolve.updaters import parse_json_reply
@@ -79,39 +80,112 @@ class Reflector:
             temperature=0.0,
             seed=seed,
         )
-        out = PromptProposal()
-        try:
-            data = parse_json_reply(completion.text)
-        except ValueError as exc:
-            out.refused.append(Refusal(op="reply", what=completion.text[:80], reason=str(exc)))
-            return out
-        if not isinstance(data, dict):
-            out.refused.append(
-                Refusal(
-                    op="reply", what=completion.text[:80], reason="the reply is not a JSON object"
-                )
-            )
-            return out
-        unknown = set(data) - {"guidance", "edits", "parameters"}
-        if unknown:
-            out.refused.append(
-                Refusal(op="reply", what=str(sorted(unknown)), reason="unknown fields")
-            )
-        guidance_raw = data.get("guidance")
-        if isinstance(guidance_raw, list):
-            out.guidance = [str(g) for g in guidance_raw if isinstance(g, str)]
-        elif guidance_raw is not None:
-            out.refused.append(
-                Refusal(
-                    op="guidance",
-                    what=str(guidance_raw)[:80],
-                    reason="'guidance' must be a list of text",
-                )
-            )
-        edits = data.get("edits", [])
-        if isinstance(edits, list):
-            out.edits = [e for e in edits if isinstance(e, dict)]
-        params = data.get("parameters", {})
-        if isinstance(params, dict):
-            out.parameters = dict(params)
+        return parse_proposal(completion.text)
+
+
+FIELDS = ("guidance", "edits", "parameters")
+
+
+def parse_proposal(text: str) -> PromptProposal:
+    """Validate a reflector reply; every part that cannot be used is a logged refusal.
+
+    The reply is refused whole when it is not JSON, nests too deep, holds an unsafe character
+    (see :mod:`evolve._text`) or is not an object; otherwise each wrong-shaped part (an unknown
+    field, guidance that is not a list of text, an edit without a text path and content,
+    parameters that are not an object) is refused with its reason and the rest is
+    used. A reply that proposes nothing at all is logged too.
+    """
+    out = PromptProposal()
+    try:
+        data = parse_json_reply(text)
+    except ValueError as exc:
+        out.refused.append(Refusal(op="reply", what=fragment(text), reason=str(exc)))
         return out
+    if not isinstance(data, dict):
+        out.refused.append(
+            Refusal(op="reply", what=fragment(text), reason="the reply is not a JSON object")
+        )
+        return out
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        out.refused.append(
+            Refusal(op="reply", what=fragment(", ".join(unknown)), reason="unknown fields")
+        )
+    if not any(k in data for k in FIELDS):
+        out.refused.append(
+            Refusal(
+                op="reply",
+                what=fragment(text),
+                reason="the reply has none of 'guidance', 'edits' or 'parameters'",
+            )
+        )
+    _guidance(data.get("guidance"), out)
+    _edits(data.get("edits"), out)
+    _parameters(data.get("parameters"), out)
+    return out
+
+
+def _guidance(raw: Any, out: PromptProposal) -> None:
+    if raw is None:
+        return
+    if not isinstance(raw, list):
+        out.refused.append(
+            Refusal(
+                op="guidance", what=fragment(str(raw)), reason="'guidance' must be a list of text"
+            )
+        )
+        return
+    out.guidance = []
+    for line in raw:
+        if isinstance(line, str):
+            out.guidance.append(line)
+        else:
+            out.refused.append(
+                Refusal(
+                    op="guidance", what=fragment(str(line)), reason="a guidance line must be text"
+                )
+            )
+
+
+def _edits(raw: Any, out: PromptProposal) -> None:
+    if raw is None:
+        return
+    if not isinstance(raw, list):
+        out.refused.append(
+            Refusal(op="edit", what=fragment(str(raw)), reason="'edits' must be a list of objects")
+        )
+        return
+    for edit in raw:
+        if (
+            isinstance(edit, dict)
+            and isinstance(edit.get("path"), str)
+            and isinstance(edit.get("content"), str)
+        ):
+            extra = sorted(set(edit) - {"path", "content"})
+            if extra:
+                out.refused.append(
+                    Refusal(op="edit", what=edit["path"], reason=f"unknown fields {extra}, ignored")
+                )
+            out.edits.append({"path": edit["path"], "content": edit["content"]})
+        else:
+            out.refused.append(
+                Refusal(
+                    op="edit",
+                    what=fragment(str(edit)),
+                    reason="an edit must be an object with a text 'path' and 'content'",
+                )
+            )
+
+
+def _parameters(raw: Any, out: PromptProposal) -> None:
+    if raw is None:
+        return
+    if not isinstance(raw, dict):
+        out.refused.append(
+            Refusal(
+                op="parameter", what=fragment(str(raw)), reason="'parameters' must be an object"
+            )
+        )
+        return
+    # Each value is checked against its declared range by the applier, which logs refusals.
+    out.parameters = dict(raw)

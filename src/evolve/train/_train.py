@@ -33,7 +33,7 @@ from evolve._io import canonical_json, derive_seed
 from evolve.agent import read_prompt_files
 from evolve.applier import ApplyResult, MemoryApplier, recover
 from evolve.envs import Environment, Tier
-from evolve.episode import EpisodeSetup, run_episode
+from evolve.episode import EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
 from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
@@ -344,6 +344,7 @@ def _train(
     prompt_files = tuple(read_prompt_files(ws.prompts_dir))
     report = TrainReport(name, persona, sid, start, total)
     started = time.perf_counter()
+    redactor = Redactor.from_settings(ws.config.redact.values, ws.config.redact.env)
     log_path = ws.runs_dir / f"train-{sid.replace('/', '-')}.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     for k in range(start, total):
@@ -358,6 +359,7 @@ def _train(
             max_turns=max_turns(ws.root, ws.config),
             verifier=make_verifier(visible, (name,)),
             max_attempts=MAX_ATTEMPTS,
+            redactor=redactor,
         )
         # The persona's preferences (and their scheduled drift) are read at the persona's own
         # clock, which runs across every stream the workspace trained for it.

@@ -18,11 +18,13 @@ from string import Template
 from typing import Any, Protocol
 
 from evolve._io import sha256_hex
+from evolve._text import NotJson, ReplyError, fragment, loads_reply, shape_error
 from evolve.envs import ApiCall
 from evolve.llm import LLM, JsonSchema, Message
 from evolve.memory import MemoryUnit, by_learned, learned_key, learned_time
 from evolve.memory._similarity import trigram_cosine
 from evolve.ops import Op, Refusal
+from evolve.redact import redact
 
 _TICK = timedelta(microseconds=1)
 
@@ -237,20 +239,37 @@ class BadReply(ValueError):
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
-def parse_json_reply(text: str) -> Any:
-    """Parse a JSON reply, tolerating a code fence or prose around one object or array."""
+def parse_json_reply(text: str, schema: JsonSchema | None = None) -> Any:
+    """Parse a JSON reply, tolerating a code fence or prose around one object or array.
+
+    The first candidate that is JSON decides: it is refused if it nests too deep, holds a
+    non-finite number or an unsafe character (see :mod:`evolve._text`), or departs from the
+    top level of `schema`. Secret-shaped strings in it are redacted.
+
+    Raises:
+        BadReply: with the reason, one clause.
+    """
     candidates = [text.strip()]
     candidates += [m.strip() for m in _FENCE.findall(text)]
     for opener, closer in (("{", "}"), ("[", "]")):
         start, end = text.find(opener), text.rfind(closer)
         if 0 <= start < end:
             candidates.append(text[start : end + 1])
+    first: NotJson | None = None
     for candidate in candidates:
         try:
-            return json.loads(candidate)
-        except json.JSONDecodeError:
+            data = loads_reply(candidate)
+        except NotJson as exc:
+            first = first or exc
             continue
-    raise BadReply("the reply is not valid JSON")
+        except ReplyError as exc:
+            raise BadReply(str(exc)) from None
+        if schema is not None:
+            error = shape_error(data, schema.schema)
+            if error:
+                raise BadReply(error)
+        return redact(data)
+    raise BadReply(str(first) if first else "the reply is not valid JSON")
 
 
 def ask(
@@ -264,13 +283,15 @@ def ask(
         seed=ctx.seed,
     )
     try:
-        data = parse_json_reply(completion.text)
+        data = parse_json_reply(completion.text, schema)
     except BadReply as exc:
-        update.refused.append(Refusal(op="reply", what=completion.text[:80], reason=str(exc)))
+        update.refused.append(Refusal(op="reply", what=fragment(completion.text), reason=str(exc)))
         return None
     if not isinstance(data, dict):
         update.refused.append(
-            Refusal(op="reply", what=completion.text[:80], reason="the reply is not a JSON object")
+            Refusal(
+                op="reply", what=fragment(completion.text), reason="the reply is not a JSON object"
+            )
         )
         return None
     return data
@@ -325,8 +346,6 @@ def sentences(text: str) -> list[str]:
 
 def summarize_actions(calls: Sequence[ApiCall], limit: int = 40) -> str:
     """A redacted, one-line-per-call summary of what the agent did."""
-    from evolve.episode import redact
-
     lines = []
     for call in list(calls)[:limit]:
         args = json.dumps(redact(dict(call.args)), sort_keys=True)
@@ -336,7 +355,7 @@ def summarize_actions(calls: Sequence[ApiCall], limit: int = 40) -> str:
                 result = result[:300] + "..."
             lines.append(f"{call.tool}({args}) -> {result}")
         else:
-            lines.append(f"{call.tool}({args}) -> error: {call.error}")
+            lines.append(f"{call.tool}({args}) -> error: {redact(call.error)}")
     return "\n".join(lines)
 
 

@@ -180,6 +180,30 @@ class ParameterRange(_Section):
         return self
 
 
+class RedactConfig(_Section):
+    """Secrets to hide by value in everything evolve writes, beyond the built-in shapes.
+
+    `values` are literal strings (evolve.yaml is committed, so list only what may sit in the
+    repository); `env` names environment variables whose values are hidden (the safe place
+    for real secrets). OPENAI_API_KEY and ANTHROPIC_API_KEY are always hidden.
+    """
+
+    values: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _usable(self) -> RedactConfig:
+        short = [v for v in self.values if len(v) < 4]
+        if short:
+            raise ValueError(
+                "each value must be at least 4 characters (shorter ones hide ordinary text)"
+            )
+        bad = [n for n in self.env if not n or not n.replace("_", "A").isalnum()]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not an environment variable name")
+        return self
+
+
 DEFAULT_PARAMETERS = {"agent.max_turns": ParameterRange(min=4, max=30)}
 
 
@@ -198,6 +222,7 @@ class EvolveConfig(_Section):
     render: RenderConfig = RenderConfig()
     gate: GateConfig = GateConfig()
     protected: tuple[str, ...] = DEFAULT_PROTECTED
+    redact: RedactConfig = RedactConfig()
     parameters: dict[str, ParameterRange] = Field(default_factory=lambda: dict(DEFAULT_PARAMETERS))
     # Per recipe; a recipe or field given here overrides that default only (null: no limit).
     caps: dict[str, RecipeCaps] = Field(default_factory=dict)

@@ -32,7 +32,11 @@ def normalize_relpath(path: str | PurePosixPath) -> PurePosixPath:
     raw = str(path)
     if not raw or raw.strip() != raw:
         raise PathRefused(f"refusing path {raw!r}: empty or padded with whitespace.")
-    if "\\" in raw or "\x00" in raw or any(unicodedata.category(ch) == "Cc" for ch in raw):
+    if (
+        "\\" in raw
+        or "\x00" in raw
+        or any(unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp") for ch in raw)
+    ):
         raise PathRefused(
             f"refusing path {raw!r}: backslashes and control characters are not allowed."
         )

@@ -7,9 +7,12 @@ is recorded, including failed ones. The world is fresh for each episode and dete
 from __future__ import annotations
 
 import inspect
+import math
+import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from functools import cache
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from evolve._io import sha256_hex
 from evolve.envs._protocol import ApiCall
@@ -218,7 +221,12 @@ class PersonaWorldState:
         self._auth(access_token)
         if receiver_email not in {c.email for c in CONTACTS}:
             raise ApiError(f"no Venmo user has the email {receiver_email!r}.")
-        if not isinstance(amount, int | float) or isinstance(amount, bool) or amount <= 0:
+        if (
+            not isinstance(amount, int | float)
+            or isinstance(amount, bool)
+            or not math.isfinite(amount)
+            or amount <= 0
+        ):
             raise ApiError("amount must be a positive number.")
         if visibility not in VISIBILITIES:
             raise ApiError(f"visibility must be one of {', '.join(VISIBILITIES)}.")
@@ -285,6 +293,72 @@ def api_docs() -> str:
     return "\n".join(lines)
 
 
+_TYPE_WORDS = {str: "text", int: "an integer", float: "a number", list: "a list", dict: "an object"}
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    for kind, word in _TYPE_WORDS.items():
+        if isinstance(value, kind):
+            return word
+    return type(value).__name__
+
+
+def _fits(value: Any, annotation: Any) -> bool:
+    """Whether a JSON value fits a parameter annotation (str, int, float, list[str], X | None)."""
+    if annotation is Any:
+        return True
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, arm) for arm in get_args(annotation))
+    if annotation is type(None):
+        return value is None
+    if isinstance(value, bool):
+        return annotation is bool
+    if annotation is float:
+        return isinstance(value, int | float)
+    if origin is list:
+        (item,) = get_args(annotation) or (Any,)
+        return isinstance(value, list) and all(_fits(v, item) for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    return isinstance(annotation, type) and isinstance(value, annotation)
+
+
+def _expected(annotation: Any) -> str:
+    arms = get_args(annotation) if get_origin(annotation) in (Union, types.UnionType) else ()
+    if arms:
+        return " or ".join(_expected(a) for a in arms)
+    if annotation is type(None):
+        return "null"
+    origin = get_origin(annotation)
+    if origin is list:
+        (item,) = get_args(annotation) or (Any,)
+        return f"a list of {_expected(item)}" if item is not Any else "a list"
+    return _TYPE_WORDS.get(annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+@cache
+def _hints(tool: str) -> dict[str, Any]:
+    entry = _REGISTRY[tool]
+    hints = get_type_hints(entry.func)
+    hints.pop("return", None)
+    return hints
+
+
+def check_arguments(tool: str, arguments: Mapping[str, Any]) -> str | None:
+    """None if every argument has its parameter's type, else what is wrong (one clause)."""
+    hints = _hints(tool)
+    for name, value in arguments.items():
+        annotation = hints.get(name, Any)
+        if not _fits(value, annotation):
+            return f"{name!r} must be {_expected(annotation)}, not {_describe(value)}"
+    return None
+
+
 def tool_names() -> list[str]:
     return sorted(_REGISTRY)
 
@@ -316,6 +390,13 @@ class PersonaWorld:
         except TypeError as exc:
             record = ApiCall(
                 app, name, dict(args), False, error=f"bad arguments for {tool}: {exc}."
+            )
+            self._calls.append(record)
+            return record
+        wrong = check_arguments(tool, bound.arguments)
+        if wrong is not None:
+            record = ApiCall(
+                app, name, dict(args), False, error=f"bad arguments for {tool}: {wrong}."
             )
             self._calls.append(record)
             return record

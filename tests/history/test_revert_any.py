@@ -15,7 +15,6 @@ from conftest import one_sentence as _one_sentence
 from conftest import run_cli as _cli
 from conftest import workspace_state as _state
 from evolve.applier import MemoryApplier, Op
-from evolve.errors import EvolveError
 from evolve.history import revert
 from evolve.llm import JsonSchema, Message, MockLLM
 from evolve.memory import MemoryUnit, load_units, load_units_at, parse_unit

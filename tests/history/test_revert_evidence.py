@@ -142,7 +142,9 @@ def test_counters_taken_back_stop_at_zero_and_units_gone_are_skipped(
     assert a.id not in _sidecar(ws)
     assert b.id not in _units(ws)
     body = run_git(ws.root, "log", "-1", "--format=%B", result.commit)
-    assert f"Counters not moved back (the unit no longer exists):\n- {b.id}" in body
+    assert (
+        f"Counters not moved back (the unit no longer exists or is tombstoned):\n- {b.id}" in body
+    )
 
 
 def test_topl_alpha_and_beta_are_taken_back_and_stop_at_the_prior(ws: Workspace) -> None:
@@ -230,3 +232,36 @@ def test_a_unit_revoked_and_reactivated_since_reverts_alone(ws: Workspace, run_g
     memory = render_for(load_units(ws.root), ALEX, RECIPES)
     assert FRIENDS not in memory
     assert re.search(r"^Evolve-Kind: revert$", run_git(ws.root, "log", "-1", "--format=%B"), re.M)
+
+
+def _old_format(ws: Workspace, run_git: RunGit, helpful: int, message: str) -> str:
+    """An old-format unit file (counters in its front matter), committed by hand."""
+    path = ws.root / "memory" / "alex" / "ace-00000000c1.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "---\nid: ace-00000000c1\nrecipe: ace\nkind: bullet\nscope: user:alex\n"
+        f"helpful: {helpful}\nharmful: 0\n---\n{FRIENDS}\n",
+        "utf-8",
+    )
+    run_git(ws.root, "add", "memory")
+    run_git(ws.root, "commit", "-q", "-m", message)
+    return run_git(ws.root, "rev-parse", "HEAD").strip()
+
+
+def test_counters_moved_in_an_old_format_unit_file_are_taken_back(
+    ws: Workspace, run_git: RunGit
+) -> None:
+    _old_format(ws, run_git, 1, "old: add")
+    moved = _old_format(ws, run_git, 3, "old: helpful +2")
+    _old_format(ws, run_git, 4, "old: helpful +1")
+    result = revert(ws, moved)
+    assert _units(ws)["ace-00000000c1"].helpful == 2  # 4 - 2, in the sidecar (which wins)
+    assert _sidecar(ws)["ace-00000000c1"] == {"harmful": 0, "helpful": 2}
+    assert _trailers(ws.root, run_git, result.commit)["Evolve-Ops"] == "count=ace-00000000c1"
+
+
+def test_reverting_an_eviction_brings_the_units_counters_back(ws: Workspace) -> None:
+    a, b, _ = _counted(ws)
+    evicted = _episode(ws, 4, [Op(op="evict", unit=b)])
+    revert(ws, evicted)
+    assert _units(ws)[b.id].status == "active" and _units(ws)[b.id].harmful == 1

@@ -1,9 +1,12 @@
 """`evolve revert REV`: undo a memory or prompt commit as a new commit, and tombstone what it taught.
 
 The revert is file-level: each file the commit changed goes back to its content before the
-commit, provided no later commit changed what that file *says* (its text or status). Counter
-moves (ACE helpful/harmful, topl alpha/beta; see `_content`) are evidence, not content: they
-never block a revert and a revert keeps the evidence gathered since.
+commit, provided no later commit changed what that file *says* (its text or status), or the
+file means again what the commit left (a unit revoked and reactivated since). Counter moves
+(ACE helpful/harmful, topl alpha/beta; see `_content`) are evidence, not content: they never
+block a revert; a revert takes back exactly the counter deltas of the commits it undoes
+(`_countback`) and keeps the evidence every other commit added. A commit that only moved
+counters reverts that way too.
 
 Where a later commit did change a unit's text or status, the revert stops and names it;
 `cascade=True` then reverts the commit and every later commit that changed those units (and,
@@ -408,8 +411,8 @@ def revert(
     """Revert commit `rev` (see the module docstring).
 
     Raises:
-        EvolveError: unknown revision, not a memory/prompt commit, a commit that only moved
-            counters, one already reverted, a conflict with a later commit (named; `cascade`
+        EvolveError: unknown revision, not a memory/prompt commit, a commit that changed no
+            unit's text, status or counters, one already reverted, nothing left to undo, a conflict with a later commit (named; `cascade`
             resolves it), or a dirty tree.
     """
     from evolve.history._gitrevert import tombstone_git_reverts

@@ -8,8 +8,11 @@ counters, `new = today - (after - before)`, and leaves the evidence every other 
 alone. helpful/harmful stop at 0; alpha/beta stop at 1.0, the prior an unset counter means
 (and never rise above today's value when evidence is taken away).
 
-Units the commit added or removed have no delta (their counters came or went with the unit);
-units that no longer exist are skipped and named in the revert's message.
+Units the commit added have no delta (their counters go with the unit); a unit it removed
+(evicted) that the revert brings back gets its counters back. Units that no longer exist (or
+that an earlier revert tombstoned) are skipped and named in the revert's message. A unit file
+the revert rewrites is written in today's format (no counters in the file): its counters,
+less the deltas, are written to the sidecar, so none are lost.
 """
 
 from __future__ import annotations
@@ -85,8 +88,10 @@ def counter_deltas(store: GitStore, info: CommitInfo, reader: _Reader | None = N
     for scope, ident in sorted(keys):
         before = reader.counters(parent, scope, ident)
         after = reader.counters(info.sha, scope, ident)
-        if before is None or after is None:
-            continue  # added or removed by the commit: its counters went with it
+        if before is None:
+            continue  # added by the commit: its counters go with it
+        if after is None:
+            after = {}  # removed (evicted) by the commit: undoing that brings them back
         moved = {}
         for name in COUNTER_FIELDS:
             if name not in before and name not in after:
@@ -137,15 +142,23 @@ def take_back(
     reader = _Reader(store)
     out = CountBack()
     sidecars: dict[str, Counters] = {}
-    for (scope, ident), fields in sorted(deltas.items()):
+    todo = dict(deltas)
+    for path, data in files.items():
+        # A unit file the revert rewrites is written without counters (old-format files kept
+        # them there): its counters go to the sidecar, less what the reverted commits added.
+        unit = unit_of(path, data)
+        if unit is not None:
+            todo.setdefault((unit.scope, unit.id), {})
+    for (scope, ident), fields in sorted(todo.items()):
         path = str(unit_path(scope, ident))
         final = unit_of(path, files[path]) if path in files else reader.unit(head, scope, ident)
         today = reader.counters(head, scope, ident)
-        if today is None:
-            out.missing.append(ident)
-            continue
         if final is None or final.status == "tombstoned":
-            continue  # the revert takes the unit itself away
+            if fields and (today is None or path not in files):
+                out.missing.append(ident)  # gone, or tombstoned by an earlier commit
+            continue  # (else the revert takes the unit itself away)
+        if today is None:
+            today = {}  # a unit the revert brings back: its counters come back too
         entry: dict[str, float | int] = {
             k: (int(v) if k in _INT_FIELDS else v) for k, v in today.items()
         }
@@ -155,6 +168,8 @@ def take_back(
             if new != now:
                 out.moved.append((ident, name, _num(name, now), new))
             entry[name] = new
+        if not fields and not entry:
+            continue
         sidecar = sidecars.setdefault(scope, dict(reader.sidecar(head, scope)))
         at_default = all(v == COUNTER_DEFAULTS[k] for k, v in entry.items())
         if at_default and not counters_of(final):

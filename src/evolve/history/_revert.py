@@ -412,8 +412,8 @@ def revert(
 
     Raises:
         EvolveError: unknown revision, not a memory/prompt commit, a commit that changed no
-            unit's text, status or counters, one already reverted, nothing left to undo, a conflict with a later commit (named; `cascade`
-            resolves it), or a dirty tree.
+            unit's text, status or counters, one already reverted, nothing left to undo, a
+            conflict with a later commit (named; `cascade` resolves it), or a dirty tree.
     """
     from evolve.history._gitrevert import tombstone_git_reverts
 
@@ -499,7 +499,7 @@ def _commit(
         body += ["", "Counters moved back (the evidence the reverted commit added):"]
         body += describe(counts.moved)
     if counts.missing:
-        body += ["", "Counters not moved back (the unit no longer exists):"]
+        body += ["", "Counters not moved back (the unit no longer exists or is tombstoned):"]
         body += [f"- {ident}" for ident in counts.missing]
     cascade = len(targets) > 1
     trailers = [

@@ -106,6 +106,7 @@ def test_a_counter_only_commit_reverts_by_taking_back_exactly_its_deltas(
 
     code, out, err = _cli(capsys, "revert", middle)
     assert code == 0, err
+    assert f"moved {a.id} helpful back: 4 -> 2" in out
     units = _units(ws)
     # a: 4 today, the commit added 2 -> 2; b: 1 today, the commit added 1 -> 0.
     assert units[a.id].helpful == 2 and not units[b.id].harmful  # at 0: no entry
@@ -173,6 +174,13 @@ def test_a_taught_commit_takes_back_the_counters_it_moved(ws: Workspace, run_git
     trailers = _trailers(ws.root, run_git, result.commit)
     assert trailers["Evolve-Ops"] == f"tombstone={b.id} count={a.id}"
     assert SIDECAR in _changed(ws.root, run_git, result.commit)
+    assert result.counters == [(a.id, "helpful", 3, 1)] and result.restored == []
+
+    # Reverting the revert lifts the tombstone and gives the evidence back.
+    again = revert(ws, result.commit)
+    units = _units(ws)
+    assert units[b.id].status == "active" and units[a.id].helpful == 3
+    assert again.lifted == [b.id]
 
 
 # --- a rewrite that only reordered lines -----------------------------------------------------

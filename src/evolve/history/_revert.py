@@ -75,6 +75,10 @@ class RevertResult:
     commits: list[str] = field(default_factory=list)
     # Tombstones taken away (a revert of a revert).
     lifted: list[str] = field(default_factory=list)
+    # Evidence counters moved back: (unit id, field, before the revert, after it).
+    counters: list[tuple[str, str, float | int, float | int]] = field(default_factory=list)
+    # Units whose counters the reverted commits moved but that no longer exist.
+    counters_skipped: list[str] = field(default_factory=list)
 
 
 def git_revert_target(info: CommitInfo) -> str | None:
@@ -520,7 +524,18 @@ def _commit(
             f"what {short} did is already undone in memory/ and prompts/ (by hand or by later "
             "commits); there is nothing left to revert."
         )
-    restored = [p for p in paths if changes[p] is not None and p not in stone_paths]
+    restored = [
+        p
+        for p in paths
+        if changes[p] is not None and p not in stone_paths and not is_counters_file(p)
+    ]
     return RevertResult(
-        info.sha, commit, restored, stones, commits=[t.sha for t in targets], lifted=lifted
+        info.sha,
+        commit,
+        restored,
+        stones,
+        commits=[t.sha for t in targets],
+        lifted=lifted,
+        counters=counts.moved,
+        counters_skipped=counts.missing,
     )

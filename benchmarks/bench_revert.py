@@ -9,10 +9,11 @@ contain any text the revert tombstoned; the clone then trains `--relearn` more e
 commit by default (about a minute for all six recipes); `--relearn-sample K` checks K evenly
 spaced commits per recipe instead.
 
-Commits that only moved evidence counters (ACE helpful/harmful, topl alpha/beta) or only
-reordered a document's lines taught nothing, and one whose change later commits already
-undid has nothing left to revert; `evolve revert` refuses them with that reason, and they
-are counted apart ("no-op").
+A commit that only moved evidence counters (ACE helpful/harmful, topl alpha/beta) reverts by
+taking back exactly its counter deltas, and one that only reordered the rewrite document's
+lines by putting the parent's order back; both count as single reverts. Only a commit whose
+change later commits already undid entirely, so that a revert would change nothing, is
+refused ("there is nothing left to revert"); it is counted apart ("no-op").
 
     python benchmarks/bench_revert.py [--episodes 50] [--recipes ace tepa ...]
 """
@@ -180,10 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         for failure in r.failures[:5]:
             print(f"    {failure}")
     print(
-        "single: % of all episode commits reverted alone; single/taught and cascade: % of the "
-        "commits that taught something (no-op: a commit that only moved counters, only "
-        "reordered a document's lines, or whose change later commits already undid, is "
-        "refused: there is nothing to revert)."
+        "single: % of all episode commits reverted alone (counter-only commits take back "
+        "their counter deltas); single/taught and cascade: % of the commits not counted as "
+        "no-op (no-op: a commit whose change later commits already undid entirely, so a "
+        "revert would change nothing, is refused: there is nothing left to revert)."
     )
     print(f"took {time.perf_counter() - started:.1f}s")
     return 0

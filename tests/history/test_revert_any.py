@@ -15,7 +15,6 @@ from conftest import one_sentence as _one_sentence
 from conftest import run_cli as _cli
 from conftest import workspace_state as _state
 from evolve.applier import MemoryApplier, Op
-from evolve.errors import EvolveError
 from evolve.history import revert
 from evolve.llm import JsonSchema, Message, MockLLM
 from evolve.memory import MemoryUnit, load_units, load_units_at, parse_unit
@@ -147,19 +146,20 @@ def test_an_old_ace_commit_reverts_after_later_counter_only_commits(
     assert FRIENDS not in _memory(ws)
 
 
-def test_a_commit_that_only_moved_counters_is_refused_with_the_reason(
+def test_a_commit_that_only_moved_counters_reverts_by_moving_them_back(
     ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
 ) -> None:
     proposer = Proposer()
     proposer.text, proposer.tag = FRIENDS, True
     report = train(ws, recipe="ace", episodes=4, updater_llm=MockLLM(proposer))
     counter_only = report.commits[-1]
-    before = _state(ws.root, run_git)
+    friends = next(u for u in load_units(ws.root) if u.text == FRIENDS)
+    helpful = _units(ws)[friends.id].helpful or 0
     code, out, err = _cli(capsys, "revert", counter_only)
-    assert code == 1 and out == ""
-    sentence = _one_sentence(err)
-    assert "only moved evidence counters" in sentence
-    assert _state(ws.root, run_git) == before
+    assert code == 0, err
+    assert (_units(ws)[friends.id].helpful or 0) == helpful - 1
+    assert _units(ws)[friends.id].status == "active" and FRIENDS in _memory(ws)
+    assert _trailers(ws.root, run_git, "HEAD")["Evolve-Ops"] == f"count={friends.id}"
 
 
 # --- a later change of text or status: refusal, then --cascade ------------------------------
@@ -228,7 +228,7 @@ def test_an_update_replaced_since_reverts_alone_and_keeps_the_correction(
     assert PUBLIC in _memory(ws) and FRIENDS not in _memory(ws)
 
 
-def test_tepa_episode_0_reverts_with_cascade_and_is_not_relearned(
+def test_tepa_episode_0_reverts_alone_and_is_not_relearned(
     ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = ws.root
@@ -242,14 +242,12 @@ def test_tepa_episode_0_reverts_with_cascade_and_is_not_relearned(
         for u in load_units_at(ws.store, first)
         if u.status == "active" and u.recipe == "tepa"
     }
-    with pytest.raises(EvolveError, match="--cascade") as refused:
-        revert(ws, first)
-    later = re.search(r"([0-9a-f]{10}) \(", str(refused.value))
-    assert later is not None and later.group(1) in {s[:10] for s in by_episode.values()}
-
-    result = revert(ws, first, cascade=True, reason="start over")
-    assert result.commits[-1] == first and len(result.commits) >= 2
-    assert later.group(1) in {c[:10] for c in result.commits}
+    # A later episode revoked episode 0's precedent and a later one reactivated it: it means
+    # again what episode 0 left, so episode 0 reverts alone (no --cascade needed).
+    touched = run_git(root, "log", "--format=%H", f"{first}..HEAD", "--", "memory/alex").split()
+    assert len(touched) >= 2
+    result = revert(ws, first, reason="start over")
+    assert result.commits == [first]
     memory = _memory(ws)
     for u in load_units(root):
         if normalize(u.text) in taught:
@@ -415,8 +413,7 @@ def test_the_counter_sidecar_is_evidence_never_a_conflict_and_never_restored(
         run_git(root, "commit", "-q", "-m", f"ace: episode {n}: counters")
     counters_only = run_git(root, "rev-parse", "HEAD").strip()
 
-    code, out, err = _cli(capsys, "revert", counters_only)
-    assert code == 1 and "only moved evidence counters" in _one_sentence(err)
+    assert run_git(root, "rev-parse", "HEAD").strip() == counters_only
     result = revert(ws, first)
     assert [t.id for t in result.tombstones] == [a.id]
     assert sidecar.read_text("utf-8").endswith("helpful: 2\n")  # evidence kept

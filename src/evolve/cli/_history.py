@@ -42,7 +42,8 @@ def revert_cmd(
 
     Updaters that propose a tombstoned text again are refused, and the refusal is logged in
     the episode's commit. Later counter moves (helpful/harmful, alpha/beta) never block a
-    revert. Reverting a revert brings its units back and lifts its tombstones. A plain
+    revert; the counter moves of the reverted commit itself are taken back (a commit that
+    only moved counters reverts that way). Reverting a revert brings its units back and lifts its tombstones. A plain
     `git revert` is recognised: the next evolve command adds the tombstones it did not write.
     """
     ws = open_workspace(workspace)
@@ -56,6 +57,10 @@ def revert_cmd(
                 "restored": result.restored,
                 "tombstones": [{"id": t.id, "text": t.text} for t in result.tombstones],
                 "lifted": result.lifted,
+                "counters": [
+                    {"id": i, "field": f, "from": a, "to": b} for i, f, a, b in result.counters
+                ],
+                "counters_skipped": result.counters_skipped,
             }
         )
         return
@@ -66,6 +71,10 @@ def revert_cmd(
         stdout.print(f"  tombstoned {t.id}: {escape(t.text)}")
     for ident in result.lifted:
         stdout.print(f"  lifted tombstone {ident}")
+    for ident, name, was, now in result.counters:
+        stdout.print(f"  moved {ident} {name} back: {was:g} -> {now:g}")
+    for ident in result.counters_skipped:
+        stdout.print(f"  left the counters of {ident} (it no longer exists)")
 
 
 @click.group("review")

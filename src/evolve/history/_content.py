@@ -2,7 +2,8 @@
 
 Counters that move with outcomes (ACE `helpful`/`harmful`, topl `alpha`/`beta`, and the
 `updated_episode` stamp that moves with them) are evidence, not content: a later change to
-them never makes an older update impossible to revert, and a revert never rolls them back.
+them never makes an older update impossible to revert. A revert takes back the evidence the
+reverted commit added and never touches evidence added by other commits (`_countback`).
 They live in `_counters.yaml` sidecars (one per scope folder); older histories, and units a
 person wrote by hand, may still carry them in the unit file, so both are handled here.
 """

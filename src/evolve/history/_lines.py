@@ -3,8 +3,9 @@
 A document is rewritten whole at every episode, so every later commit changes its text and a
 file-level revert of an older rewrite would always conflict. What a rewrite *taught* is the
 lines it added (and what it dropped, the lines it removed); undoing that on today's document
-conflicts with nothing as long as the later rewrites kept the other fields alone. Reordering
-is not teaching and is left as it is.
+conflicts with nothing as long as the later rewrites kept the other fields alone. A rewrite
+that changed the order of lines is undone by putting the lines it and its parent share back in
+the parent's relative order (see `restore_order`).
 """
 
 from __future__ import annotations
@@ -46,15 +47,29 @@ def line_revert(
     lines = [line for line in doc_lines(n.text) if normalize(line) not in added]
     present = {normalize(line) for line in lines}
     lines += [line for line in removed if normalize(line) not in present]
+    if b is not None:
+        lines = restore_order(lines, b, a)
     return dump_unit(n.with_(text="\n".join(lines))).encode("utf-8")
 
 
-def reordered_only(path: str, before: bytes | None, after: bytes | None) -> bool:
-    """A rewrite that only moved lines around: it taught nothing a revert could take back."""
-    b, a = unit_of(path, before), unit_of(path, after)
-    if b is None or a is None or a.kind != DOCUMENT:
-        return False
-    return not added_lines(b, a) and not added_lines(a, b)
+def restore_order(lines: list[str], before: MemoryUnit, after: MemoryUnit) -> list[str]:
+    """`lines` with the lines `before` and `after` share put back in `before`'s relative
+    order, if the commit (before -> after) changed that order; every other line (added by
+    a later commit) keeps its place: the shared lines are sorted among the slots they hold."""
+    rank = {normalize(line): i for i, line in enumerate(doc_lines(before.text))}
+    kept = {normalize(line) for line in doc_lines(after.text)}
+    shared_before = [normalize(x) for x in doc_lines(before.text) if normalize(x) in kept]
+    shared_after = [normalize(x) for x in doc_lines(after.text) if normalize(x) in rank]
+    if shared_before == shared_after:
+        return lines  # the commit did not reorder anything
+    slots = [
+        i for i, line in enumerate(lines) if normalize(line) in rank and normalize(line) in kept
+    ]
+    moved = sorted((lines[i] for i in slots), key=lambda line: rank[normalize(line)])
+    out = list(lines)
+    for i, line in zip(slots, moved, strict=True):
+        out[i] = line
+    return out
 
 
 def drop_kept_lines(stone: MemoryUnit, kept: set[str]) -> MemoryUnit | None:

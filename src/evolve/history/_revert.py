@@ -1,9 +1,12 @@
 """`evolve revert REV`: undo a memory or prompt commit as a new commit, and tombstone what it taught.
 
 The revert is file-level: each file the commit changed goes back to its content before the
-commit, provided no later commit changed what that file *says* (its text or status). Counter
-moves (ACE helpful/harmful, topl alpha/beta; see `_content`) are evidence, not content: they
-never block a revert and a revert keeps the evidence gathered since.
+commit, provided no later commit changed what that file *says* (its text or status), or the
+file means again what the commit left (a unit revoked and reactivated since). Counter moves
+(ACE helpful/harmful, topl alpha/beta; see `_content`) are evidence, not content: they never
+block a revert; a revert takes back exactly the counter deltas of the commits it undoes
+(`_countback`) and keeps the evidence every other commit added. A commit that only moved
+counters reverts that way too.
 
 Where a later commit did change a unit's text or status, the revert stops and names it;
 `cascade=True` then reverts the commit and every later commit that changed those units (and,
@@ -25,12 +28,19 @@ from evolve.applier import journal_end, write_files
 from evolve.errors import EvolveError
 from evolve.history._content import (
     carry_counters,
-    counters_moved,
     is_counters_file,
     is_unit_path,
     same_content,
     same_meaning,
     unit_of,
+)
+from evolve.history._countback import (
+    CountBack,
+    Deltas,
+    add_deltas,
+    counter_deltas,
+    describe,
+    take_back,
 )
 from evolve.history._lines import (
     added_lines,
@@ -38,7 +48,6 @@ from evolve.history._lines import (
     drop_kept_lines,
     is_document,
     line_revert,
-    reordered_only,
 )
 from evolve.history._log import refresh_commit_graph
 from evolve.memory import MemoryUnit, dump_unit, load_units_at, unit_path
@@ -66,6 +75,10 @@ class RevertResult:
     commits: list[str] = field(default_factory=list)
     # Tombstones taken away (a revert of a revert).
     lifted: list[str] = field(default_factory=list)
+    # Evidence counters moved back: (unit id, field, before the revert, after it).
+    counters: list[tuple[str, str, float | int, float | int]] = field(default_factory=list)
+    # Units whose counters the reverted commits moved but that no longer exist.
+    counters_skipped: list[str] = field(default_factory=list)
 
 
 def git_revert_target(info: CommitInfo) -> str | None:
@@ -158,6 +171,17 @@ def _settled_since(change: Change, now: bytes | None) -> bool:
     )
 
 
+def _as_left(change: Change, now: bytes | None) -> bool:
+    """The unit means again what the commit left (same text and status; counters and timing
+    aside), whatever later commits did in between (e.g. revoked it and reactivated it)."""
+    return (
+        change.after is not None
+        and now is not None
+        and is_unit_path(change.path)
+        and same_meaning(change.path, now, change.after)
+    )
+
+
 def _gone_since(change: Change, now: bytes | None) -> bool:
     """A unit the commit added that is no longer active now (evicted by a cap, or revoked):
     undoing the add conflicts with nothing, whatever happened to it in between; its
@@ -206,7 +230,7 @@ class _Plan:
                 for c in _uncancelled(self.store, later_content_touches(self.store, info.sha, path))
                 if c not in undone
             ]
-            if later or not same_content(path, now, change.after):
+            if (later or not same_content(path, now, change.after)) and not _as_left(change, now):
                 if _settled_since(change, now):
                     self.state[path] = now  # already means what it meant before the commit
                     self._stone(change, now, info, why, tombstones)
@@ -225,7 +249,9 @@ class _Plan:
                     if kept != old:
                         restored = dump_unit(kept).encode("utf-8")
             self.state[path] = restored
-            self._stone(change, restored, info, why, tombstones)
+            # The tombstone is of the unit as it is now (a unit revoked and reactivated since
+            # means what the commit left, with today's timing).
+            self._stone(Change(path, change.before, now), restored, info, why, tombstones)
 
     def _stone(
         self,
@@ -314,22 +340,10 @@ def _check_revertable(store: GitStore, info: CommitInfo) -> list[Change]:
             f"{short} changed nothing in memory/ or prompts/; pick a commit from `evolve log`."
         )
     changes = content_changes(store, info)
-    if changes and all(reordered_only(c.path, c.before, c.after) for c in changes):
+    if not changes and not counter_deltas(store, info):
         raise EvolveError(
-            f"{short} only reordered the lines of {changes[0].path}; it taught nothing to revert."
-        )
-    if not changes:
-        moved = sorted(
-            {
-                f
-                for _, p in store.changed_paths(info.parents[0], info.sha, TRACKED)
-                for f in counters_moved(p, store.read(info.parents[0], p), store.read(info.sha, p))
-            }
-        )
-        what = f" ({', '.join(moved)})" if moved else ""
-        raise EvolveError(
-            f"{short} only moved evidence counters{what}, which a revert keeps; it taught "
-            "nothing to revert."
+            f"{short} changed no unit's text, status or evidence counters; it taught nothing "
+            "to revert."
         )
     return changes
 
@@ -356,7 +370,7 @@ def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
         info = queue.pop()
         for change in content_changes(store, info):
             head = store.read("HEAD", change.path)
-            if _gone_since(change, head) or _settled_since(change, head):
+            if _gone_since(change, head) or _settled_since(change, head) or _as_left(change, head):
                 continue
             for later in later_content_touches(store, info.sha, change.path):
                 if later in chosen:
@@ -401,9 +415,9 @@ def revert(
     """Revert commit `rev` (see the module docstring).
 
     Raises:
-        EvolveError: unknown revision, not a memory/prompt commit, a commit that only moved
-            counters, one already reverted, a conflict with a later commit (named; `cascade`
-            resolves it), or a dirty tree.
+        EvolveError: unknown revision, not a memory/prompt commit, a commit that changed no
+            unit's text, status or counters, one already reverted, nothing left to undo, a
+            conflict with a later commit (named; `cascade` resolves it), or a dirty tree.
     """
     from evolve.history._gitrevert import tombstone_git_reverts
 
@@ -435,7 +449,12 @@ def revert(
         except _Conflict as conflict:
             raise _refusal(store, info, conflict) from None
         changes = plan.finish()
-        return _commit(ws, info, targets, plan, changes, reason)
+        deltas: Deltas = {}
+        for target in targets:
+            add_deltas(deltas, counter_deltas(store, target))
+        counts = take_back(store, head, deltas, changes)
+        changes.update(counts.files)
+        return _commit(ws, info, targets, plan, changes, reason, counts)
 
 
 def _commit(
@@ -445,6 +464,7 @@ def _commit(
     plan: _Plan,
     changes: dict[str, bytes | None],
     reason: str | None,
+    counts: CountBack,
 ) -> RevertResult:
     store = ws.store
     short = info.short
@@ -459,7 +479,7 @@ def _commit(
     lifted: list[str] = []
     for path in sorted(changes):
         ident = path.rsplit("/", 1)[-1].removesuffix(".md")
-        if path in stone_paths:
+        if path in stone_paths or is_counters_file(path):
             continue
         was = unit_of(path, store.read(plan.head, path))
         if was is not None and was.status == "tombstoned":
@@ -468,6 +488,7 @@ def _commit(
         else:
             ops.append(("restore" if changes[path] is not None else "remove", ident))
     ops += [("tombstone", s.id) for s in stones]
+    ops += [("count", ident) for ident in counts.ids]
     paths = write_files(ws, changes)
     why = reason or f"reverted {short}"
     body = [f"Reason: {why}", ""]
@@ -478,6 +499,12 @@ def _commit(
     if lifted:
         body += ["", "Tombstones lifted (their units may be learned again):"]
         body += [f"- {ident}" for ident in lifted]
+    if counts.moved:
+        body += ["", "Counters moved back (the evidence the reverted commit added):"]
+        body += describe(counts.moved)
+    if counts.missing:
+        body += ["", "Counters not moved back (the unit no longer exists or is tombstoned):"]
+        body += [f"- {ident}" for ident in counts.missing]
     cascade = len(targets) > 1
     trailers = [
         (KIND, "cascade revert" if cascade else "revert"),
@@ -497,7 +524,18 @@ def _commit(
             f"what {short} did is already undone in memory/ and prompts/ (by hand or by later "
             "commits); there is nothing left to revert."
         )
-    restored = [p for p in paths if changes[p] is not None and p not in stone_paths]
+    restored = [
+        p
+        for p in paths
+        if changes[p] is not None and p not in stone_paths and not is_counters_file(p)
+    ]
     return RevertResult(
-        info.sha, commit, restored, stones, commits=[t.sha for t in targets], lifted=lifted
+        info.sha,
+        commit,
+        restored,
+        stones,
+        commits=[t.sha for t in targets],
+        lifted=lifted,
+        counters=counts.moved,
+        counters_skipped=counts.missing,
     )

@@ -13,8 +13,9 @@ return, so recipes see one `MemoryUnit` with its counters. A unit file changes o
 text or status changes. Old unit files that still carry counters in their front matter are
 read as before (the sidecar wins where both have a value) and lose them on their next write.
 
-The sidecar is evidence, not content: reverts do not restore it and a change to it is never
-a revert conflict.
+The sidecar is evidence, not content: a change to it is never a revert conflict, and a
+revert does not restore it as a file; it takes back the counter deltas of the commit it
+reverts (`evolve.history._countback`).
 """
 
 from __future__ import annotations

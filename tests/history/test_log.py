@@ -386,3 +386,13 @@ def test_log_json_without_n_says_it_is_cut_and_n_0_streams_all(
     assert [e["commit"] for e in json.loads(out)] == [e["commit"] for e in every]
     code, out, err = _cli(capsys, "log", "--json", "--jsonl")
     assert code == 1 and "not both" in err
+
+
+@pytest.mark.parametrize("path", ["../x", "/etc", ".git/config", "memory/../../x"])
+def test_log_refuses_a_path_outside_the_workspace_in_one_sentence(
+    ws: Workspace, capsys: pytest.CaptureFixture[str], path: str
+) -> None:
+    code, out, err = _cli(capsys, "log", path)
+    assert code == 1 and out == ""
+    assert err.startswith("error: ") and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and "inside the workspace" in err

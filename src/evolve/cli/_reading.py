@@ -44,6 +44,18 @@ def _stream_json(entries: Iterable[LogEntry], *, lines: bool) -> None:
     write("\n]\n")
 
 
+def _check_log_path(path: str) -> None:
+    """PATHS are workspace-relative (memory/alex, prompts/system.md); one sentence otherwise."""
+    from evolve.workspace._paths import normalize_relpath
+
+    try:
+        normalize_relpath(path.rstrip("/") or path)
+    except EvolveError as exc:
+        raise EvolveError(
+            f"{exc} Give paths inside the workspace, relative to its root, e.g. memory/alex."
+        ) from None
+
+
 @click.command("log")
 @click.argument("paths", nargs=-1)
 @click.option(
@@ -88,6 +100,8 @@ def log_cmd(
     """
     if as_json and as_jsonl:
         raise EvolveError("give --json or --jsonl, not both.")
+    for path in paths:
+        _check_log_path(path)
     ws = open_workspace(workspace, config=False)
     if as_jsonl:
         _stream_json(

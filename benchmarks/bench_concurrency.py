@@ -45,7 +45,6 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 32])
     args = parser.parse_args()
     os.environ.update(GIT_ENV)
-    evolve = str(Path(sys.executable).with_name("evolve"))
     with tempfile.TemporaryDirectory() as tmp, StubServer(args.latency) as stub:
         ws = init_workspace(Path(tmp) / "ws")
         env = {**os.environ, "OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "stub"}
@@ -62,7 +61,7 @@ def main() -> None:
             stub.reset()
             started = time.perf_counter()
             done = subprocess.run(
-                [evolve, "run", "--split", "dev", "--runs", str(args.runs), "--model",
+                [sys.executable, "-m", "evolve", "run", "--split", "dev", "--runs", str(args.runs), "--model",
                  "openai/stub", "--concurrency", str(c), "--executor", args.executor,
                  "--json"],
                 cwd=ws.root, env=env, capture_output=True, text=True,

@@ -63,7 +63,7 @@ def test_auto_picks_by_model_and_concurrency() -> None:
         get_executor("ray", 4)
 
 
-@pytest.mark.parametrize("concurrency", [1, 4])
+@pytest.mark.parametrize("concurrency", [1, 4, 16])
 def test_http_episodes_in_flight_never_exceed_the_concurrency(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch, concurrency: int
 ) -> None:

@@ -18,6 +18,12 @@ from typing import Any
 ACTION = {"thought": "done", "tool": "supervisor__complete_task", "arguments": {}}
 
 
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog (5) resets connections when 32 episodes connect at once.
+    request_queue_size = 256
+    daemon_threads = True
+
+
 class StubServer:
     """`with StubServer(latency_s=0.2) as stub:` serves on `stub.base_url` until the block ends."""
 
@@ -64,8 +70,7 @@ class StubServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

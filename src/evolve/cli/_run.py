@@ -20,6 +20,7 @@ from evolve.cli._common import (
 )
 from evolve.envs import SPLITS
 from evolve.evaluate import INJECT_MODES, SplitReport, run_split
+from evolve.executors import EXECUTORS
 
 
 def print_report(report: SplitReport, title: str | None = None) -> None:
@@ -54,6 +55,14 @@ def print_report(report: SplitReport, title: str | None = None) -> None:
     type=click.IntRange(1, 64),
     help="Episodes in parallel (default: run.concurrency).",
 )
+@click.option(
+    "--executor",
+    type=click.Choice(EXECUTORS),
+    default="auto",
+    show_default=True,
+    help="How episodes run in parallel; auto: serial at concurrency 1, asyncio for HTTP "
+    "models, a process pool for local models (sim).",
+)
 @click.option("--persona", help="Whose preferences to score (default: persona in evolve.yaml).")
 @click.option(
     "--inject",
@@ -67,6 +76,7 @@ def run_cmd(
     models: ModelChoice,
     runs: int | None,
     concurrency: int | None,
+    executor: str,
     persona: str | None,
     inject: Any,
     as_json: bool,
@@ -92,6 +102,7 @@ def run_cmd(
             split,  # type: ignore[arg-type]
             runs=runs,
             concurrency=concurrency,
+            executor=executor,
             persona=persona,
             inject=inject,
             progress=progress,

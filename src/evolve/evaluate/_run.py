@@ -11,19 +11,22 @@ import os
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from evolve._io import canonical_json, derive_seed
 from evolve.envs import Environment, Split, Task, make_env
 from evolve.episode import EpisodeRecord, EpisodeSetup, run_episode
-from evolve.errors import UnknownName
+from evolve.errors import ConfigError, UnknownName
 from evolve.evaluate._report import SplitReport
 from evolve.evaluate._setup import InjectMode, episode_setup
+from evolve.executors import choose_executor, get_executor
 from evolve.llm import LLM, make_role_llm, with_models
-from evolve.workspace import Workspace
+from evolve.workspace import EvolveConfig, Workspace
 
 Progress = Callable[[int, int], None]
 
@@ -36,6 +39,49 @@ def open_env(ws: Workspace) -> Environment:
     return make_env(ws.config.environment, ws.evalset_dir)
 
 
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What a worker process needs to rebuild a run's episode by name: the workspace root,
+    the configuration (with the command line's model overrides), the persona and the
+    injection mode. Picklable; live objects (environment, model, verifier) are rebuilt."""
+
+    root: str
+    config: EvolveConfig
+    persona: str
+    inject: InjectMode | None
+    base_seed: int
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+# One rebuilt context per worker process and spec (a pool serves one run).
+_CONTEXTS: dict[str, tuple[Environment, LLM, EpisodeSetup, Any]] = {}
+
+
+def _context(spec: WorkerSpec) -> tuple[Environment, LLM, EpisodeSetup, Any]:
+    if spec.token not in _CONTEXTS:
+        ws = Workspace(Path(spec.root), config=spec.config)
+        env = open_env(ws)
+        llm = make_role_llm(spec.config, "agent", env=env)
+        setup = episode_setup(ws, env, spec.persona, spec.inject)
+        _CONTEXTS.clear()
+        _CONTEXTS[spec.token] = (env, llm, setup, env.initial_history(spec.persona))
+    return _CONTEXTS[spec.token]
+
+
+@dataclass(frozen=True)
+class SpawnedEpisode:
+    """A picklable episode job for the process executor: item = (task id, run)."""
+
+    spec: WorkerSpec
+
+    def __call__(self, item: tuple[str, int]) -> EpisodeRecord:
+        task_id, run = item
+        env, llm, setup, history = _context(self.spec)
+        task = env.task(task_id)
+        seed = episode_seed(self.spec.base_seed, task.id, run)
+        return run_episode(env, llm, task, setup, history=history, seed=seed, run=run).record
+
+
 def score_tasks(
     env: Environment,
     llm: LLM,
@@ -45,33 +91,46 @@ def score_tasks(
     runs: int,
     base_seed: int,
     concurrency: int = 1,
+    executor: str = "auto",
+    spawn: WorkerSpec | None = None,
     progress: Progress | None = None,
 ) -> list[EpisodeRecord]:
-    """Run every task `runs` times (evaluation: the persona as it is now, fresh history)."""
+    """Run every task `runs` times (evaluation: the persona as it is now, fresh history).
+
+    `executor` names how episodes are spread (see `evolve.executors`); `auto` picks by model
+    and `concurrency`. The `process` executor rebuilds each episode in a worker from `spawn`,
+    so it needs one (a live model object cannot be sent to another process). Records come
+    back in the order of the jobs whatever the executor.
+
+    Raises:
+        UnknownName: for an unknown executor.
+        ConfigError: for `process` without a `spawn` spec.
+    """
     jobs = [(task, run) for run in range(runs) for task in tasks]
+    name = choose_executor(executor, llm.name, concurrency, can_spawn=spawn is not None)
+    pool = get_executor(name, concurrency)
+
+    def label(index: int) -> str:
+        task, run = jobs[index]
+        return f"the episode of task {task.id} (run {run})"
+
+    if name == "process":
+        if spawn is None:
+            raise ConfigError(
+                "the process executor rebuilds the model by name in each worker and cannot "
+                "take a live model object; choose --executor threads or asyncio."
+            )
+        items = [(task.id, run) for task, run in jobs]
+        return pool.map(SpawnedEpisode(spawn), items, progress=progress, label=label)
+
     history = env.initial_history(setup.persona)
-    done = 0
 
     def one(job: tuple[Task, int]) -> EpisodeRecord:
         task, run = job
         seed = episode_seed(base_seed, task.id, run)
         return run_episode(env, llm, task, setup, history=history, seed=seed, run=run).record
 
-    records: list[EpisodeRecord] = []
-    if concurrency <= 1:
-        for job in jobs:
-            records.append(one(job))
-            done += 1
-            if progress:
-                progress(done, len(jobs))
-    else:
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            for record in pool.map(one, jobs):
-                records.append(record)
-                done += 1
-                if progress:
-                    progress(done, len(jobs))
-    return records
+    return pool.map(one, jobs, progress=progress, label=label)
 
 
 def write_run_log(ws: Workspace, report: SplitReport) -> Path:
@@ -103,6 +162,7 @@ def run_split(
     llm: LLM | None = None,
     runs: int | None = None,
     concurrency: int | None = None,
+    executor: str = "auto",
     persona: str | None = None,
     inject: InjectMode | None = None,
     progress: Progress | None = None,
@@ -121,8 +181,12 @@ def run_split(
     if persona not in known:
         raise UnknownName(f"unknown persona {persona!r}; choose one of {', '.join(known)}.")
     tasks = env.tasks(split)
+    spawn: WorkerSpec | None = None
     if llm is None:
-        llm = make_role_llm(with_models(cfg, agent=model), "agent", env=env)
+        cfg = with_models(cfg, agent=model)
+        llm = make_role_llm(cfg, "agent", env=env)
+        # Built from the configuration by name: a worker process can build the same one.
+        spawn = WorkerSpec(str(ws.root), cfg, persona, inject, cfg.run.seed)
     runs = runs or cfg.run.runs
     setup = episode_setup(ws, env, persona, inject)
     started = time.perf_counter()
@@ -134,6 +198,8 @@ def run_split(
         runs=runs,
         base_seed=cfg.run.seed,
         concurrency=concurrency or cfg.run.concurrency,
+        executor=executor,
+        spawn=spawn,
         progress=progress,
     )
     report = SplitReport(split, persona, llm.name, runs, records, time.perf_counter() - started)

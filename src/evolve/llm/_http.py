@@ -104,7 +104,11 @@ class JsonPoster:
         self._retry = retry or RetryPolicy()
         if isinstance(timeout, int | float):
             timeout = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout))
-        self._client = client or httpx.Client(timeout=timeout or DEFAULT_TIMEOUT)
+        # Keep a connection per episode in flight (--concurrency goes to 64): httpx keeps 20.
+        self._client = client or httpx.Client(
+            timeout=timeout or DEFAULT_TIMEOUT,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+        )
         self._timeout = timeout if timeout is not None else self._client.timeout
 
     def post(

@@ -1,0 +1,86 @@
+"""Concurrency that pays: 120 episodes against a local OpenAI-compatible stub.
+
+The stub (`evolve.executors._stub`) answers every request after a fixed latency (default
+200 ms), in parallel, with `supervisor__complete_task`, so each episode is one turn. For each
+concurrency C the benchmark runs the real `evolve run --split dev --runs 6` (20 dev tasks x 6
+= 120 episodes) with `--model openai/stub`, `OPENAI_BASE_URL` pointed at the stub and
+`--executor` (default auto, which is asyncio for HTTP models), and prints the scoring time
+(the run's `duration_s`) against the bound episodes x turns x latency / C, and the
+efficiency bound / time. Episodes go in waves of C, so with 120 episodes the best possible
+efficiency at C = 16 and 32 is 120 / (C x ceil(120 / C)) = 93.75%; the `waves` column shows
+that bound too. The structured-output rung the stub was asked for is printed (it accepts
+json_schema, the first rung).
+
+    python benchmarks/bench_concurrency.py [--latency 0.2] [--runs 6] [--executor auto]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from evolve.executors._stub import StubServer
+from evolve.workspace import init_workspace
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@localhost",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@localhost",
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds per request")
+    parser.add_argument("--runs", type=int, default=6, help="runs of the 20 dev tasks")
+    parser.add_argument("--executor", default="auto")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 32])
+    args = parser.parse_args()
+    os.environ.update(GIT_ENV)
+    with tempfile.TemporaryDirectory() as tmp, StubServer(args.latency) as stub:
+        ws = init_workspace(Path(tmp) / "ws")
+        env = {**os.environ, "OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "stub"}
+        print(
+            f"latency {args.latency * 1000:.0f} ms, executor {args.executor}, "
+            f"{20 * args.runs} episodes of 1 turn"
+        )
+        header = (
+            f"{'C':>3} {'episodes':>8} {'time s':>7} {'bound s':>7} {'effic.':>7} "
+            f"{'waves':>6} {'max in flight':>13} {'process s':>9} rung"
+        )
+        print(header)
+        for c in args.concurrency:
+            stub.reset()
+            started = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-m", "evolve", "run", "--split", "dev", "--runs", str(args.runs), "--model",
+                 "openai/stub", "--concurrency", str(c), "--executor", args.executor,
+                 "--json"],
+                cwd=ws.root, env=env, capture_output=True, text=True,
+            )  # fmt: skip
+            whole = time.perf_counter() - started
+            if done.returncode != 0:
+                sys.exit(f"evolve run failed at C={c}: {done.stderr.strip()}")
+            report = json.loads(done.stdout)
+            episodes = int(report["episodes"])
+            turns = stub.requests / episodes
+            took = float(report["duration_s"])
+            bound = episodes * turns * args.latency / c
+            waves = math.ceil(episodes / c) * turns * args.latency
+            print(
+                f"{c:>3} {episodes:>8} {took:>7.2f} {bound:>7.2f} {bound / took:>7.1%} "
+                f"{bound / waves:>6.1%} {stub.max_in_flight:>13} {whole:>9.2f} "
+                f"{','.join(sorted(stub.formats))}"
+            )
+
+
+if __name__ == "__main__":
+    main()

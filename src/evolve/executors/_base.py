@@ -1,0 +1,229 @@
+"""The executor seam and its implementations, registered by name.
+
+- ``serial``: one item after the other, in this thread;
+- ``threads``: a pool of C threads;
+- ``asyncio``: an event loop with a semaphore of C; each job (synchronous model code) runs in
+  a worker thread (`asyncio.to_thread`), so at most C are in flight: for HTTP models;
+- ``process``: a pool of C processes for CPU-bound local models (``sim``); the job and the
+  items must be picklable (a job rebuilds what it needs by name, see `evolve.evaluate`).
+
+A job that raises stops the run: the jobs not started are cancelled, the ones in flight are
+waited for, and the failure is raised as it is (an :class:`EvolveError` keeps its one-sentence
+message) or, for anything else, as :class:`EpisodeFailed` naming the item.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import multiprocessing
+from collections.abc import Callable, Sequence
+from typing import Literal, Protocol, TypeVar
+
+from evolve.errors import EvolveError, UnknownName
+
+T = TypeVar("T")
+R = TypeVar("R")
+Progress = Callable[[int, int], None]
+Label = Callable[[int], str]
+
+ExecutorName = Literal["serial", "threads", "asyncio", "process"]
+EXECUTORS: tuple[str, ...] = ("auto", "serial", "threads", "asyncio", "process")
+
+
+class EpisodeFailed(EvolveError):
+    """One job raised something that is not an :class:`EvolveError` (a bug, usually)."""
+
+
+class Executor(Protocol):
+    """Maps `job` over `items`; results in the order of `items`."""
+
+    name: str
+    concurrency: int
+
+    def map(
+        self,
+        job: Callable[[T], R],
+        items: Sequence[T],
+        *,
+        progress: Progress | None = None,
+        label: Label | None = None,
+    ) -> list[R]: ...
+
+
+def _failure(exc: BaseException, index: int, total: int, label: Label | None) -> BaseException:
+    if isinstance(exc, EvolveError):
+        return exc
+    what = label(index) if label else f"item {index + 1} of {total}"
+    detail = " ".join(str(exc).split()) or "no message"
+    return EpisodeFailed(f"{what} failed with {type(exc).__name__}: {detail}.")
+
+
+class SerialExecutor:
+    name = "serial"
+
+    def __init__(self, concurrency: int = 1) -> None:
+        self.concurrency = 1
+
+    def map(
+        self,
+        job: Callable[[T], R],
+        items: Sequence[T],
+        *,
+        progress: Progress | None = None,
+        label: Label | None = None,
+    ) -> list[R]:
+        results: list[R] = []
+        for index, item in enumerate(items):
+            try:
+                results.append(job(item))
+            except Exception as exc:
+                raise _failure(exc, index, len(items), label) from exc
+            if progress:
+                progress(index + 1, len(items))
+        return results
+
+
+class _PoolExecutor:
+    """Shared by `threads` and `process`: submit everything, collect in completion order,
+    return in input order; the first failure cancels what has not started."""
+
+    name = "pool"
+
+    def __init__(self, concurrency: int) -> None:
+        self.concurrency = max(1, concurrency)
+
+    def _pool(self) -> cf.Executor:
+        raise NotImplementedError
+
+    def map(
+        self,
+        job: Callable[[T], R],
+        items: Sequence[T],
+        *,
+        progress: Progress | None = None,
+        label: Label | None = None,
+    ) -> list[R]:
+        if not items:
+            return []
+        results: dict[int, R] = {}
+        pool = self._pool()
+        try:
+            futures = {pool.submit(job, item): index for index, item in enumerate(items)}
+            for future in cf.as_completed(futures):
+                index = futures[future]
+                exc = future.exception()
+                if exc is not None:
+                    for other in futures:
+                        other.cancel()
+                    raise _failure(exc, index, len(items), label) from exc
+                results[index] = future.result()
+                if progress:
+                    progress(len(results), len(items))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return [results[i] for i in range(len(items))]
+
+
+class ThreadsExecutor(_PoolExecutor):
+    name = "threads"
+
+    def _pool(self) -> cf.Executor:
+        return cf.ThreadPoolExecutor(max_workers=self.concurrency)
+
+
+class ProcessExecutor(_PoolExecutor):
+    name = "process"
+
+    def _pool(self) -> cf.Executor:
+        # `spawn` (not fork): the parent may hold threads and open git handles.
+        context = multiprocessing.get_context("spawn")
+        return cf.ProcessPoolExecutor(max_workers=self.concurrency, mp_context=context)
+
+
+class AsyncioExecutor:
+    name = "asyncio"
+
+    def __init__(self, concurrency: int) -> None:
+        self.concurrency = max(1, concurrency)
+
+    def map(
+        self,
+        job: Callable[[T], R],
+        items: Sequence[T],
+        *,
+        progress: Progress | None = None,
+        label: Label | None = None,
+    ) -> list[R]:
+        if not items:
+            return []
+        return asyncio.run(self._map(job, items, progress, label))
+
+    async def _map(
+        self,
+        job: Callable[[T], R],
+        items: Sequence[T],
+        progress: Progress | None,
+        label: Label | None,
+    ) -> list[R]:
+        gate = asyncio.Semaphore(self.concurrency)
+        done = 0
+        loop = asyncio.get_running_loop()
+        # The default pool of the loop may be smaller than C; give it exactly C threads.
+        threads = cf.ThreadPoolExecutor(max_workers=self.concurrency)
+        loop.set_default_executor(threads)
+
+        async def one(index: int) -> R:
+            nonlocal done
+            async with gate:
+                try:
+                    result = await asyncio.to_thread(job, items[index])
+                except Exception as exc:
+                    raise _failure(exc, index, len(items), label) from exc
+            done += 1
+            if progress:
+                progress(done, len(items))
+            return result
+
+        tasks = [asyncio.ensure_future(one(i)) for i in range(len(items))]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            # Wait for the jobs in flight (a thread cannot be killed) before raising.
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+
+_REGISTRY: dict[str, Callable[[int], Executor]] = {
+    "serial": SerialExecutor,
+    "threads": ThreadsExecutor,
+    "asyncio": AsyncioExecutor,
+    "process": ProcessExecutor,
+}
+
+
+def get_executor(name: str, concurrency: int) -> Executor:
+    """The executor registered as `name` with `concurrency` workers.
+
+    Raises:
+        UnknownName: for a name no executor answers to.
+    """
+    if name not in _REGISTRY:
+        choices = ", ".join(n for n in EXECUTORS if n != "auto")
+        raise UnknownName(f"unknown executor {name!r}; choose one of {choices}.")
+    return _REGISTRY[name](concurrency)
+
+
+def choose_executor(name: str, model: str, concurrency: int, *, can_spawn: bool) -> str:
+    """The executor `auto` stands for: serial at concurrency 1, asyncio for HTTP models,
+    a process pool for local models when jobs can be rebuilt in a worker (`can_spawn`),
+    threads otherwise."""
+    if name != "auto":
+        return name
+    if concurrency <= 1:
+        return "serial"
+    if model.strip().startswith(("openai/", "anthropic/")):
+        return "asyncio"
+    return "process" if can_spawn else "threads"

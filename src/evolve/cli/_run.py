@@ -60,8 +60,9 @@ def print_report(report: SplitReport, title: str | None = None) -> None:
     type=click.Choice(EXECUTORS),
     default="auto",
     show_default=True,
-    help="How episodes run in parallel; auto: serial at concurrency 1, asyncio for HTTP "
-    "models, a process pool for local models (sim).",
+    help="How episodes run in parallel; auto: serial at concurrency 1 and for sim (its "
+    "episodes take about a millisecond), asyncio for HTTP models, a process pool for other "
+    "local models.",
 )
 @click.option("--persona", help="Whose preferences to score (default: persona in evolve.yaml).")
 @click.option(

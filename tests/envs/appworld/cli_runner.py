@@ -1,9 +1,10 @@
 """Run the evolve CLI in a process of its own with a scripted `mock` model (for the AppWorld
 end-to-end tests): `python cli_runner.py SCRIPT ARGS...`, SCRIPT one of `text` (log in, send
 the text, complete), `idle` (complete without doing the task) or `obedient` (like `text`, and
-it signs the text off with the user's first name once its prompt or memory says so).
-Every role is scripted: the agent by SCRIPT, the updater and the reflector (its guidance is
-the sign-off rule), wherever the CLI builds them (`run`, `train`, `evolve`).
+it greets and signs off as the persona wants once its prompt or memory says so).
+Every role is scripted: the agent by SCRIPT, the updater (its reflection is the sign-off rule)
+and the reflector (its guidance is the sign-off and the greeting rule), wherever the CLI builds
+them (`run`, `train`, `evolve`).
 
 The process exits like `evolve` does, so the test can check the AppWorld worker is gone.
 """
@@ -19,6 +20,7 @@ from evolve.llm import JsonSchema, Message, MockLLM
 
 FRIEND_PHONE = "5550100002"
 REFLECTION = "Sign off every text message with a last line of a dash and my first name."
+GREETING = "Start every text message with 'Hi <their first name>,'."
 
 
 def _results(messages: Sequence[Message]) -> list[tuple[str, Any]]:
@@ -34,7 +36,7 @@ def _action(tool: str, **arguments: Any) -> str:
     return json.dumps({"tool": tool, "arguments": arguments})
 
 
-def agent_text(messages: Sequence[Message], sign_off: bool = False) -> str:
+def agent_text(messages: Sequence[Message], sign_off: bool = False, greet: bool = False) -> str:
     done = _results(messages)
     tools = [t for t, _ in done]
     if "supervisor__show_account_passwords" not in tools:
@@ -53,6 +55,8 @@ def agent_text(messages: Sequence[Message], sign_off: bool = False) -> str:
     if "phone__send_text_message" not in tools:
         token = done[tools.index("phone__login")][1]["access_token"]
         message = "Dinner is at 7."
+        if greet:
+            message = f"Hi Sam, {message}"
         if sign_off:
             message += f"\n- {done[tools.index('supervisor__show_profile')][1]['first_name']}"
         return _action(
@@ -69,8 +73,8 @@ def agent_idle(messages: Sequence[Message]) -> str:
 
 
 def agent_obedient(messages: Sequence[Message]) -> str:
-    told = any("Sign off every text message" in m.content for m in messages)
-    return agent_text(messages, sign_off=told)
+    said = "\n".join(m.content for m in messages if not m.content.startswith("Result of "))
+    return agent_text(messages, sign_off=REFLECTION in said, greet=GREETING in said)
 
 
 def main(argv: list[str]) -> int:
@@ -81,7 +85,7 @@ def main(argv: list[str]) -> int:
         if schema is not None and schema.name == "agent_action":
             return agent(messages)
         if schema is not None and schema.name == "reflector_edits":
-            return json.dumps({"guidance": [REFLECTION]})
+            return json.dumps({"guidance": [REFLECTION, GREETING]})
         return json.dumps({"reflection": REFLECTION})
 
     def make_role_llm(config: Any, role: str, **_: Any) -> MockLLM:

@@ -65,11 +65,12 @@ def _git(ws: Path, *args: str) -> str:
 
 
 def _snapshot(ws: Path) -> dict[str, str]:
-    """Every file of the workspace, `.git` included, by content hash."""
+    """Every file of the workspace, `.git` included, by content hash (but the writer lock: an
+    empty file any writing command leaves for its flock, on every environment)."""
     return {
         str(p.relative_to(ws)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(ws.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p.name != "evolve-writer.lock"
     }
 
 
@@ -122,19 +123,20 @@ def test_evolve_one_generation_on_appworld(
     assert " passed" in record["tests_output"] and "4 passed" in record["tests_output"]
 
     # Dev and holdout were scored through the worker: at the base the agent does the task
-    # (AppWorld's evaluator passes it) but does not sign off (the persona's checker fails it).
+    # (AppWorld's evaluator passes it) but neither greets nor signs off as the persona wants (the
+    # persona's checkers fail it).
     for name in ("dev_base", "holdout_base"):
         score = record[name]
         assert score["episodes"] == 1 and score["score"] == 0.0, (name, score)
-        assert score["rules"]["sms_signoff"] == 1.0, (name, score)
-    # The candidate learned the sign-off (memory from training, guidance from the reflector):
-    # now both the evaluator and the checker pass it, and the gate keeps it.
+        assert score["rules"] == {"sms_signoff": 1.0, "sms_greeting": 1.0}, (name, score)
+    # The candidate learned the sign-off (memory from training) and the greeting (guidance
+    # from the reflector): now both the evaluator and the checker pass it, and the gate keeps it.
     kinds = [c["kind"] for c in record["changes"]]
     assert "memory" in kinds and "prompt" in kinds, record["changes"]
     for name in ("dev", "holdout"):
         score = record[name]
         assert score["episodes"] == 1 and score["score"] == 1.0, (name, score)
-        assert score["rules"]["sms_signoff"] == 0.0, (name, score)
+        assert score["rules"] == {"sms_signoff": 0.0, "sms_greeting": 0.0}, (name, score)
     assert record["verdict"] == "accepted", record["reason"]
     assert record["base"] == base and record["final"] == record["candidate"] != base
     assert _git(ws, "rev-parse", "HEAD").strip() == record["final"]

@@ -59,9 +59,7 @@ def three_splits(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
 
 
 def _git(ws: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=ws, capture_output=True, text=True, check=True
-    ).stdout
+    return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True, check=True).stdout
 
 
 def _snapshot(ws: Path) -> dict[str, str]:

@@ -176,6 +176,22 @@ def test_run_and_train_on_a_synthetic_appworld_task(
     rc, out, err, _ = _evolve(ws, env, "text", "appworld", "splits", "--json")
     assert rc == 0, err
     assert json.loads(out)["splits"]["train"] == [task_id]
+
+    # One task, in train: `evolve evolve` says in one sentence why no generation can be judged.
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True, check=True
+    ).stdout
+    rc, out, err, _ = _evolve(ws, env, "text", "evolve", "--generations", "1")
+    assert rc != 0
+    assert "the evalset's dev and holdout splits are empty" in err
+    assert "`evolve appworld splits`" in err and "Traceback" not in err
+    assert not (ws / "generations" / "gen-0001.json").exists()
+    assert (
+        head
+        == subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True, check=True
+        ).stdout
+    )
     status = subprocess.run(
         ["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True, check=True
     ).stdout

@@ -1,11 +1,12 @@
 """AppWorld end to end (issue 12 item 5): `evolve evolve` on an AppWorld workspace.
 
 Three synthetic tasks (one build, two copies under other scenario ids) make a train, a dev and
-a holdout split; the CLI runs with scripted models (`cli_runner.py obedient`: the agent signs
-its text off once its prompt or memory tells it to, the reflector proposes that rule). One
-generation runs the workspace's health probes, scores dev and holdout through the AppWorld
-worker (AppWorld's evaluator AND the persona's checkers), trains, reflects and is judged;
-`--dry-run` before it leaves the workspace byte-identical.
+a holdout split; the CLI runs with scripted models (`cli_runner.py`: the updater and the
+reflector propose the persona's sign-off and greeting rules). One generation runs the
+workspace's health probes, scores dev and holdout through the AppWorld worker (AppWorld's
+evaluator AND the persona's checkers), trains, reflects and is judged: accepted where the agent
+follows what it is told (`obedient`); rejected, in a `--dry-run` that leaves the workspace
+byte-identical, where it does not (`text`).
 
 Needs the AppWorld venv, like test_appworld_e2e.py (skips without it unless required).
 """
@@ -97,15 +98,21 @@ def test_evolve_one_generation_on_appworld(
     _git(ws, "commit", "-qam", "hand: a one-episode gate")
     base = _git(ws, "rev-parse", "HEAD").strip()
 
-    # A dry run changes nothing, not even inside .git.
+    # A dry run changes nothing, not even inside .git. Its agent (`text`) ignores what it is
+    # told, so its candidate scores as its base and the gate rejects it.
     before = _snapshot(ws)
     t0 = time.perf_counter()
-    rc, out, err, _ = _evolve(ws, env, "obedient", "evolve", "--dry-run", "--generations", "1",
+    rc, out, err, _ = _evolve(ws, env, "text", "evolve", "--dry-run", "--generations", "1",
                               "--json")  # fmt: skip
     dry_s = time.perf_counter() - t0
     assert rc == 0, err
     dry = json.loads(out)
-    assert dry["dry_run"] is True and len(dry["generations"]) == 1
+    (tried,) = dry["generations"]
+    assert dry["dry_run"] is True and tried["dry_run"] is True
+    assert tried["tests_passed"] is True, tried["tests_output"]
+    assert tried["dev_base"]["score"] == tried["dev"]["score"] == 0.0
+    assert tried["verdict"] == "rejected", tried["reason"]
+    assert tried["reason"].startswith("score did not improve: dev gain +0.000"), tried["reason"]
     assert SIGN_OFF in dry["diffs"]["1"]
     assert _snapshot(ws) == before
 

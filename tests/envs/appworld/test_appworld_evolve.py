@@ -22,14 +22,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from appworld_helpers import live_workers as _live_workers
 from appworld_helpers import require_appworld
-from test_appworld_e2e import REPO, _evolve, _live_workers
+from appworld_helpers import run_cli as _evolve
 
 from evolve.envs.appworld._setup import _bucket
 
 pytestmark = [pytest.mark.appworld, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
 SIGN_OFF = "Sign off every text message"
 
 

@@ -483,6 +483,7 @@ def _run(
     timeout: float | None = None,
 ) -> list[GenerationRecord]:
     env = open_env(ws)
+    _check_splits(env)
     cfg = ws.config
     if models is None:
         models = _Models(
@@ -524,6 +525,22 @@ def _run(
         say(f"generation {number}: {record.outcome()} ({record.reason})")
         records.append(record)
     return records
+
+
+def _check_splits(env: Environment) -> None:
+    """A generation is judged on dev and reported on holdout: refuse before any work (and any
+    journal) when either names no task, rather than train and reflect for a certain reject."""
+    empty = [split for split in ("dev", "holdout") if not env.tasks(split)]
+    if empty:
+        where = (
+            "install tasks of more scenarios and run `evolve appworld splits`"
+            if env.name == "appworld"
+            else "name tasks for it in evalset/splits.yaml"
+        )
+        raise EvolveError(
+            f"the evalset's {' and '.join(empty)} split{'s are' if len(empty) > 1 else ' is'} "
+            f"empty, so no generation can be judged; {where}."
+        )
 
 
 def _abort(ws: Workspace, txn: _Txn, exc: BaseException, say: Progress) -> NoReturn:

@@ -1,14 +1,19 @@
-"""Shared by the AppWorld tests: whether the AppWorld venv is prepared."""
+"""Shared by the AppWorld tests: whether the AppWorld venv is prepared, the CLI in a process of
+its own with scripted models, the live workers."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from evolve.envs.appworld._client import WORKER
 from evolve.envs.appworld._paths import venv_python
+
+HERE = Path(__file__).resolve().parent
 
 
 def require_appworld() -> Path:
@@ -26,3 +31,33 @@ def require_appworld() -> Path:
     if os.environ.get("CI") == "true" or os.environ.get("EVOLVE_REQUIRE_APPWORLD") == "1":
         pytest.fail(why)
     pytest.skip(why)
+
+
+def run_cli(cwd: Path, env: dict[str, str], script: str, *args: str) -> tuple[int, str, str, int]:
+    """`evolve ARGS` through `cli_runner.py SCRIPT` in `cwd`: (rc, stdout, stderr, pid)."""
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "cli_runner.py"), script, *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out, err = proc.communicate(timeout=900)
+    return proc.returncode, out, err, proc.pid
+
+
+def live_workers(root: Path) -> list[int]:
+    """Worker processes serving `root` (read from /proc)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if str(WORKER).encode() in cmd and f"APPWORLD_ROOT={root}".encode() in environ:
+            pids.append(int(entry.name))
+    return pids

@@ -1,19 +1,22 @@
 """Build a synthetic AppWorld task at test time (run by the AppWorld venv's python).
 
-Usage: python synthetic_task.py ROOT TASK_ID
+Usage: python synthetic_task.py ROOT TASK_ID [TASK_ID ...]
 
 Nothing here is AppWorld's data: a made-up user, supervisor and contact are created on the
 installed apps' empty models, and the ground truth (metadata, test data, evaluation) is written
 by this script. The result lives under ROOT/data/tasks/TASK_ID, in a temporary folder.
+Further task ids get a copy of the first task's folder (nothing in it names its id), so
+several tasks cost one build.
 """
 
 import importlib
 import json
 import os
+import shutil
 import sys
 from datetime import datetime
 
-ROOT, TASK_ID = sys.argv[1], sys.argv[2]
+ROOT, TASK_ID, COPIES = sys.argv[1], sys.argv[2], sys.argv[3:]
 os.environ["APPWORLD_ROOT"] = ROOT
 
 # AppWorld is imported by name: it lives only in its own venv, never in evolve's.
@@ -131,7 +134,10 @@ def main() -> None:
         f.write("null")
     with open(os.path.join(gt, "evaluation.py"), "w", encoding="utf-8") as f:
         f.write(EVALUATION)
-    print(json.dumps({"task_id": TASK_ID, "root": ROOT}))
+    tasks = os.path.join(ROOT, "data", "tasks")
+    for task_id in COPIES:
+        shutil.copytree(os.path.join(tasks, TASK_ID), os.path.join(tasks, task_id))
+    print(json.dumps({"task_ids": [TASK_ID, *COPIES], "root": ROOT}))
 
 
 main()

@@ -10,16 +10,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from appworld_helpers import live_workers as _live_workers
 from appworld_helpers import require_appworld
+from appworld_helpers import run_cli as _evolve
 
-from evolve.envs.appworld._client import WORKER
 from evolve.envs.appworld._setup import _bucket
 
 pytestmark = [pytest.mark.appworld, pytest.mark.slow]
@@ -53,35 +53,6 @@ def synthetic_root(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]
     assert done.returncode == 0, done.stderr[-2000:]
     print(f"synthetic task built in {time.perf_counter() - started:.1f} s")
     return root, task_id
-
-
-def _evolve(cwd: Path, env: dict[str, str], script: str, *args: str) -> tuple[int, str, str, int]:
-    proc = subprocess.Popen(
-        [sys.executable, str(HERE / "cli_runner.py"), script, *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    out, err = proc.communicate(timeout=900)
-    return proc.returncode, out, err, proc.pid
-
-
-def _live_workers(root: Path) -> list[int]:
-    """Worker processes serving `root` (read from /proc)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if str(WORKER).encode() in cmd and f"APPWORLD_ROOT={root}".encode() in environ:
-            pids.append(int(entry.name))
-    return pids
 
 
 def _calls(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -176,6 +147,22 @@ def test_run_and_train_on_a_synthetic_appworld_task(
     rc, out, err, _ = _evolve(ws, env, "text", "appworld", "splits", "--json")
     assert rc == 0, err
     assert json.loads(out)["splits"]["train"] == [task_id]
+
+    # One task, in train: `evolve evolve` says in one sentence why no generation can be judged.
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True, check=True
+    ).stdout
+    rc, out, err, _ = _evolve(ws, env, "text", "evolve", "--generations", "1")
+    assert rc != 0
+    assert "the evalset's dev and holdout splits are empty" in err
+    assert "`evolve appworld splits`" in err and "Traceback" not in err
+    assert not (ws / "generations" / "gen-0001.json").exists()
+    assert (
+        head
+        == subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ws, capture_output=True, text=True, check=True
+        ).stdout
+    )
     status = subprocess.run(
         ["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True, check=True
     ).stdout

@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 from evolve.envs import Environment, Task
+from evolve.train._histref import RecordsHistory, StreamHistory
 
 
 def stream_tasks(env: Environment, seed: int, episodes: int) -> list[Task]:
@@ -18,9 +19,21 @@ def stream_tasks(env: Environment, seed: int, episodes: int) -> list[Task]:
     return [pool[rng.randrange(len(pool))] for _ in range(episodes)]
 
 
-def history_before(env: Environment, tasks: list[Task], persona: str, episode: int) -> Any:
-    """The user's history at the start of `episode`, replayed from the stream (no model calls)."""
+def history_before(
+    env: Environment,
+    tasks: list[Task],
+    persona: str,
+    episode: int,
+    recorded: StreamHistory | None = None,
+) -> Any:
+    """The user's history at the start of `episode`, replayed from the stream (no model calls).
+
+    An environment whose history depends on what the agent did (`RecordsHistory`, AppWorld)
+    replays the stream's `recorded` history (`evolve.train._histref`) instead of the tasks.
+    """
     history = env.initial_history(persona)
+    if recorded is not None and isinstance(env, RecordsHistory):
+        return recorded.replay(env, history, episode)
     for k in range(episode):
         history = env.advance_history(history, tasks[k], persona, k)
     return history

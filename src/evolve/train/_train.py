@@ -52,6 +52,7 @@ from evolve.store import (
     GitStore,
     format_ops,
 )
+from evolve.train._histref import RecordsHistory, StreamHistory
 from evolve.train._stream import history_before, stream_id, stream_tasks
 from evolve.train._trainref import (
     BASE,
@@ -331,7 +332,8 @@ def _train(
     if start_at is not None:
         start = max(start, start_at)  # the evolve loop skips a batch a rejected generation used
     tasks = stream_tasks(env, seed, max(total, start))
-    history = history_before(env, tasks, persona, start)
+    past = StreamHistory.load(store, sid) if isinstance(env, RecordsHistory) else None
+    history = history_before(env, tasks, persona, start, past)
     timeline = Timeline.load(store, persona)
     added = timeline.extend(sid, start, total)
     if added:
@@ -427,7 +429,13 @@ def _train(
         with log_path.open("a", encoding="utf-8") as handle:
             handle.write(canonical_json(logged.model_dump(mode="json")) + "\n")
         report.outcomes.append(outcome)
-        history = env.advance_history(history, task, persona, k)
+        if past is not None and isinstance(env, RecordsHistory):
+            # Kept on the side ref: a stream resumed in a new process replays it (_histref).
+            record = env.history_record(task, persona, result.trace.calls)
+            past.save(store, k, record)
+            history = env.history_with(history, record)
+        else:
+            history = env.advance_history(history, task, persona, k)
         if progress:
             progress(k + 1 - start, total - start)
     report.duration_s = time.perf_counter() - started

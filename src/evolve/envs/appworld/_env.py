@@ -136,7 +136,6 @@ class AppWorldEnv:
         self._personas: dict[str, Persona] = load_personas(evalset / "personas")
         self._tasks: dict[str, Task] | None = None
         self._docs: list[dict[str, Any]] | None = None
-        self._episode_payments: dict[tuple[str, int], Payment] = {}
 
     @staticmethod
     def _load(path: Path, model: type[Any]) -> Any:
@@ -269,8 +268,36 @@ class AppWorldEnv:
         return History()
 
     def advance_history(self, history: History, task: Task, persona: str, episode: int) -> History:
-        payment = self._episode_payments.get((task.id, episode))
-        return History((*history.payments, payment)) if payment is not None else history
+        """Unchanged: an AppWorld payment is what the agent did, not what the task fixes.
+
+        Training keeps the history with `history_record` / `history_with` instead (the env is a
+        `evolve.train._histref.RecordsHistory`): one record per episode on `refs/evolve/train`,
+        so a stream resumed in a new process replays the same history.
+        """
+        return history
+
+    def history_record(self, task: Task, persona: str, calls: Sequence[ApiCall]) -> dict[str, Any]:
+        """What one episode adds to the user's history, as JSON: its payment or null."""
+        payment = episode_payment(calls)
+        return {
+            "task": task.id,
+            "payment": None
+            if payment is None
+            else {"contact": payment.contact, "amount": payment.amount, "card": payment.card},
+        }
+
+    def history_with(self, history: History, record: Mapping[str, Any]) -> History:
+        """`history` with the payment of one episode's record (from `history_record`)."""
+        paid = record.get("payment")
+        if not isinstance(paid, Mapping):
+            return history
+        try:
+            payment = Payment(str(paid["contact"]), float(paid["amount"]), int(paid["card"]))
+        except (KeyError, TypeError, ValueError):
+            raise ConfigError(
+                f"a recorded AppWorld payment is malformed: {dict(paid)!r}."
+            ) from None
+        return History((*history.payments, payment))
 
     def new_world(self, task: Task, persona: str, history: History) -> AppWorldEpisode:
         self.persona(persona)
@@ -300,10 +327,6 @@ class AppWorldEnv:
         applicable, violations = check_persona(
             self.persona(persona), task, world.calls, world.supervisor, history, episode
         )
-        if episode is not None:
-            payment = episode_payment(world.calls)
-            if payment is not None:
-                self._episode_payments[(task.id, episode)] = payment
         return Judgement(failure is None, failure, tuple(applicable), tuple(violations))
 
     def feedback(self, task: Task, judgement: Judgement, tier: Tier) -> Feedback:

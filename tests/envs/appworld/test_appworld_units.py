@@ -11,7 +11,7 @@ import pytest
 from evolve.envs import ApiCall, Task, make_env
 from evolve.envs.appworld import AppWorldError, family_of
 from evolve.envs.appworld._env import History
-from evolve.envs.appworld._personas import check_persona, episode_payment, map_call
+from evolve.envs.appworld._personas import check_persona, episode_payment, map_call, note_fields
 from evolve.envs.appworld._setup import _bucket, splits_yaml
 from evolve.envs.persona_world._personas import Persona, load_personas
 from evolve.workspace import init_workspace
@@ -95,10 +95,71 @@ def test_payment_rules_use_the_cards_and_history_of_the_episodes() -> None:
     assert [v.rule for v in violations] == ["habitual_card"]
 
 
-def test_note_rules_that_need_a_persona_world_task_do_not_apply() -> None:
-    note = ApiCall("simple_note", "create_note", {"title": "T", "content": "a\nb"}, True)
-    applicable, _ = check_persona(_alex(), _task(), [note], SUPERVISOR, History(), None)
-    assert "private_note_format" not in applicable
+def _persona(name: str) -> Persona:
+    return load_personas(HARNESS / "evalset" / "personas")[name]
+
+
+def _note(title: str, content: str) -> ApiCall:
+    # A recorded simple_note__create_note call, written by hand (no AppWorld data).
+    return ApiCall("simple_note", "create_note",
+                   {"title": title, "content": content, "access_token": "t"}, True,
+                   result={"message": "Note created.", "note_id": 3})  # fmt: skip
+
+
+def _note_rules(persona: str, note: ApiCall, task: Task | None = None) -> tuple[set[str], set[str]]:
+    applicable, violations = check_persona(
+        _persona(persona), task or _task(), [note], SUPERVISOR, History(), 0
+    )
+    notes = {"private_note_format", "note_title_format", "note_checksum"}
+    return set(applicable) & notes, {v.rule for v in violations} & notes
+
+
+def test_note_fields_are_read_off_the_created_note() -> None:
+    args = {
+        "title": "2023-05-18 Groceries",
+        "content": "1. milk\n2) eggs\n[x] jam\n* tea\nChecksum: 13",
+    }
+    assert note_fields(args) == {"items": ["milk", "eggs", "jam", "tea"], "title": "Groceries"}
+    assert note_fields({"title": "Plain", "content": ""}) == {"items": [], "title": "Plain"}
+
+
+def test_private_note_format_checks_the_created_notes_layout() -> None:
+    # alex keeps bullets, casey numbered lists, dana checklists.
+    assert _note_rules("alex", _note("Groceries", "- milk\n- eggs")) == (
+        {"private_note_format"},
+        set(),
+    )
+    assert _note_rules("alex", _note("Groceries", "milk\neggs")) == (
+        {"private_note_format"}, {"private_note_format"},
+    )  # fmt: skip
+    assert _note_rules("casey", _note("GROCERIES", "1. milk\n2. eggs"))[1] == set()
+    assert "private_note_format" in _note_rules("casey", _note("GROCERIES", "1. milk\n3. eggs"))[1]
+    assert "private_note_format" in _note_rules("casey", _note("GROCERIES", "- milk\n- eggs"))[1]
+    dana = _note_rules("dana", _note("G", "[ ] milk\n[ ] eggs\nChecksum: 8"))
+    assert dana == ({"private_note_format", "note_checksum"}, set())
+
+
+def test_note_checksum_counts_the_characters_of_the_created_notes_items() -> None:
+    # blair: dated titles and a checksum line (milk + eggs = 8 characters).
+    good = _note("2023-05-18 Groceries", "- milk\n- eggs\nChecksum: 8")
+    assert _note_rules("blair", good) == ({"note_title_format", "note_checksum"}, set())
+    for content in ("- milk\n- eggs\nChecksum: 7", "- milk\n- eggs"):
+        assert _note_rules("blair", _note("2023-05-18 Groceries", content))[1] == {"note_checksum"}
+
+
+def test_note_title_format_checks_the_task_date_or_capitals() -> None:
+    # The AppWorld task's date (its `datetime`) is the date a dated title must start with.
+    assert _note_rules("emery", _note("2023-05-18 Groceries", "x")) == (
+        {"note_title_format"},
+        set(),
+    )
+    for title in ("Groceries", "2023-05-17 Groceries", "Groceries 2023-05-18"):
+        assert _note_rules("emery", _note(title, "x"))[1] == {"note_title_format"}
+    assert _note_rules("casey", _note("GROCERIES", "1. x"))[1] == set()
+    assert _note_rules("casey", _note("Groceries", "1. x"))[1] == {"note_title_format"}
+    # A task with no date cannot be checked for a dated title: the rule does not apply there.
+    undated = Task("abc1234_1", "abc1234", "appworld", "train", "Do it.", {"date": ""})
+    assert _note_rules("emery", _note("Groceries", "x"), undated) == (set(), set())
 
 
 def test_families_are_scenarios_and_split_hashing_is_stable() -> None:

@@ -12,14 +12,28 @@ copied):
   first address, `cc` = the others.
 
 The kind of an AppWorld episode is that of its last successful such call, so a persona's rules
-apply to any AppWorld task that touches those apps. Rules that need what only a
-persona_world task states (a note's asked-for items, title or date) do not apply on AppWorld.
+apply to any AppWorld task that touches those apps.
+
+The note rules read, on persona_world, fields its note tasks state (`items`, `title`, `date`).
+On AppWorld they are taken from the created note itself and the AppWorld task's date, so they
+apply to any task that creates a note (`note_fields`):
+
+- `items`: the note's content lines (without its `Checksum:` line), each stripped of one list
+  marker (`- `, `* `, `1. `, `[ ] ` ...). `private_note_format` then checks the layout the
+  persona wants (every line carries that style's marker, numbers in sequence) and
+  `note_checksum` checks the last line is `Checksum: N` with N the characters of those items.
+  What the items should say is AppWorld's evaluation's business, not the persona's.
+- `title`: the created title without a leading `YYYY-MM-DD ` date; `note_title_format` then
+  checks the title starts with the AppWorld task's own date (its `datetime`, the world's
+  "today"), or is in capitals. When the task has no date the `date` style cannot be checked,
+  and the rule does not apply to that episode.
 The user's profile is the AppWorld supervisor; cards are those the episode's
 `venmo__show_payment_cards` returned; the history is the payments of earlier training episodes.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -30,8 +44,12 @@ from evolve.envs.persona_world._personas import Persona
 from evolve.envs.persona_world._rules import RULES_BY_NAME, CheckContext
 from evolve.envs.persona_world._world import Card, Contact, Payment, Profile
 
-# Rules that read what only a persona_world task states.
-NOT_ON_APPWORLD = frozenset({"private_note_format", "note_title_format", "note_checksum"})
+# Rules that read what only a persona_world task states: none since the note rules read their
+# fields off the created note (`note_fields`). Kept as the one place to name such a rule.
+NOT_ON_APPWORLD: frozenset[str] = frozenset()
+
+_LIST_MARKER = re.compile(r"^\s*(?:[-*\u2022] |\d+[.)] |\[[ xX]\] )")
+_DATED = re.compile(r"^\d{4}-\d{2}-\d{2} +")
 
 MAIN_APIS = {
     ("phone", "send_text_message"): "sms",
@@ -65,6 +83,19 @@ def map_call(call: ApiCall) -> tuple[str, dict[str, Any]] | None:
             "body": a.get("body", ""),
         }
     return kind, a
+
+
+def note_fields(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The persona_world note task fields (`items`, `title`) read off a created note's args."""
+    lines = [ln for ln in str(args.get("content") or "").splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith("Checksum:")]
+    items = [_LIST_MARKER.sub("", ln, count=1).strip() for ln in lines]
+    return {"items": items, "title": _DATED.sub("", str(args.get("title") or ""), count=1)}
+
+
+def _undecidable(rule: str, value: Any, params: Mapping[str, Any]) -> bool:
+    """A rule this episode cannot check: a dated title on a task with no date."""
+    return rule == "note_title_format" and str(value) == "date" and not params.get("date")
 
 
 def main_call(calls: Sequence[ApiCall]) -> tuple[str, dict[str, Any]] | None:
@@ -139,8 +170,8 @@ def check_persona(
     if kind == "payment":
         params["amount"] = float(args.get("amount") or 0.0)
         params["contact"] = key
-    if "title" in args:
-        params["title"] = args["title"]
+    if kind == "note":
+        params.update(note_fields(args))
     view = replace(task, kind=kind, params=params)
     profile = Profile(
         str(supervisor.get("first_name", persona.first_name)),
@@ -156,8 +187,10 @@ def check_persona(
         rule = RULES_BY_NAME[pref.rule]
         if rule.name in NOT_ON_APPWORLD or not rule.applies(view):
             continue
-        applicable.append(rule.name)
         value = pref.value_at(episode)
+        if _undecidable(rule.name, value, params):
+            continue
+        applicable.append(rule.name)
         detail = rule.check(ctx, args, value)
         if detail is not None:
             violations.append(Violation(rule.name, detail, rule.statement(value)))

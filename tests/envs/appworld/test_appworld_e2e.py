@@ -129,6 +129,17 @@ def test_run_and_train_on_a_synthetic_appworld_task(
     assert "Sign off every text message" in memory
     train_log = next((ws / "generations" / "runs").glob("train-*.jsonl")).read_text()
     assert "sms_signoff" in train_log
+    # The stream's history (no payment in a texting task) is on the side ref, one record an episode.
+    names = subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", "refs/evolve/train", "history/"],
+        cwd=ws, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert len(names) == 1
+    shown = subprocess.run(["git", "show", f"refs/evolve/train:{names[0]}"],
+                           cwd=ws, capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert json.loads(shown)["episodes"] == {
+        "0": {"payment": None, "task": task_id}, "1": {"payment": None, "task": task_id},
+    }  # fmt: skip
 
     # The usual reading and undo commands work on an AppWorld workspace.
     rc, out, err, _ = _evolve(ws, env, "text", "log", "--json")

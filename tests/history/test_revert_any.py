@@ -10,16 +10,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+from revert_helpers import episode_commit as _episode
+from revert_helpers import units_by_id as _units
 
 from conftest import one_sentence as _one_sentence
 from conftest import run_cli as _cli
 from conftest import workspace_state as _state
-from evolve.applier import MemoryApplier, Op
+from evolve.applier import Op
 from evolve.history import revert
 from evolve.llm import JsonSchema, Message, MockLLM
-from evolve.memory import MemoryUnit, load_units, load_units_at, parse_unit
+from evolve.memory import MemoryUnit, load_units, load_units_at
 from evolve.memory._similarity import normalize
-from evolve.store import EPISODE, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
 from evolve.train import train
 from evolve.updaters import RECIPES, render_for
 from evolve.workspace import Workspace
@@ -30,15 +31,6 @@ FRIENDS = "Set my Venmo payments to friends-only visibility."
 PUBLIC = "Keep all my Venmo payments public."
 SIGNOFF = "Sign every text message with 'Cheers, Alex'."
 GIT_REVERT = "Evolve-Git-Revert"
-COUNTERS = ("helpful", "harmful", "alpha", "beta", "updated_episode")
-
-
-def _counters_only(path: str, before: str, after: str) -> bool:
-    """Two versions of a unit file that differ only in evidence counters."""
-    a, b = parse_unit(path, before), parse_unit(path, after)
-    return before != after and a.with_(**dict.fromkeys(COUNTERS)) == b.with_(
-        **dict.fromkeys(COUNTERS)
-    )
 
 
 def _bullet(uid: str, text: str, episode: int, **fields: object) -> MemoryUnit:
@@ -55,33 +47,6 @@ def _bullet(uid: str, text: str, episode: int, **fields: object) -> MemoryUnit:
     }
     data.update(fields)
     return MemoryUnit.model_validate(data)
-
-
-def _episode(ws: Workspace, k: int, ops: Sequence[Op]) -> str:
-    """One training-like episode commit: the ops through the applier, the episode's trailers."""
-    applier = MemoryApplier(ws, ALEX)
-    result = applier.apply(ops, load_units(ws.root))
-    assert not result.refused, result.refused
-    sha = ws.store.commit(
-        result.paths,
-        f"ace: episode {k} (pay_back-1)",
-        body="Complaint:\n  payments were shared with the wrong audience",
-        trailers=[
-            (EPISODE, str(k)),
-            (RECIPE, "ace"),
-            (TASK, "pay_back-1"),
-            (OPS, format_ops((op.op, op.id) for op in result.applied)),
-            (PERSONA, "alex"),
-            (KIND, "train"),
-        ],
-    )
-    applier.done()
-    assert sha is not None
-    return sha
-
-
-def _units(ws: Workspace) -> dict[str, MemoryUnit]:
-    return {u.id: u for u in load_units(ws.root)}
 
 
 def _memory(ws: Workspace) -> str:

@@ -6,17 +6,18 @@ reactivated since the commit that taught it reverts alone."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from revert_helpers import episode_commit as _episode
+from revert_helpers import units_by_id as _units
 
 from conftest import run_cli as _cli
-from evolve.applier import MemoryApplier, Op
+from evolve.applier import Op
 from evolve.errors import EvolveError
 from evolve.history import revert
 from evolve.memory import MemoryUnit, load_units, parse_counters
-from evolve.store import EPISODE, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
 from evolve.updaters import RECIPES, render_for
 from evolve.workspace import Workspace
 
@@ -39,32 +40,6 @@ def _unit(uid: str, text: str, **fields: object) -> MemoryUnit:
     }
     data.update(fields)
     return MemoryUnit.model_validate(data)
-
-
-def _episode(ws: Workspace, k: int, ops: Sequence[Op]) -> str:
-    applier = MemoryApplier(ws, ALEX)
-    result = applier.apply(ops, load_units(ws.root))
-    assert not result.refused, result.refused
-    sha = ws.store.commit(
-        result.paths,
-        f"ace: episode {k} (pay_back-1)",
-        body="Complaint:\n  payments were shared with the wrong audience",
-        trailers=[
-            (EPISODE, str(k)),
-            (RECIPE, "ace"),
-            (TASK, "pay_back-1"),
-            (OPS, format_ops((op.op, op.id) for op in result.applied)),
-            (PERSONA, "alex"),
-            (KIND, "train"),
-        ],
-    )
-    applier.done()
-    assert sha is not None
-    return sha
-
-
-def _units(ws: Workspace) -> dict[str, MemoryUnit]:
-    return {u.id: u for u in load_units(ws.root)}
 
 
 def _sidecar(ws: Workspace) -> dict[str, dict[str, float | int]]:

@@ -37,7 +37,7 @@ def _unanswered(ws: Workspace) -> list[tuple[CommitInfo, CommitInfo]]:
     store = ws.store
     if store.head() is None:
         return []
-    out = store.repo.git.log("--fixed-strings", "--grep=This reverts commit ", "--format=%H")
+    out = store.git("log", "--fixed-strings", "--grep=This reverts commit ", "--format=%H")
     shas = out.split()
     if not shas:
         return []

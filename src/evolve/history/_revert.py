@@ -130,7 +130,7 @@ def taught_by(change: Change) -> MemoryUnit | None:
 
 def later_content_touches(store: GitStore, sha: str, path: str) -> list[str]:
     """Commits after `sha` on HEAD's history that changed what `path` says, oldest first."""
-    out = store.repo.git.log("--reverse", "--format=%H %P", f"{sha}..HEAD", "--", path)
+    out = store.git("log", "--reverse", "--format=%H %P", f"{sha}..HEAD", "--", path)
     touches = []
     for line in out.splitlines():
         parts = line.split()
@@ -350,7 +350,7 @@ def _check_revertable(store: GitStore, info: CommitInfo) -> list[Change]:
 
 def reverted_by(store: GitStore, sha: str) -> str | None:
     """The revert that undid `sha` and still stands (itself not reverted), if any."""
-    out = store.repo.git.log("--fixed-strings", f"--grep={sha}", "--format=%H", f"{sha}..HEAD")
+    out = store.git("log", "--fixed-strings", f"--grep={sha}", "--format=%H", f"{sha}..HEAD")
     for candidate in out.split():  # newest first: the newest revert of `sha` decides
         info = store.commit_info(candidate)
         target = git_revert_target(info)
@@ -383,7 +383,7 @@ def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
                     )
                 chosen[later] = other
                 queue.append(other)
-    order = store.repo.git.rev_list(f"{first.sha}^..HEAD").split()
+    order = store.git("rev-list", f"{first.sha}^..HEAD").split()
     rank = {sha: i for i, sha in enumerate(order)}
     return sorted(chosen.values(), key=lambda c: rank.get(c.sha, len(rank)))
 

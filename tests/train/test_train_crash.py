@@ -254,3 +254,21 @@ def test_kill_after_the_commit_before_the_journal_is_removed(
     assert first_episode_state["problems"] == []
     assert first_episode_state["journal"] is False
     _assert_sound(ws, run_git)
+
+
+def test_a_write_killed_before_its_rename_leaves_nothing_that_blocks_training(
+    workspace: Workspace,
+) -> None:
+    """A SIGKILL inside `atomic_write` leaves `.<name>.<random>.tmp` beside the unit: it is
+    ignored by git (memory/ is not dirty) and removed by the next writer's recovery."""
+    from evolve.applier import recover
+    from evolve.applier._journal import begin
+
+    unit = workspace.root / "memory" / "alex" / "ace-0123456789.md"
+    unit.parent.mkdir(parents=True, exist_ok=True)
+    leftover = unit.parent / ".ace-0123456789.md.k1p0dp6.tmp"
+    leftover.write_text("half a unit", encoding="utf-8")
+    begin(workspace.store, ["memory/alex/ace-0123456789.md"])
+    assert workspace.store.dirty_paths(["memory"]) == []
+    recover(workspace.store)
+    assert not leftover.exists()

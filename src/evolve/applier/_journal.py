@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from evolve._io import atomic_write
+from evolve._io import atomic_write, temp_prefix
 from evolve.store import GitStore
 
 JOURNAL = "evolve-journal.json"
@@ -53,5 +53,10 @@ def recover(store: GitStore) -> list[str]:
         for p in paths:
             if p not in tracked:
                 (store.root / p).unlink(missing_ok=True)
+    for p in paths:  # the temporary file of a write killed before its rename
+        full = store.root / p
+        if full.parent.is_dir():
+            for leftover in full.parent.glob(f"{temp_prefix(full.name)}*.tmp"):
+                leftover.unlink(missing_ok=True)
     path.unlink(missing_ok=True)
     return paths

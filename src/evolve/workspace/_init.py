@@ -24,6 +24,8 @@ GITIGNORE = """\
 /generations/*.json
 /generations/*.md
 /generations/report/
+# the temporary file of a write that was killed before its rename (removed by recovery)
+.*.tmp
 __pycache__/
 .pytest_cache/
 """

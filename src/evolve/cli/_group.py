@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "revert": ("evolve.cli._history:revert_cmd", "Undo a memory or prompt commit; tombstone it."),
     "review": ("evolve.cli._history:review_group", "Approve or reject units left pending."),
     "report": ("evolve.cli._history:report_cmd", "Write a self-contained HTML report."),
+    "compare": ("evolve.cli._compare:compare_cmd", "Run an experiment: arms on their own refs."),
     "appworld": (
         "evolve.cli._appworld:appworld_group",
         "Run on AppWorld: prepare its venv, rebuild splits.",

@@ -138,8 +138,8 @@ def load_records(ws: Workspace) -> list[GenerationRecord]:
     files = ws.store.read_side_ref(RECORDS_REF)
     records = []
     for path, raw in sorted(files.items()):
-        if not path.endswith(".json"):
-            continue
+        if "/" in path or not path.endswith(".json"):
+            continue  # experiments/<name>/ holds `evolve compare` results, not generations
         try:
             records.append(GenerationRecord.model_validate(json.loads(raw)))
         except (ValidationError, ValueError) as exc:

@@ -138,10 +138,10 @@ def parse_experiment(
                     f"{source}: arm {arm_name!r} has unknown type {arm['type']!r}; choose "
                     "none, oracle, fixed or recipe."
                 )
-            if isinstance(arm, dict) and "type" not in arm and "recipe" not in arm:
+            if isinstance(arm, dict) and "type" not in arm:
                 if arm_name in ("none", "oracle", "fixed"):
-                    arm["type"] = arm_name
-                else:
+                    arm["type"] = arm_name  # an arm named after a type is of that type
+                elif "recipe" not in arm:
                     arm["recipe"] = arm_name  # `ace: {}` is the ace recipe
     try:
         exp = Experiment.model_validate(data)

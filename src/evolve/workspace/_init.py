@@ -14,7 +14,15 @@ from evolve.workspace._config import CONFIG_NAME, parse_config
 from evolve.workspace._workspace import Workspace
 
 # What a workspace takes from the harness, relative to the harness root.
-HARNESS_ITEMS = (CONFIG_NAME, "prompts", "memory", "evalset", "generations", "tests/health")
+HARNESS_ITEMS = (
+    CONFIG_NAME,
+    "prompts",
+    "memory",
+    "evalset",
+    "generations",
+    "tests/health",
+    "experiments",  # experiment files for `evolve compare` (q3.yaml)
+)
 
 PERSONA_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
@@ -24,6 +32,7 @@ GITIGNORE = """\
 /generations/*.json
 /generations/*.md
 /generations/report/
+/generations/experiments/
 # the temporary file of a write that was killed before its rename (removed by recovery)
 .*.tmp
 __pycache__/

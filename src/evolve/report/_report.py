@@ -142,6 +142,9 @@ def build_report(ws: Workspace, *, commits: int = 10) -> str:
             )
             lines.append(f'<span class="{cls}">{escape(line)}</span>' if cls else escape(line))
         html.append("<pre>" + "\n".join(lines) + "</pre>")
+    from evolve.report._experiment import experiment_sections
+
+    html += experiment_sections(ws)  # `evolve compare` results, from refs/evolve/records
     html.append("</body></html>")
     return "\n".join(html) + "\n"
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+from compare_helpers import snapshot, write_small
 
+from conftest import GitRunner, cli_json, run_cli
 from evolve.compare._run import load_results
 from evolve.generations import load_records
 from evolve.workspace import Workspace
-from tests.compare._helpers import snapshot, write_small
-from tests.conftest import GitRunner, cli_json, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -21,20 +22,20 @@ TEPA = "refs/evolve/arms/small/tepa/blair/instance/0"
 
 
 @pytest.fixture
-def ran(ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+def ran(ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     write_small(ws.root)
     run_git(ws.root, "add", "experiments/small.yaml")
     run_git(ws.root, "commit", "-qm", "experiment: small")
     # Something uncommitted in the working tree, which must stay exactly as it is.
     (ws.root / "memory" / "notes.md").write_text("a hand note in progress\n", encoding="utf-8")
     before = snapshot(ws.root, ws.store.git_dir)
-    doc = cli_json(capsys, "compare", "experiments/small.yaml", "--jobs", "1")
+    doc: dict[str, Any] = cli_json(capsys, "compare", "experiments/small.yaml", "--jobs", "1")
     assert snapshot(ws.root, ws.store.git_dir) == before
     return doc
 
 
 def test_arms_train_on_their_own_refs_and_main_is_untouched(
-    ws: Workspace, run_git: GitRunner, ran: dict[str, object]
+    ws: Workspace, run_git: GitRunner, ran: dict[str, Any]
 ) -> None:
     head = run_git(ws.root, "rev-parse", "HEAD").strip()
     refs = run_git(ws.root, "for-each-ref", "--format=%(refname)", "refs/evolve/arms").split()
@@ -55,11 +56,13 @@ def test_arms_train_on_their_own_refs_and_main_is_untouched(
     diff = run_git(ws.root, "diff", "--stat", ACE, TEPA, "--", "memory/")
     assert "ace-" in diff and "tepa-" in diff
     # The persona's clock of each arm is its own: no arm's training saw another's episodes.
-    assert run_git(ws.root, "show", "refs/evolve/arm-records/small/ace/blair/instance/1:timeline/blair.json")
+    assert run_git(
+        ws.root, "show", "refs/evolve/arm-records/small/ace/blair/instance/1:timeline/blair.json"
+    )
 
 
 def test_memory_as_of_an_arm_and_log_and_revert_in_a_worktree(
-    ws: Workspace, run_git: GitRunner, ran: dict[str, object], capsys: pytest.CaptureFixture[str],
+    ws: Workspace, run_git: GitRunner, ran: dict[str, Any], capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:  # fmt: skip
     shown = cli_json(capsys, "memory", "--as-of", ACE, "--persona", "blair")
@@ -75,17 +78,19 @@ def test_memory_as_of_an_arm_and_log_and_revert_in_a_worktree(
     code, out, err = run_cli(capsys, "revert", newest, "-C", str(arm), "--reason", "bad arm")
     assert code == 0, err
     run_git(ws.root, "update-ref", ACE, "try-ace")
-    assert run_git(ws.root, "log", "-1", "--format=%s", ACE).startswith("Revert") or "revert" in \
-        run_git(ws.root, "log", "-1", "--format=%B", ACE).lower()
+    assert (
+        run_git(ws.root, "log", "-1", "--format=%s", ACE).startswith("Revert")
+        or "revert" in run_git(ws.root, "log", "-1", "--format=%B", ACE).lower()
+    )
     after = cli_json(capsys, "memory", "--as-of", ACE, "--persona", "blair")
     assert after["memory"] != shown["memory"]
 
 
 def test_results_per_arm_with_intervals_are_written_and_recorded(
-    ws: Workspace, ran: dict[str, object]
+    ws: Workspace, ran: dict[str, Any]
 ) -> None:
     doc = ran
-    rows = {r["arm"]: r for r in doc["rows"]}  # type: ignore[index]
+    rows = {r["arm"]: r for r in doc["rows"]}
     assert set(rows) == {"none", "oracle", "fixed", "ace", "tepa"}
     assert rows["none"]["gap_closed"]["value"] == 0.0
     assert rows["oracle"]["gap_closed"]["value"] == 1.0
@@ -103,16 +108,16 @@ def test_results_per_arm_with_intervals_are_written_and_recorded(
     assert rows["fixed"]["gap_closed"]["value"] == 0.0
     assert rows["ace"]["train_tokens_per_stream"] > 0
     folder = ws.root / "generations" / "experiments" / "small"
-    assert json.loads((folder / "results.json").read_text())["rows"] == doc["rows"]  # type: ignore[index]
+    assert json.loads((folder / "results.json").read_text())["rows"] == doc["rows"]
     md = (folder / "results.md").read_text()
     assert "| ace |" in md and "gap closed" in md
     [recorded] = load_results(ws)
-    assert recorded["rows"] == doc["rows"]  # type: ignore[index]
+    assert recorded["rows"] == doc["rows"]
     assert load_records(ws) == []  # generation records are not confused by experiments
 
 
 def test_a_changed_experiment_needs_fresh_and_a_rerun_redoes_nothing(
-    ws: Workspace, ran: dict[str, object], capsys: pytest.CaptureFixture[str]
+    ws: Workspace, ran: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     cells = ws.root / "generations" / "experiments" / "small" / "cells"
     stamps = {p.name: p.stat().st_mtime_ns for p in cells.iterdir()}
@@ -128,7 +133,7 @@ def test_a_changed_experiment_needs_fresh_and_a_rerun_redoes_nothing(
 
 
 def test_the_experiment_page_in_the_report(
-    ws: Workspace, ran: dict[str, object], capsys: pytest.CaptureFixture[str]
+    ws: Workspace, ran: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, err = run_cli(capsys, "report")
     assert code == 0, err
@@ -137,7 +142,7 @@ def test_the_experiment_page_in_the_report(
 
 
 def test_git_status_stays_clean_in_a_committed_workspace(
-    ws: Workspace, run_git: GitRunner, ran: dict[str, object]
+    ws: Workspace, run_git: GitRunner, ran: dict[str, Any]
 ) -> None:
     (ws.root / "memory" / "notes.md").unlink()
     assert subprocess.run(["git", "status", "--porcelain"], cwd=ws.root, capture_output=True,

@@ -11,15 +11,17 @@ import time
 from pathlib import Path
 
 import pytest
+from compare_helpers import snapshot, write_small
 
+from conftest import GitRunner
 from evolve.workspace import init_workspace
-from tests.compare._helpers import snapshot, write_small
-from tests.conftest import GitRunner
 
 pytestmark = pytest.mark.slow
 
 
-def compare(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def compare(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "evolve", "compare", "experiments/small.yaml", *args],
         cwd=root, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=300,

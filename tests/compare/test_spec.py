@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from evolve.compare import ExperimentError, Job, parse_experiment, plan
 from evolve.workspace import Workspace
-from tests.conftest import run_cli
 
 PERSONAS = ["alex", "blair"]
 RECIPES = ["ace", "tepa"]
@@ -81,7 +81,9 @@ def test_the_command_refuses_a_wrong_file_before_anything_runs(
     ws: Workspace, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = ws.store.git("for-each-ref")
-    Path("bad.yaml").write_text("name: bad\npersonas: [alex]\narms: {x: {recipe: nope}}\n")
+    Path("bad.yaml").write_text(
+        "name: bad\npersonas: [alex]\narms: {x: {recipe: nope}}\n", encoding="utf-8"
+    )
     code, out, err = run_cli(capsys, "compare", "bad.yaml")
     assert code == 1 and out == ""
     assert "unknown recipe 'nope'" in err and len(err.strip().splitlines()) == 1
@@ -95,7 +97,7 @@ def test_the_shipped_q3_plan(ws: Workspace, capsys: pytest.CaptureFixture[str]) 
     """`evolve init` copies experiments/q3.yaml; its plan is seed 000's Q3 shape."""
     assert (ws.root / "experiments" / "q3.yaml").is_file()
     assert ws.store.git("ls-files", "experiments").split() == ["experiments/q3.yaml"]
-    from tests.conftest import cli_json
+    from conftest import cli_json
 
     doc = cli_json(capsys, "compare", "experiments/q3.yaml", "--plan")
     labels = [j["label"] for j in doc["jobs"]]

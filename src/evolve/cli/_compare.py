@@ -6,8 +6,14 @@ from pathlib import Path
 
 import click
 
-from evolve.cli._common import ModelChoice, emit_json, json_option, model_options, open_workspace
-from evolve.cli._common import workspace_option
+from evolve.cli._common import (
+    ModelChoice,
+    emit_json,
+    json_option,
+    model_options,
+    open_workspace,
+    workspace_option,
+)
 
 
 def _find(path: Path, root: Path) -> Path:

@@ -169,9 +169,7 @@ def _evaluate(ws: Workspace, llm: LLM, setup: EpisodeSetup, exp: Experiment) -> 
         tasks = env.tasks(split)
         episodes: list[dict[str, Any]] = []
         for seed in exp.eval_seeds:
-            records = score_tasks(
-                env, llm, tasks, setup, runs=1, base_seed=seed, executor="serial"
-            )
+            records = score_tasks(env, llm, tasks, setup, runs=1, base_seed=seed, executor="serial")
             episodes += [_episode(r, seed) for r in records]
         out[split] = episodes
     return out
@@ -259,9 +257,7 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
             for name, arm in exp.arms.items():
                 if arm.type == "fixed" and arm.match == job.arm:
                     fixed = episode_setup(ws, env, job.persona, "fixed")
-                    results.append(
-                        _arm_result(name, spec, fixed, _evaluate(ws, llm, fixed, exp))
-                    )
+                    results.append(_arm_result(name, spec, fixed, _evaluate(ws, llm, fixed, exp)))
             ref, records_ref = job.ref(exp.name), job.records_ref(exp.name)
             assert ref is not None and records_ref is not None
             head = ws.store.head()

@@ -102,11 +102,21 @@ def build_results(
     for split in exp.splits:
         for tier in exp.feedback:
             tasks = sorted(
-                {e["task"] for a in arms for e in index.episodes(a, split, tier, exp.personas, None)}
+                {
+                    e["task"]
+                    for a in arms
+                    for e in index.episodes(a, split, tier, exp.personas, None)
+                }
             )
             resamples = draws(tasks, samples, 0)
 
-            def viol(arm: str, personas: Sequence[str], orders: Sequence[int] | None) -> Any:
+            def viol(
+                arm: str,
+                personas: Sequence[str],
+                orders: Sequence[int] | None,
+                split: str = split,
+                tier: str = tier,
+            ) -> dict[str, tuple[float, float]]:
                 return _counts(index.episodes(arm, split, tier, personas, orders), METRIC)
 
             none_all = viol("none", exp.personas, None) if has_baselines else {}
@@ -249,9 +259,7 @@ def results_markdown(doc: dict[str, Any]) -> str:
                     f"{r['tokens_per_episode'] or 0:.0f} | {r['memory_chars'] or 0:.0f} | "
                     f"{r['cost']:.4f} |"
                 )
-            persona_rows = [
-                p for p in doc["personas"] if p["split"] == split and p["tier"] == tier
-            ]
+            persona_rows = [p for p in doc["personas"] if p["split"] == split and p["tier"] == tier]
             arms = [r["arm"] for r in rows if r["type"] in ("recipe", "fixed")]
             if persona_rows and arms:
                 lines += [
@@ -262,9 +270,7 @@ def results_markdown(doc: dict[str, Any]) -> str:
                     "|---|" + "---|" * len(arms),
                 ]
                 for persona in plan["personas"]:
-                    cells = {
-                        p["arm"]: p for p in persona_rows if p["persona"] == persona
-                    }
+                    cells = {p["arm"]: p for p in persona_rows if p["persona"] == persona}
                     lines.append(
                         f"| {persona} | "
                         + " | ".join(

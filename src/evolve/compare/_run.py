@@ -167,7 +167,9 @@ def _ensure_ignored(ws: Workspace, folder: Path) -> None:
     text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
     line = f"/{EXPERIMENTS}/"
     if line not in text.splitlines():
-        atomic_write(exclude, text + ("" if text.endswith("\n") or not text else "\n") + line + "\n")
+        atomic_write(
+            exclude, text + ("" if text.endswith("\n") or not text else "\n") + line + "\n"
+        )
 
 
 def default_workers() -> int:

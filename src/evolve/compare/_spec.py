@@ -94,7 +94,7 @@ class Experiment(_Strict):
         return hashlib.sha256(self.model_dump_json().encode("utf-8")).hexdigest()[:16]
 
 
-def _sentence(err: dict[str, Any]) -> str:
+def _sentence(err: Any) -> str:
     where = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
     msg = str(err.get("msg", "is not valid")).removeprefix("Value error, ")
     if err.get("type") == "extra_forbidden":

@@ -69,9 +69,7 @@ def _percentiles(values: list[float], confidence: float) -> tuple[float, float]:
     return values[int(round(tail * last))], values[int(round((1.0 - tail) * last))]
 
 
-def rate_interval(
-    counts: Counts, resamples: list[list[str]], confidence: float = 0.95
-) -> Interval:
+def rate_interval(counts: Counts, resamples: list[list[str]], confidence: float = 0.95) -> Interval:
     """The pooled rate of `counts` and its bootstrap interval."""
     value = ratio(counts)
     if value is None:

@@ -21,7 +21,7 @@ def _bar_chart(title: str, bars: list[tuple[str, float | None, float | None, flo
     value is written out instead of drawn."""
     if not bars:
         return f'<p class="empty">{escape(title)}: no data.</p>'
-    left, right, top, row = 110, 60, 28, 22
+    left, _right, top, row = 110, 60, 28, 22
     width, plot = 640, 640 - 110 - 60
     height = top + row * len(bars) + 24
     lo_v = min([0.0, *[v for _, v, lo, _h in bars for v in (v, lo) if v is not None]])
@@ -37,7 +37,9 @@ def _bar_chart(title: str, bars: list[tuple[str, float | None, float | None, flo
     ]
     for tick in (lo_v, 0.0, 0.5, 1.0, hi_v):
         x = sx(tick)
-        parts.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 20}" stroke="#eee"/>')
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 20}" stroke="#eee"/>'
+        )
         parts.append(
             f'<text x="{x:.1f}" y="{height - 6}" font-size="10" text-anchor="middle">{tick * 100:.0f}%</text>'
         )
@@ -80,7 +82,9 @@ def _heat_colour(rate: float) -> str:
     return f"rgb(255,{g},{g})"
 
 
-def _heat_map(title: str, arms: list[str], rules: list[str], rates: dict[tuple[str, str], float]) -> str:
+def _heat_map(
+    title: str, arms: list[str], rules: list[str], rates: dict[tuple[str, str], float]
+) -> str:
     if not arms or not rules:
         return f'<p class="empty">{escape(title)}: no data.</p>'
     left, top, cell_w, cell_h = 170, 70, 62, 20

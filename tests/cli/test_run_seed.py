@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from conftest import cli_json, run_cli
 from evolve.workspace import Workspace
-from tests.conftest import cli_json, run_cli
 
 
 def _episodes(report: dict[str, Any]) -> list[tuple[Any, ...]]:

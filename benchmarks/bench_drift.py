@@ -40,8 +40,8 @@ class Drift:
     slot: str
     stale: str
     label: str
-    # docs/sim.md: the instance complaint never names the new value, so the learner can only
-    # guess (e.g. "Best" for an e-mail sign-off); corrective feedback is the real test.
+    # docs/sim.md: the instance complaint never names the new value, so the learner can write
+    # no value for it (only a vague statement); corrective feedback is the real test.
     unreachable_by_instance: bool = False
 
 

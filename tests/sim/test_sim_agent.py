@@ -25,6 +25,7 @@ from evolve.envs.persona_world import (
     Computed,
     Directive,
     PersonaWorldEnv,
+    Ref,
     api_docs,
     note_checksum,
 )
@@ -191,7 +192,7 @@ def test_a_wrong_value_is_followed_as_written() -> None:
 
 def test_a_profile_reference_is_resolved_from_the_profile() -> None:
     task = _task("sms")
-    first_name = RULES_BY_NAME["sms_signoff"].statement(RULES_BY_NAME["sms_signoff"].default_guess)
+    first_name = RULES_BY_NAME["sms_signoff"].statement(Ref("first_name"))
     result = _run("blair", task, f"- {first_name}", rates=NO_LAPSE)
     assert _main(result, task)["message"].endswith("\n- Blair")
     assert "sms_signoff" in _violated(result)  # blair signs with "B"

@@ -24,7 +24,18 @@ from evolve.envs.persona_world import (
     reference_args,
 )
 from evolve.llm import JsonSchema, Message
-from evolve.sim import SimLLM, complaint_of, proposals_from_complaint, read_directives, slot_of
+from evolve.sim import (
+    Proposal,
+    SimLLM,
+    SimRates,
+    complaint_of,
+    proposals_from_complaint,
+    read_directives,
+    slot_of,
+    user_name,
+    vague_slot_of,
+)
+from evolve.sim._updater import Shown, replaced_ids
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = PersonaWorldEnv(REPO / "evalset")
@@ -32,20 +43,17 @@ TASKS = [t for split in ("train", "dev", "holdout") for t in ENV.tasks(split)]
 KINDS = ("sms", "payment", "note", "email")
 STATEMENTS = JsonSchema("statements", {"type": "object"})
 
-# What a learner guesses from each rule's instance complaint (docs/sim.md, table).
-INSTANCE_GUESS: dict[str, Value] = {
-    "sms_signoff": Ref("first_name"),
-    "sms_greeting": "Hi",
+# The rules whose instance complaint line itself shows the value, and that value
+# (docs/sim.md, "What each tier can teach"); visibility steps from the value it shows.
+INSTANCE_SHOWS: dict[str, Value] = {
     "habitual_card": Computed("habitual_card"),
     "running_total": Computed("running_total"),
-    "private_note_format": "bullets",
-    "note_title_format": "date",
     "note_checksum": Computed("checksum"),
-    "email_signoff": "Best",
-    "email_subject_prefix": "[Personal]",
     "email_cc_self": "self",
-    "email_greeting": "Hi",
 }
+NO_VALUE_SHOWN = [
+    r.name for r in RULES if r.name not in INSTANCE_SHOWS and r.name != "payment_visibility"
+]
 
 
 def _task(kind: str) -> Task:
@@ -75,8 +83,8 @@ def _directive(statement: str) -> Directive:
     return found[0]
 
 
-def _ask(complaint: str, seed: int = 0) -> list[str]:
-    llm = SimLLM(ENV, seed=seed)
+def _ask(complaint: str, seed: int = 0, rates: SimRates | None = None) -> list[str]:
+    llm = SimLLM(ENV, seed=seed, rates=rates)
     messages = [
         Message("system", "You write memory for an assistant."),
         Message("user", f"An episode went wrong.\n<complaint>\n{complaint}\n</complaint>"),
@@ -131,21 +139,47 @@ def _instance_line(rule: Rule, **extra: str) -> str:
     return rule.instance(ctx, **extra)
 
 
-@pytest.mark.parametrize("rule_name", list(INSTANCE_GUESS))
-def test_rule_guess_from_an_instance_line(rule_name: str) -> None:
+def test_no_rule_has_a_default_guess() -> None:
+    """The old source of instance-tier values (one fixed guess per rule) is gone."""
+    for rule in RULES:
+        assert not hasattr(rule, "default_guess"), rule.name
+        assert not hasattr(rule, "guess"), rule.name
+
+
+@pytest.mark.parametrize("rule_name", list(INSTANCE_SHOWS))
+def test_an_instance_line_that_shows_the_value_gives_it(rule_name: str) -> None:
     rule = RULES_BY_NAME[rule_name]
     line = _instance_line(rule)
     match = rule.instance_regex().fullmatch(line)
     assert match is not None
-    assert _directive(rule.guess(match)) == Directive(rule.slot, INSTANCE_GUESS[rule_name], False)
+    assert rule.instance_value(match) == INSTANCE_SHOWS[rule_name]
+    [proposal] = proposals_from_complaint(line)
+    assert proposal.fixes_value
+    assert _directive(proposal.statement) == Directive(rule.slot, INSTANCE_SHOWS[rule_name], False)
 
 
-@pytest.mark.parametrize("rule_name", list(INSTANCE_GUESS))
-def test_instance_line_gives_the_documented_guess(rule_name: str) -> None:
+@pytest.mark.parametrize("rule_name", NO_VALUE_SHOWN)
+def test_an_instance_line_that_shows_no_value_gives_a_vague_statement(rule_name: str) -> None:
     rule = RULES_BY_NAME[rule_name]
-    [proposal] = proposals_from_complaint(_instance_line(rule))
-    assert proposal.slot == rule.slot
-    assert _directive(proposal.statement) == Directive(rule.slot, INSTANCE_GUESS[rule_name], False)
+    line = _instance_line(rule)
+    match = rule.instance_regex().fullmatch(line)
+    assert match is not None
+    assert rule.instance_value(match) is None
+    [proposal] = proposals_from_complaint(line, "Alex")
+    assert proposal == Proposal(rule.slot, rule.vague("Alex"), fixes_value=False)
+    assert proposal.statement.startswith("Alex ")
+    assert recognize(proposal.statement) == []  # the agent cannot act on it
+    assert read_directives(proposal.statement) == {}
+    assert vague_slot_of(proposal.statement) == rule.slot
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.name for r in RULES])
+def test_every_vague_statement_fixes_no_value_and_names_its_slot(rule: Rule) -> None:
+    for who in ("The user", *(ENV.persona(p).first_name for p in ENV.personas())):
+        text = rule.vague(who)
+        assert recognize(text) == [], text
+        assert vague_slot_of(text) == rule.slot
+        assert slot_of(text) is None
 
 
 VISIBILITY_STEPS = [
@@ -157,65 +191,171 @@ VISIBILITY_STEPS = [
 
 
 @pytest.mark.parametrize(("actual", "direction", "guess"), VISIBILITY_STEPS)
-def test_visibility_guess_steps_by_actual_and_direction(
+def test_visibility_instance_line_steps_from_the_value_it_shows(
     actual: str, direction: str, guess: str
 ) -> None:
     rule = RULES_BY_NAME["payment_visibility"]
     line = _instance_line(rule, actual=actual, direction=direction)
     match = rule.instance_regex().fullmatch(line)
     assert match is not None
-    assert _directive(rule.guess(match)) == Directive(rule.slot, guess, False)
-
-
-@pytest.mark.parametrize(("actual", "direction", "guess"), VISIBILITY_STEPS)
-def test_visibility_instance_line_gives_the_stepped_guess(
-    actual: str, direction: str, guess: str
-) -> None:
-    rule = RULES_BY_NAME["payment_visibility"]
-    [proposal] = proposals_from_complaint(_instance_line(rule, actual=actual, direction=direction))
+    assert rule.instance_value(match) == guess
+    [proposal] = proposals_from_complaint(line)
     assert _directive(proposal.statement) == Directive(rule.slot, guess, False)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_instance_complaint_does_not_depend_on_the_persona_value(kind: str) -> None:
-    """Personas holding different values get the same complaint, so the learner writes the
-    same guess for both: every value but the guess is unreachable from this tier."""
+    """Personas holding different values get the same complaint line, so the learner writes
+    the same thing for both; where the line shows no value it states none."""
     task = _task(kind)
     by_rule: dict[str, dict[str, tuple[Value, str]]] = {}
     for persona in ENV.personas():
-        history = ENV.initial_history(persona)
         text, violated = _default_feedback(persona, task, "instance")
         values = {p.rule: p.value_at(None) for p in ENV.persona(persona).preferences}
         for rule, line in zip(violated, text.splitlines(), strict=True):
             if rule == "payment_visibility":
                 continue  # shows the agent's actual visibility, which is the same default here
             by_rule.setdefault(rule, {})[persona] = (values[rule], line)
-        assert history == ENV.initial_history(persona)
     for rule, seen in by_rule.items():
         lines = {line for _, line in seen.values()}
         assert len(lines) == 1, (rule, lines)
+        proposals = {repr(proposals_from_complaint(line)) for line in lines}
+        assert len(proposals) == 1
         held = {repr(v) for v, _ in seen.values()}
-        if len(held) > 1:  # different values, one complaint: at most one value is reachable
-            guess = INSTANCE_GUESS[rule]
-            unreachable = {v for v, _ in seen.values() if v != guess}
-            assert unreachable
+        if len(held) > 1:  # different values, one complaint: the learner may fix none
+            [proposal] = proposals_from_complaint(next(iter(lines)))
+            assert not proposal.fixes_value, rule
 
 
-def test_unreachable_persona_values_from_instance_feedback() -> None:
-    """The values no instance complaint can lead the sim's learner to (docs/sim.md)."""
-    unreachable = set()
-    for persona in ENV.personas():
-        for pref in ENV.persona(persona).preferences:
-            if pref.rule == "payment_visibility":
-                continue  # reachable by stepping (private in two steps)
-            if pref.value_at(None) != INSTANCE_GUESS[pref.rule]:
-                unreachable.add((persona, pref.rule))
-    assert ("blair", "sms_signoff") in unreachable  # 'B'
-    assert ("dana", "sms_signoff") in unreachable  # initials
-    assert ("dana", "email_subject_prefix") in unreachable  # '[Home]'
-    assert ("casey", "note_title_format") in unreachable  # caps
-    assert ("alex", "sms_signoff") not in unreachable  # first name
-    assert ("blair", "email_subject_prefix") not in unreachable  # '[Personal]'
+def _registry_personas() -> list[str]:
+    """Every persona of the shipped registry (`evalset/personas/`, which `evolve init` copies),
+    including any added later."""
+    names = sorted(p.stem for p in (REPO / "evalset" / "personas").glob("*.yaml"))
+    assert names == ENV.personas()
+    return names
+
+
+@pytest.mark.parametrize("persona", _registry_personas())
+def test_no_persona_preference_is_taught_by_the_instance_tier_without_evidence(
+    persona: str,
+) -> None:
+    """For every persona and every task kind: the instance complaint of the world's default
+    call, written into memory by the learner (every vague statement kept), teaches a value
+    only for rules whose complaint line shows it; every other violated preference stays
+    unstated, whatever value the persona holds (no value coincides with a sim default)."""
+    always = SimRates(instance_vague=1.0)
+    for kind in KINDS:
+        text, violated = _default_feedback(persona, _task(kind), "instance")
+        if not violated:
+            continue
+        statements = _ask(text, rates=always)
+        directives = read_directives("\n".join(statements))
+        for rule_name in violated:
+            rule = RULES_BY_NAME[rule_name]
+            if rule_name in INSTANCE_SHOWS:
+                assert directives[rule.slot].value == INSTANCE_SHOWS[rule_name]
+            elif rule_name == "payment_visibility":
+                shown = re.search(r"was (\w+), visible", text)
+                assert shown is not None
+                assert directives[rule.slot].value != shown.group(1)  # a step away from it
+            else:
+                assert rule.slot not in directives, (persona, rule_name, statements)
+                assert rule.vague("The user") in statements
+
+
+def test_instance_feedback_teaches_less_than_corrective_feedback() -> None:
+    """Over the registry: corrective lines state every violated value; instance lines only
+    those the complaint shows."""
+    taught = {"instance": 0, "corrective": 0}
+    for persona in _registry_personas():
+        for kind in KINDS:
+            for tier in taught:
+                text, violated = _default_feedback(persona, _task(kind), tier)
+                directives = read_directives("\n".join(_ask(text)))
+                values = {p.rule: p.value_at(None) for p in ENV.persona(persona).preferences}
+                taught[tier] += sum(
+                    1
+                    for r in violated
+                    if r in values
+                    and RULES_BY_NAME[r].slot in directives
+                    and directives[RULES_BY_NAME[r].slot].value == values[r]
+                )
+    assert taught["instance"] < taught["corrective"]
+
+
+def test_the_vague_statement_is_written_at_the_documented_rate() -> None:
+    line = _instance_line(RULES_BY_NAME["email_signoff"])
+    assert _ask(line, rates=SimRates(instance_vague=0.0)) == []
+    assert _ask(line, rates=SimRates(instance_vague=1.0)) == [
+        RULES_BY_NAME["email_signoff"].vague("The user")
+    ]
+    written = sum(bool(_ask(line, seed=seed)) for seed in range(400))
+    assert abs(written / 400 - SimRates().instance_vague) < 0.08
+
+
+def test_the_rate_draws_only_for_vague_statements() -> None:
+    """A corrective complaint gives the same answer whatever the vague rate."""
+    text, _ = _default_feedback("casey", _task("email"), "corrective")
+    assert (
+        _ask(text, rates=SimRates(instance_vague=0.0))
+        == _ask(text, rates=SimRates(instance_vague=1.0))
+        != []
+    )
+
+
+def test_the_user_is_named_from_the_profile_in_the_actions() -> None:
+    actions = 'supervisor__show_profile({}) -> {"first_name": "Dana", "last_name": "Whitfield"}'
+    messages = [Message("user", f"<actions>\n{actions}\n</actions>")]
+    assert user_name(messages) == "Dana"
+    assert user_name([Message("user", "<actions>\nnothing\n</actions>")]) == "The user"
+    odd = 'supervisor__show_profile({}) -> {"first_name": "\'B\' sign"}'
+    assert user_name([Message("user", f"<actions>\n{odd}\n</actions>")]) == "The user"
+
+
+def test_a_vague_statement_replaces_nothing_and_a_value_replaces_a_vague_unit() -> None:
+    vague = RULES_BY_NAME["sms_signoff"].vague("Blair")
+    stated = RULES_BY_NAME["sms_signoff"].statement("B")
+    shown = [Shown("u-vague", vague), Shown("u-stated", stated)]
+    assert replaced_ids(shown, "sms.signoff", vague) == []
+    other = RULES_BY_NAME["sms_signoff"].statement(Ref("first_name"))
+    assert replaced_ids(shown, "sms.signoff", other) == ["u-vague", "u-stated"]
+
+
+def _role(name: str, prompt: str, rates: SimRates | None = None) -> Any:
+    llm = SimLLM(ENV, rates=rates or SimRates(instance_vague=1.0))
+    completion = llm.complete([Message("user", prompt)], json_schema=JsonSchema(name, {}))
+    return json.loads(completion.text)
+
+
+def test_no_role_buries_a_stated_value_under_a_vague_statement() -> None:
+    """With a unit that states the slot's value shown, an instance line that shows no value
+    makes no recipe write the vague statement (nor modify, replace or drop that unit)."""
+    line = _instance_line(RULES_BY_NAME["sms_signoff"])
+    stated = RULES_BY_NAME["sms_signoff"].statement("B")
+    complaint = f"<complaint>\n{line}\n</complaint>"
+    assert (
+        _role("ace_deltas", f"{complaint}\n<bullets>\n[ace-1] {stated}\n</bullets>")["operations"]
+        == []
+    )
+    assert (
+        _role(
+            "tepa_precedent",
+            f"{complaint}\n<precedents>\n[tepa-1] [sms.signoff] {stated}\n</precedents>",
+        )["precedents"]
+        == []
+    )
+    assert _role("assertions", f"{complaint}\n<pool>\n[topl-1] {stated}\n</pool>") == {
+        "assertions": []
+    }
+    rewrite = _role("memory_rewrite", f"{complaint}\n<memory>\n{stated}\n</memory>")
+    assert stated in rewrite["memory"]
+    assert "cares about" not in rewrite["memory"]
+    # With nothing shown, the vague statement is written (and compiles to no TRACE check).
+    ace = _role("ace_deltas", f"{complaint}\n<bullets>\n</bullets>")
+    assert ace["operations"] == [
+        {"op": "add", "text": RULES_BY_NAME["sms_signoff"].vague("The user")}
+    ]
+    assert _role("trace_checks", f"{complaint}\n<checks>\n</checks>") == {"checks": []}
 
 
 # --- lines the learner cannot use -----------------------------------------------------------
@@ -266,9 +406,10 @@ def test_complaint_of_reads_the_last_user_message_with_one() -> None:
 
 
 def test_slot_of() -> None:
-    for rule in RULES:
-        value = INSTANCE_GUESS.get(rule.name, "friends")
-        assert slot_of(rule.statement(value)) == rule.slot
+    for persona in ENV.personas():
+        for pref in ENV.persona(persona).preferences:
+            rule = RULES_BY_NAME[pref.rule]
+            assert slot_of(rule.statement(pref.value_at(None))) == rule.slot
     assert slot_of("Be nice.") is None
 
 

@@ -12,7 +12,36 @@ from evolve.cli._run import print_report
 from evolve.evaluate import run_split
 from evolve.generations import evolve
 from evolve.train import train
-from evolve.workspace import init_workspace
+from evolve._io import atomic_write
+from evolve.workspace import CONFIG_NAME, Workspace, init_workspace
+
+DEMO_FEEDBACK = "corrective"
+
+
+def _demo_feedback(ws: Workspace) -> Workspace:
+    """Set the demo workspace's `train.feedback` to corrective, committed on its own.
+
+    Under the instance tier the complaint names a failure but not the preferred value, so the
+    learner can state only what the complaint shows (docs/sim.md, "What each tier can
+    teach"): for the default persona that is the payment visibility, the habitual card and
+    the running total, not the text and e-mail formats. The demo shows learning that works."""
+    path = ws.root / CONFIG_NAME
+    text = path.read_text(encoding="utf-8")
+    new = "\n".join(
+        f"  feedback: {DEMO_FEEDBACK}     # the demo's choice; the default is instance"
+        if line.strip().startswith("feedback:")
+        else line
+        for line in text.splitlines()
+    )
+    atomic_write(path, new + "\n")
+    ws.store.commit(
+        [CONFIG_NAME],
+        "demo: train with corrective feedback",
+        body="The corrective tier's complaint states the preference; the instance tier's only "
+        "names the failure (docs/sim.md, what each tier can teach).",
+        trailers={"Evolve-Kind": "init"},
+    )
+    return Workspace(ws.root)
 
 
 @click.command("init")
@@ -61,12 +90,23 @@ def demo_cmd(directory: Path, episodes: int, generations: int) -> None:
     run gated generations (each trains a batch and lets the reflector edit the prompt; the
     gate keeps it only if dev improves by a paired bootstrap).
 
+    The demo trains with corrective feedback (set in its evolve.yaml, in a commit of its
+    own): instance feedback names a failure without the preferred value, so it teaches only
+    what a complaint shows (docs/sim.md).
+
     The embedded default is the persona_world environment with the offline sim model
     (docs/sim.md): its scores show the harness at work, not how good any real model is.
     """
-    ws = init_workspace(directory)
+    ws = _demo_feedback(init_workspace(directory))
     stdout.print(
-        f"created workspace {ws.root} (persona {ws.config.persona}, model sim, recipe {ws.config.train.recipe})"
+        f"created workspace {ws.root} (persona {ws.config.persona}, model sim, recipe "
+        f"{ws.config.train.recipe}, feedback {ws.config.train.feedback})"
+    )
+    stdout.print(
+        "feedback: corrective (each complaint states the preferred value). With instance "
+        "feedback (the default of `evolve init`) a complaint only names the failure, and the "
+        "sim learns only the values a complaint shows: for alex the payment visibility, "
+        "card and running total, not the text, note and e-mail formats (docs/sim.md)."
     )
     with progress_bar("dev before training") as progress:
         before = run_split(ws, "dev", progress=progress)

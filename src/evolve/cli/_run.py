@@ -27,7 +27,7 @@ def print_report(report: SplitReport, title: str | None = None) -> None:
     s = report.summary()
     stdout.print(
         f"[bold]{title or 'split ' + report.split}[/bold]  persona={report.persona}  "
-        f"model={report.model}  runs={report.runs}  episodes={s['episodes']}"
+        f"model={report.model}  runs={report.runs}  seed={s['seed']}  episodes={s['episodes']}"
     )
     stdout.print(
         f"success {s['score']:.3f}  task done {s['task_success_rate']:.3f}  "
@@ -50,6 +50,15 @@ def print_report(report: SplitReport, title: str | None = None) -> None:
 @click.option("--split", type=click.Choice(SPLITS), required=True, help="Which split to score.")
 @model_options
 @click.option("--runs", type=click.IntRange(1, 50), help="Runs per task (default: run.runs).")
+@click.option(
+    "--seed",
+    type=int,
+    help="Evaluation seed (default: run.seed). The episode of task T in run k uses a seed "
+    "derived from (S, T, k): the same seed gives identical episodes, another seed can differ "
+    "(the model's sampling; sim's lapses and computed-value failures). With --runs K, run k "
+    "is the same episode whatever K, so --runs 1 is run 0 of --runs 3; run k is not the "
+    "episode of --seed S+k.",
+)
 @click.option(
     "--concurrency",
     type=click.IntRange(1, 64),
@@ -76,6 +85,7 @@ def run_cmd(
     split: str,
     models: ModelChoice,
     runs: int | None,
+    seed: int | None,
     concurrency: int | None,
     executor: str,
     persona: str | None,
@@ -107,6 +117,7 @@ def run_cmd(
             persona=persona,
             inject=inject,
             progress=progress,
+            seed=seed,
         )
     if as_json:
         emit_json({**report.to_json(), "uncommitted": dirty})

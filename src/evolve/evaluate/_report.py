@@ -30,6 +30,7 @@ class SplitReport:
     episodes: list[EpisodeRecord] = field(default_factory=list)
     duration_s: float = 0.0
     log_dir: str | None = None
+    seed: int | None = None  # the evaluation seed (evolve run --seed), when known
 
     @property
     def score(self) -> float:
@@ -83,6 +84,7 @@ class SplitReport:
             "persona": self.persona,
             "model": self.model,
             "runs": self.runs,
+            "seed": self.seed,
             "episodes": len(self.episodes),
             "score": round(self.score, 4),
             "task_success_rate": round(self.task_success_rate, 4),

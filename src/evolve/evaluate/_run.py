@@ -32,6 +32,10 @@ Progress = Callable[[int, int], None]
 
 
 def episode_seed(base: int, task_id: str, run: int) -> int:
+    """The seed of run `run` of task `task_id` under evaluation seed `base`: every stochastic
+    part of the episode (the model's sampling; for `sim`, its lapses and computed-value
+    failures) draws from it. Run k's seed does not depend on how many runs there are, so
+    run 0 of `--runs 3` is the episode `--runs 1` gives for the same seed."""
     return derive_seed(base, task_id, run)
 
 
@@ -167,8 +171,13 @@ def run_split(
     inject: InjectMode | None = None,
     progress: Progress | None = None,
     log: bool = True,
+    seed: int | None = None,
 ) -> SplitReport:
     """Score `split` for `persona` and write the episode logs.
+
+    `seed` is the evaluation seed (default `run.seed`): the episode of task T in run k uses
+    `episode_seed(seed, T, k)`, so the same seed gives the same episodes and another seed
+    may differ wherever the episode is stochastic.
 
     Raises:
         UnknownName: for an unknown split, persona or model.
@@ -181,12 +190,13 @@ def run_split(
     if persona not in known:
         raise UnknownName(f"unknown persona {persona!r}; choose one of {', '.join(known)}.")
     tasks = env.tasks(split)
+    base_seed = cfg.run.seed if seed is None else seed
     spawn: WorkerSpec | None = None
     if llm is None:
         cfg = with_models(cfg, agent=model)
         llm = make_role_llm(cfg, "agent", env=env)
         # Built from the configuration by name: a worker process can build the same one.
-        spawn = WorkerSpec(str(ws.root), cfg, persona, inject, cfg.run.seed)
+        spawn = WorkerSpec(str(ws.root), cfg, persona, inject, base_seed)
     runs = runs or cfg.run.runs
     setup = episode_setup(ws, env, persona, inject)
     started = time.perf_counter()
@@ -196,13 +206,14 @@ def run_split(
         tasks,
         setup,
         runs=runs,
-        base_seed=cfg.run.seed,
+        base_seed=base_seed,
         concurrency=concurrency or cfg.run.concurrency,
         executor=executor,
         spawn=spawn,
         progress=progress,
     )
     report = SplitReport(split, persona, llm.name, runs, records, time.perf_counter() - started)
+    report.seed = base_seed
     if log:
         write_run_log(ws, report)
     return report

@@ -4,7 +4,15 @@ from evolve.sim import _roles  # noqa: F401  (registers the recipe roles)
 from evolve.sim._agent import SimAgent, read_directives, read_stats
 from evolve.sim._model import ROLES, SimLLM, role
 from evolve.sim._rates import SimRates
-from evolve.sim._updater import Proposal, complaint_of, proposals_from_complaint, slot_of
+from evolve.sim._updater import (
+    Proposal,
+    complaint_of,
+    learn,
+    proposals_from_complaint,
+    slot_of,
+    user_name,
+    vague_slot_of,
+)
 
 __all__ = [
     "ROLES",
@@ -13,9 +21,12 @@ __all__ = [
     "SimLLM",
     "SimRates",
     "complaint_of",
+    "learn",
     "proposals_from_complaint",
     "read_directives",
     "read_stats",
     "role",
     "slot_of",
+    "user_name",
+    "vague_slot_of",
 ]

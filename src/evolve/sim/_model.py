@@ -18,7 +18,7 @@ from evolve.errors import ModelError
 from evolve.llm import Completion, JsonSchema, Message, Usage, estimate_tokens
 from evolve.sim._agent import SimAgent
 from evolve.sim._rates import SimRates
-from evolve.sim._updater import complaint_of, proposals_from_complaint
+from evolve.sim._updater import learn
 
 Role = Callable[["SimLLM", Sequence[Message], random.Random], Any]
 
@@ -37,9 +37,7 @@ def role(name: str) -> Callable[[Role], Role]:
 
 @role("statements")
 def _statements(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
-    return {
-        "statements": [p.statement for p in proposals_from_complaint(complaint_of(list(messages)))]
-    }
+    return {"statements": [p.statement for p in learn(messages, rng, sim.rates.instance_vague)]}
 
 
 class SimLLM:

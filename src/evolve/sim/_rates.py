@@ -26,3 +26,6 @@ class SimRates:
     rewrite_drop: float = 0.15
     ace_modify: float = 0.5
     tepa_off_vocabulary: float = 0.2
+    # Instance tier: chance that an updater writes the vague statement ("Alex cares about how
+    # emails are closed.") for a complaint line that shows no value (else it writes nothing).
+    instance_vague: float = 0.5

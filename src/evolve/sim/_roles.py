@@ -1,7 +1,8 @@
 """The sim's answers for each update recipe's request (by JSON schema name).
 
-Every answer starts from :func:`proposals_from_complaint`: what a learner can read from the
-complaint text. The recipe-specific parts reproduce the behaviour SIM.md asks for (ACE
+Every answer starts from :func:`learn`: what a learner can read from the complaint text
+(under the instance tier a value only where the complaint shows it, else a vague statement
+that fixes none, see `evolve.sim._updater`). The recipe-specific parts reproduce the behaviour SIM.md asks for (ACE
 modifies an existing bullet about half the time, TEPA now and then invents a key, rewrites are
 lossy, TRACE compiles what can be compiled).
 """
@@ -21,11 +22,13 @@ from evolve.envs.persona_world._world import Profile
 from evolve.llm import Message
 from evolve.sim._model import SimLLM, role
 from evolve.sim._updater import (
-    complaint_of,
+    Shown,
+    learn,
     proposals_from_complaint,
     replaced_ids,
     shown_units,
     slot_of,
+    vague_slot_of,
 )
 
 # TEPA: the vocabulary key for each slot, and off-vocabulary keys a model might invent
@@ -75,14 +78,14 @@ def _ace(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
         m = re.match(r"\[([^\]]+)\]\s*(.*)", line.strip())
         if m:
             bullets.append((m.group(1), m.group(2), slot_of(m.group(2))))
-    proposals = proposals_from_complaint(complaint_of(list(messages)))
     shown = shown_units(section(prompt, "bullets"))
+    proposals = learn(messages, rng, sim.rates.instance_vague, shown)
     operations: list[dict[str, Any]] = []
     for p in proposals:
         same = [b for b in bullets if b[2] == p.slot]
         # Every other bullet on the slot is named as replaced, whatever its wording.
         replaces = replaced_ids(shown, p.slot, p.statement)
-        if same and rng.random() < sim.rates.ace_modify:
+        if p.fixes_value and same and rng.random() < sim.rates.ace_modify:
             target = same[-1][0]
             op: dict[str, Any] = {"op": "modify", "id": target, "text": p.statement}
             replaces = [i for i in replaces if i != target]
@@ -108,7 +111,7 @@ def _ace(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
 def _tepa(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
     out = []
     shown = shown_units(section(_user(messages), "precedents"))
-    for p in proposals_from_complaint(complaint_of(list(messages))):
+    for p in learn(messages, rng, sim.rates.instance_vague, shown):
         key, variants = TEPA_KEYS[p.slot]
         if rng.random() < sim.rates.tepa_off_vocabulary:
             key = variants[rng.randrange(len(variants))]
@@ -167,7 +170,7 @@ def _trace(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
     profile = _profile(section(_user(messages), "actions") or "")
     shown = shown_units(section(_user(messages), "checks"))
     checks: list[dict[str, Any]] = []
-    for p in proposals_from_complaint(complaint_of(list(messages))):
+    for p in learn(messages, rng, sim.rates.instance_vague, shown):
         check: dict[str, Any] | None = _compile(p.slot, p.statement, profile)
         if check is None:
             continue
@@ -199,13 +202,13 @@ def _check_head(check: dict[str, Any]) -> str:
 
 @role("reflection")
 def _reflection(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
-    proposals = proposals_from_complaint(complaint_of(list(messages)))[:2]
+    shown = shown_units(section(_user(messages), "reflections"))
+    proposals = learn(messages, rng, sim.rates.instance_vague, shown)[:2]
     if not proposals:
         return {
             "reflection": "I should check the finished task against what was asked before completing it."
         }
-    shown = shown_units(section(_user(messages), "reflections"))
-    slots = {p.slot for p in proposals}
+    slots = {p.slot for p in proposals if p.fixes_value}
     text = " ".join(p.statement for p in proposals)
     answer: dict[str, Any] = {"reflection": text}
     replaces = [u.id for u in shown if u.slots & slots and u.text.strip() != text]
@@ -225,9 +228,19 @@ def _rewrite(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> An
         lines.append((slot_of(line), line))
     # Lossy: an older line is now and then dropped when the document is rewritten.
     kept = [(slot, line) for slot, line in lines if rng.random() >= sim.rates.rewrite_drop]
-    for p in proposals_from_complaint(complaint_of(list(messages))):
-        kept = [(slot, line) for slot, line in kept if slot != p.slot]
-        kept.append((p.slot, p.statement))
+    # The memory's lines, as units the learner sees (a line that states a value for a slot
+    # keeps a vague statement about it out).
+    shown = [Shown(str(i), line) for i, (_, line) in enumerate(lines)]
+    for p in learn(messages, rng, sim.rates.instance_vague, shown):
+        if p.fixes_value:
+            kept = [
+                (slot, line)
+                for slot, line in kept
+                if slot != p.slot and vague_slot_of(line) != p.slot
+            ]
+        elif any(line == p.statement for _, line in kept):
+            continue
+        kept.append((p.slot if p.fixes_value else None, p.statement))
     text = ""
     for _, line in kept:
         if len(text) + len(line) + 1 > cap:
@@ -240,7 +253,7 @@ def _rewrite(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> An
 def _assertions(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
     shown = shown_units(section(_user(messages), "pool"))
     out: list[Any] = []
-    for p in proposals_from_complaint(complaint_of(list(messages))):
+    for p in learn(messages, rng, sim.rates.instance_vague, shown):
         replaces = replaced_ids(shown, p.slot, p.statement)
         out.append({"text": p.statement, "replaces": replaces} if replaces else p.statement)
     return {"assertions": out}
@@ -256,7 +269,7 @@ GENERIC_ADVICE = (
 @role("reflector_edits")
 def _reflector(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
     """Half the time, turn the most frequent complaints into guidance (which helps when the
-    guess is right); otherwise offer generic advice that no rule recognizes (flat)."""
+    complaint shows the value); otherwise offer generic advice that no rule recognizes (flat)."""
     prompt = _user(messages)
     current = [
         ln.strip()[2:]
@@ -273,7 +286,8 @@ def _reflector(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> 
         slots = {slot_of(g) for g in current}
         for _, text in sorted(failures, key=lambda f: -f[0]):
             for p in proposals_from_complaint(text):
-                if p.slot not in slots:
+                # Guidance states values; a vague statement (instance tier) is not guidance.
+                if p.fixes_value and p.slot not in slots:
                     lines.append(p.statement)
                     slots.add(p.slot)
             if len(lines) >= len(current) + 2:

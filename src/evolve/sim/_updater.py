@@ -1,14 +1,22 @@
-"""The sim's learner roles: they answer from the complaint text only.
+"""The sim's learner roles: they answer from the update prompt only.
 
 A corrective complaint line carries the rule's correction template, which is written back as
-a statement. An instance line names the failure without the target value; the learner
-guesses a value from what the line shows, so part of the gap stays unreachable (as in
-seed 000's Q3).
+a statement. An instance line names the failure without the target value: the learner states
+a value only when the line itself shows it (`Rule.instance_value`: visibility steps from the
+value it shows; the running total, the checksum, the habitual card and CC-me are named by
+it). For any other instance line it can only write the rule's *vague* statement ("Alex cares
+about how emails are closed."), which names the slot and fixes no value, with probability
+`SimRates.instance_vague`, and only when the prompt shows no unit that already states a value
+for the slot. There is no default guess, so no persona's preference is reachable from the
+instance tier unless its complaint shows it (docs/sim.md, "What each tier can teach").
 """
 
 from __future__ import annotations
 
+import json
+import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evolve.agent import section
@@ -16,14 +24,21 @@ from evolve.envs.persona_world import RULES, recognize, split_sentences
 from evolve.llm import Message
 
 _INSTANCE = [(rule, rule.instance_regex()) for rule in RULES]
+_VAGUE = [(rule, rule.vague_regex()) for rule in RULES]
+_PROFILE = re.compile(r"supervisor__show_profile\(\{\}\) -> (\{.*\})")
+
+NOBODY = "The user"
 
 
 @dataclass(frozen=True)
 class Proposal:
-    """A statement the learner would write, and the slot it is about (sim-internal)."""
+    """A statement the learner would write, and the slot it is about (sim-internal).
+
+    `fixes_value` is False for a vague statement: it names the slot and states no value."""
 
     slot: str
     statement: str
+    fixes_value: bool = True
 
 
 def complaint_of(messages: list[Message] | tuple[Message, ...]) -> str:
@@ -36,8 +51,29 @@ def complaint_of(messages: list[Message] | tuple[Message, ...]) -> str:
     return ""
 
 
-def proposals_from_complaint(complaint: str) -> list[Proposal]:
-    """What a learner writes from a complaint: one statement per line it can read."""
+def user_name(messages: Sequence[Message]) -> str:
+    """The user's first name from the `show_profile` result in the prompt's `<actions>`, or
+    "The user" when the prompt shows none."""
+    for m in reversed(messages):
+        if m.role != "user":
+            continue
+        match = _PROFILE.search(section(m.content, "actions") or "")
+        if match is None:
+            continue
+        try:
+            profile = json.loads(match.group(1))
+        except json.JSONDecodeError:
+            return NOBODY
+        first = profile.get("first_name") if isinstance(profile, dict) else None
+        if isinstance(first, str) and re.fullmatch(r"[A-Z][A-Za-z-]{0,30}", first):
+            return first
+        return NOBODY
+    return NOBODY
+
+
+def proposals_from_complaint(complaint: str, who: str = NOBODY) -> list[Proposal]:
+    """What a learner writes from a complaint: one statement per line it can read (a vague
+    one for an instance line that shows no value; `who` names the user in it)."""
     out: list[Proposal] = []
     for line in complaint.splitlines():
         line = line.strip().lstrip("-* ").strip()
@@ -45,16 +81,21 @@ def proposals_from_complaint(complaint: str) -> list[Proposal]:
             continue
         # An instance complaint is matched first: it may mention a value (the one that was
         # wrong, e.g. "was public"), which is not a statement of the preference.
-        guessed = next(
+        instance = next(
             (
-                Proposal(rule.slot, rule.guess(match))
+                (rule, match)
                 for rule, pattern in _INSTANCE
                 if (match := pattern.fullmatch(line)) is not None
             ),
             None,
         )
-        if guessed is not None:
-            out.append(guessed)
+        if instance is not None:
+            rule, match = instance
+            value = rule.instance_value(match)
+            if value is None:
+                out.append(Proposal(rule.slot, rule.vague(who), fixes_value=False))
+            else:
+                out.append(Proposal(rule.slot, rule.statement(value)))
             continue
         directives = recognize(line)
         if directives:
@@ -62,10 +103,37 @@ def proposals_from_complaint(complaint: str) -> list[Proposal]:
     return out
 
 
+def learn(
+    messages: Sequence[Message],
+    rng: random.Random,
+    vague_rate: float,
+    shown: list[Shown] | None = None,
+) -> list[Proposal]:
+    """The proposals an update request yields: those of its complaint, where a vague one is
+    kept with probability `vague_rate` and only if no `shown` unit states a value for its
+    slot (a competent updater does not bury a precise unit under a vague one). The draw is
+    made only for vague proposals, so corrective-tier answers do not depend on the rate."""
+    out = []
+    for p in proposals_from_complaint(complaint_of(list(messages)), user_name(messages)):
+        if not p.fixes_value:
+            if any(p.slot in u.slots for u in shown or []):
+                continue
+            if rng.random() >= vague_rate:
+                continue
+        out.append(p)
+    return out
+
+
 def slot_of(statement: str) -> str | None:
-    """The slot a statement is about, if the sim recognizes it."""
+    """The slot a statement states a value for, if the sim recognizes it."""
     found = recognize(statement)
     return found[0].slot if found else None
+
+
+def vague_slot_of(statement: str) -> str | None:
+    """The slot a vague statement (one that fixes no value) is about, if it is one."""
+    text = statement.strip()
+    return next((rule.slot for rule, pattern in _VAGUE if pattern.fullmatch(text)), None)
 
 
 _ID = re.compile(r"\[([A-Za-z0-9_.:-]+)\]")
@@ -87,7 +155,13 @@ class Shown:
 
     @property
     def slots(self) -> set[str]:
+        """The slots the unit states a value for."""
         return {d.slot for s in split_sentences(self.text) for d in recognize(s)}
+
+    @property
+    def vague_slots(self) -> set[str]:
+        """The slots the unit names without a value (vague statements)."""
+        return {v for s in split_sentences(self.text) if (v := vague_slot_of(s)) is not None}
 
 
 def shown_units(section_text: str | None) -> list[Shown]:
@@ -102,5 +176,13 @@ def shown_units(section_text: str | None) -> list[Shown]:
 
 def replaced_ids(shown: list[Shown], slot: str, statement: str) -> list[str]:
     """The shown units a new statement about `slot` supersedes: those on the same slot that
-    say something else (what a competent updater would name, from the prompt alone)."""
-    return [u.id for u in shown if slot in u.slots and u.text.strip() != statement.strip()]
+    say something else (what a competent updater would name, from the prompt alone). A vague
+    statement supersedes nothing; a statement with a value also supersedes the vague units
+    on its slot."""
+    if slot_of(statement) != slot:
+        return []
+    return [
+        u.id
+        for u in shown
+        if (slot in u.slots or slot in u.vague_slots) and u.text.strip() != statement.strip()
+    ]

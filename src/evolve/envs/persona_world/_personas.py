@@ -48,8 +48,8 @@ class Preference(_Model):
         for raw in (self.value, *(c.value for c in self.changes)):
             if raw is not None:
                 rule.statement(value_from_yaml(raw))  # raises on a value the rule cannot state
-        if self.value is None and rule.rule_class == "format":
-            raise ValueError(f"rule {self.rule!r} needs a value")
+            elif rule.implied_value is None:
+                raise ValueError(f"rule {self.rule!r} needs a value")
         return self
 
     def value_at(self, episode: int | None) -> Value:
@@ -60,7 +60,10 @@ class Preference(_Model):
             if episode is None or change.at_episode <= episode:
                 raw = change.value
         if raw is None:
-            return RULES_BY_NAME[self.rule].default_guess
+            implied = RULES_BY_NAME[self.rule].implied_value
+            if implied is None:  # the validator rejects this; kept for type narrowing
+                raise ValueError(f"rule {self.rule!r} needs a value")
+            return implied
         return value_from_yaml(raw)
 
 

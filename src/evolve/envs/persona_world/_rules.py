@@ -7,7 +7,11 @@ holds:
 - ``statement``: the correction template (what the corrective feedback tier says, and the
   persona's oracle statement);
 - ``instance``: the complaint of the instance tier, which names the failure without the
-  target value;
+  target value; ``instance_value`` is the value such a line itself shows (visibility steps
+  from the value it shows, the computed rules and CC-me are named by it), None for the rest;
+  ``vague`` is the statement a learner can write when the line shows no value (it names the
+  slot and fixes nothing). There is no default guess: a value no complaint line shows cannot
+  be learned from this tier;
 - ``recognize``: whether a sentence expresses a value for the slot. Recognition tolerates
   paraphrase (word order, listed synonyms, case) and does not tolerate a wrong value or a
   flipped polarity: those are recognized as what they say;
@@ -175,11 +179,26 @@ class Rule(ABC):
         pattern = re.sub(r"\\\{(\w+)\\\}", lambda m: f"(?P<{m.group(1)}>.+?)", pattern)
         return re.compile(pattern)
 
-    def guess(self, match: re.Match[str]) -> str:
-        """The statement a learner would write from the instance complaint alone."""
-        return self.statement(self.default_guess)
+    # What an instance complaint shows. There is no default guess: a learner states a value
+    # only when the complaint line itself shows it (`instance_value`); otherwise it can write
+    # only `vague_template`, which names the slot and fixes no value.
+    vague_template: ClassVar[str] = "{who} has a preference ({rule}) that no complaint stated."
 
-    default_guess: ClassVar[Value] = ""
+    def instance_value(self, match: re.Match[str]) -> Value | None:
+        """The value an instance complaint line itself shows (its text is the evidence), or
+        None when the line names the failure without the value (the default)."""
+        return None
+
+    def vague(self, who: str) -> str:
+        """A statement about the slot that fixes no value: no rule recognizes a value in it."""
+        return self.vague_template.format(who=who, rule=self.name)
+
+    def vague_regex(self) -> re.Pattern[str]:
+        pattern = re.escape(self.vague_template.replace("{rule}", self.name))
+        return re.compile(pattern.replace(r"\{who\}", r"(?P<who>.+?)"))
+
+    # The value a persona's preference takes when its file gives none (computed rules only).
+    implied_value: ClassVar[Value | None] = None
 
     # --- the agent side (used by the sim) ------------------------------------------------
 
@@ -228,7 +247,7 @@ class SmsSignoff(Rule):
     kind = "sms"
     rule_class = "format"
     instance_template = "My text to {name} didn't end with my usual sign-off."
-    default_guess = Ref("first_name")
+    vague_template = "{who} cares about how text messages are signed off."
     _verb = re.compile(
         r"\b(sign|signs|signed|sign-?off|signoff|end|ends|ending|close|closing|finish|signature)\b",
         re.I,
@@ -282,7 +301,6 @@ class _Greeting(Rule):
 
     field: ClassVar[str]
     separator: ClassVar[str]
-    default_guess = "Hi"
     _verb = re.compile(
         r"\b(start|starts|begin|begins|open|opens|greet|greeting|salutation)\b", re.I
     )
@@ -308,6 +326,7 @@ class SmsGreeting(_Greeting):
     kind = "sms"
     rule_class = "format"
     instance_template = "My text to {name} didn't open the way I greet people."
+    vague_template = "{who} cares about how text messages open."
     field = "message"
     separator = " "
 
@@ -338,6 +357,7 @@ class PaymentVisibility(Rule):
     instance_template = (
         "My payment to {name} was {actual}, visible to {direction} people than I wanted."
     )
+    vague_template = "{who} cares about who can see payments."
 
     def on_topic(self, sentence: str) -> bool:
         return bool(PAYMENT_TOPIC.search(sentence)) and any(
@@ -364,11 +384,15 @@ class PaymentVisibility(Rule):
         more = order(actual) > order(want) if actual in VISIBILITIES else True
         return self.instance(ctx, actual=actual, direction="more" if more else "fewer")
 
-    def guess(self, match: re.Match[str]) -> str:
+    def instance_value(self, match: re.Match[str]) -> Value | None:
+        """One step from the visibility the complaint shows, in the direction it names
+        (order private < friends < public)."""
         actual = match.group("actual")
+        if actual not in VISIBILITIES:
+            return None
         step = -1 if match.group("direction") == "more" else 1
-        i = VISIBILITIES.index(actual) if actual in VISIBILITIES else len(VISIBILITIES) - 1
-        return self.statement(VISIBILITIES[max(0, min(len(VISIBILITIES) - 1, i + step))])
+        i = VISIBILITIES.index(actual)
+        return VISIBILITIES[max(0, min(len(VISIBILITIES) - 1, i + step))]
 
     def render(self, ctx: CheckContext, args: dict[str, Any], value: str) -> None:
         args["visibility"] = value
@@ -383,7 +407,13 @@ class HabitualCard(Rule):
     kind = "payment"
     rule_class = "choice"
     instance_template = "I paid {name} with a card I don't normally use."
-    default_guess = Computed("habitual_card")
+    implied_value = Computed("habitual_card")
+    vague_template = "{who} cares about which card pays."
+
+    def instance_value(self, match: re.Match[str]) -> Value | None:
+        """The complaint names the habit ("a card I don't normally use"): the habitual card."""
+        return Computed("habitual_card")
+
     _topic = re.compile(r"\bcards?\b", re.I)
     _habit = re.compile(
         r"\b(usual|usually|most|often|habitual|normally|typically|regular|favou?rite)\b", re.I
@@ -448,7 +478,13 @@ class RunningTotal(Rule):
     kind = "payment"
     rule_class = "computed"
     instance_template = "The running total in my payment note to {name} was missing or wrong."
-    default_guess = Computed("running_total")
+    implied_value = Computed("running_total")
+    vague_template = "{who} cares about what payment notes say."
+
+    def instance_value(self, match: re.Match[str]) -> Value | None:
+        """The complaint names the running total; its value is computed from the history."""
+        return Computed("running_total")
+
     _topic = re.compile(r"\b(running total|total)\b", re.I)
     _where = re.compile(r"\b(note|notes|description|memo)\b", re.I)
 
@@ -525,7 +561,7 @@ class PrivateNoteFormat(Rule):
     kind = "note"
     rule_class = "format"
     instance_template = "My note '{title}' wasn't laid out the way I keep my notes."
-    default_guess = "bullets"
+    vague_template = "{who} cares about how the items of notes are laid out."
     _topic = re.compile(
         r"\b(list|lists|items?|bullet(ed|s)?|numbered|checklist|check-?box(es)?|layout|format|content)\b",
         re.I,
@@ -569,7 +605,7 @@ class NoteTitleFormat(Rule):
     kind = "note"
     rule_class = "format"
     instance_template = "The title of my note '{title}' isn't in my usual style."
-    default_guess = "date"
+    vague_template = "{who} cares about the style of note titles."
     _topic = re.compile(r"\btitles?\b", re.I)
 
     def on_topic(self, sentence: str) -> bool:
@@ -613,7 +649,12 @@ class NoteChecksum(Rule):
     kind = "note"
     rule_class = "computed"
     instance_template = "The checksum line at the end of my note '{title}' was missing or wrong."
-    default_guess = Computed("checksum")
+    implied_value = Computed("checksum")
+    vague_template = "{who} cares about how notes end."
+
+    def instance_value(self, match: re.Match[str]) -> Value | None:
+        """The complaint names the checksum line; its value is computed from the items."""
+        return Computed("checksum")
 
     def on_topic(self, sentence: str) -> bool:
         return "checksum" in sentence.lower()
@@ -649,7 +690,7 @@ class EmailSignoff(Rule):
     kind = "email"
     rule_class = "format"
     instance_template = "My email to {name} didn't close the way I sign my emails."
-    default_guess = "Best"
+    vague_template = "{who} cares about how emails are closed."
     _verb = re.compile(
         r"\b(close|closes|closing|sign|sign-?off|signoff|end|ends|ending|signature)\b", re.I
     )
@@ -684,7 +725,7 @@ class EmailSubjectPrefix(Rule):
     kind = "email"
     rule_class = "format"
     instance_template = "The subject of my email to {name} was missing my usual tag."
-    default_guess = "[Personal]"
+    vague_template = "{who} tags email subjects in a particular way."
     _tag = re.compile(r"(?<![\w\]])\[[^\]]+\]")
 
     def on_topic(self, sentence: str) -> bool:
@@ -710,7 +751,12 @@ class EmailCcSelf(Rule):
     kind = "email"
     rule_class = "format"
     instance_template = "I didn't get a copy of my email to {name}."
-    default_guess = "self"
+    vague_template = "{who} cares about who gets copies of emails."
+
+    def instance_value(self, match: re.Match[str]) -> Value | None:
+        """The complaint says who wanted the copy: the user ("I didn't get a copy")."""
+        return "self"
+
     _copy = re.compile(r"\b(cc|copy|copies|carbon copy)\b", re.I)
     _self = re.compile(r"\b(me|myself|my own|my address|my email)\b", re.I)
     _address = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
@@ -745,6 +791,7 @@ class EmailGreeting(_Greeting):
     kind = "email"
     rule_class = "format"
     instance_template = "My email to {name} didn't open with my usual greeting."
+    vague_template = "{who} cares about how emails open."
     field = "body"
     separator = "\n\n"
 

@@ -67,17 +67,24 @@ def compare_cmd(
     workspace's branch, index and working tree are never touched. Every arm is then scored
     on the evaluation splits, each task once per evaluation seed.
 
-    Results: per arm, success and violation rates (overall and per rule) with 95% bootstrap
-    intervals over tasks, the gap closed between none and oracle with its interval (
-    undefined when none and oracle score the same), its spread across stream orders, tokens
-    and cost; written to generations/experiments/<name>/results.{json,md} and committed to
+    Results: per arm, success and violation rates (overall and per rule) with
+    95% bootstrap intervals over tasks, the gap closed between none and oracle
+    with its interval (undefined when none and oracle score the same), its
+    spread across stream orders, tokens and cost; written to
+    generations/experiments/<name>/results.{json,md} and committed to
     refs/evolve/records. `evolve report` shows them.
 
-    A stopped run (Ctrl-C, crash, kill) resumes when the same command runs again: finished
-    jobs are kept, an interrupted one starts again from the base commit. Compare arms with
-    git: `git diff refs/evolve/arms/q3/ace/alex/instance/0 refs/evolve/arms/q3/tepa/alex/
-    instance/0 -- memory/`; read one with `evolve memory --as-of <ref>`; to log or revert
-    on an arm, check it out in a worktree (see the README, "Comparing recipes").
+    A stopped run (Ctrl-C, crash, kill) resumes when the same command runs
+    again: finished jobs are kept, an interrupted one starts again from the base
+    commit. Read the arms with git and evolve:
+
+    \b
+        git diff refs/evolve/arms/q3/ace/alex/instance/0 \\
+                 refs/evolve/arms/q3/tepa/alex/instance/0 -- memory/
+        evolve memory --as-of refs/evolve/arms/q3/ace/alex/instance/0
+
+    To log or revert on an arm, check it out in a worktree (README, "Comparing
+    recipes").
     """
     from evolve.compare import prepare, run
 
@@ -122,6 +129,14 @@ def compare_cmd(
 
     def say(line: str) -> None:
         click.echo(line, err=True)
+
+    dirty = ws.store.dirty_paths(["memory", "prompts"])
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+        say(
+            f"note: memory/ or prompts/ has uncommitted changes ({shown}); every arm starts "
+            f"from HEAD {prepared.base[:10]}, without them."
+        )
 
     say(
         f"experiment {exp.name}: {len(prepared.jobs)} jobs, {len(prepared.pending)} to run, "

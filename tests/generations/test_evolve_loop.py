@@ -24,6 +24,7 @@ import yaml
 import evolve.generations._loop as loop
 from evolve.agent import section
 from evolve.cli import main
+from evolve.envs.persona_world import RULES_BY_NAME, load_personas
 from evolve.errors import EvolveError, LockHeld
 from evolve.evaluate import SplitReport, open_env, run_split
 from evolve.gate import Gate, GateEvidence, Verdict
@@ -56,16 +57,27 @@ def _models(ws: Workspace, reflector: MockLLM) -> _Models:
     return _Models(agent=SimLLM(env), updater=SimLLM(env), reflector=reflector)
 
 
+# What alex (the default persona) prefers, by slot: the statements a reflector that knows the
+# user would write. The failures are instance complaints, which name the slot but mostly not
+# the value (docs/sim.md, "What each tier can teach"), so this test double is told the values.
+_ALEX = {
+    RULES_BY_NAME[p.rule].slot: RULES_BY_NAME[p.rule].statement(p.value_at(None))
+    for p in load_personas(Path(__file__).resolve().parents[2] / "evalset" / "personas")[
+        "alex"
+    ].preferences
+}
+
+
 def _statements(prompt: str) -> list[str]:
-    """The preference statements a competent reader takes from the reflector's <failures>."""
+    """The right preference statements for the slots the reflector's <failures> name."""
     out: list[str] = []
     slots: set[str] = set()
     for line in (section(prompt, "failures") or "").splitlines():
         _, _, text = line.partition("x ")
         for p in proposals_from_complaint(text):
-            if p.slot not in slots:
+            if p.slot not in slots and p.slot in _ALEX:
                 slots.add(p.slot)
-                out.append(p.statement)
+                out.append(_ALEX[p.slot])
     return out
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from evolve.agent import section
+from evolve.envs.persona_world import recognize
 from evolve.evaluate import open_env
 from evolve.llm import JsonSchema, Message, MockLLM
 from evolve.reflector import PromptProposal, Reflector, summarize_failures
@@ -18,6 +19,9 @@ from evolve.workspace import Workspace
 PARAMS = {"agent.max_turns": (4.0, 30.0)}
 SIGNOFF = "My text to Priya Nair didn't end with my usual sign-off."
 GREETING = "My text to Omar Haddad didn't open the way I greet people."
+# Instance lines that show their value (docs/sim.md, "What each tier can teach").
+VISIBILITY = "My payment to Sam Lee was public, visible to more people than I wanted."
+CC = "I didn't get a copy of my email to Priya Nair."
 
 
 def _propose(
@@ -163,9 +167,11 @@ def test_summarize_failures_counts_and_orders_by_frequency() -> None:
 # --- the sim's reflector_edits role ------------------------------------------------------------
 
 
-def _sim_guidance(sim: SimLLM, current: Sequence[str], seed: int) -> list[str]:
+def _sim_guidance(
+    sim: SimLLM, current: Sequence[str], seed: int, failures: Sequence[str] = (VISIBILITY, CC)
+) -> list[str]:
     proposal = Reflector(sim).propose(
-        [SIGNOFF, SIGNOFF, GREETING], current, parameters=PARAMS, max_chars=6000, seed=seed
+        [failures[0], *failures], current, parameters=PARAMS, max_chars=6000, seed=seed
     )
     assert proposal.refused == []
     assert proposal.guidance is not None
@@ -185,10 +191,8 @@ def test_the_sim_reflector_sometimes_helps_and_sometimes_offers_generic_advice(
 ) -> None:
     sim = SimLLM(open_env(workspace))
     current = ["Pay with the card I use most often."]
-    statements = {
-        p.statement for text in (SIGNOFF, GREETING) for p in proposals_from_complaint(text)
-    }
-    assert len(statements) == 2
+    statements = {p.statement for text in (VISIBILITY, CC) for p in proposals_from_complaint(text)}
+    assert len(statements) == 2 and all(recognize(s) for s in statements)
     helpful = generic = 0
     for seed in range(24):
         lines = _sim_guidance(sim, current, seed)
@@ -204,9 +208,19 @@ def test_the_sim_reflector_sometimes_helps_and_sometimes_offers_generic_advice(
     assert helpful > 0 and generic > 0
 
 
+def test_the_sim_reflector_states_no_value_a_failure_does_not_show(workspace: Workspace) -> None:
+    """Sign-off and greeting complaints name no value: the sim reflector never turns them into
+    guidance (it adds nothing, or generic advice)."""
+    sim = SimLLM(open_env(workspace))
+    for seed in range(24):
+        lines = _sim_guidance(sim, [], seed, failures=(SIGNOFF, GREETING))
+        assert all(line in GENERIC_ADVICE for line in lines), lines
+        assert not any(recognize(line) for line in lines)
+
+
 def test_the_sim_answers_the_reflector_schema_directly(workspace: Workspace) -> None:
     sim = SimLLM(open_env(workspace))
-    prompt = "<failures>\n2x " + SIGNOFF + "\n</failures>\n<guidance>\n(empty)\n</guidance>\n"
+    prompt = "<failures>\n2x " + CC + "\n</failures>\n<guidance>\n(empty)\n</guidance>\n"
     replies = {
         sim.complete(
             [Message("user", prompt)], json_schema=JsonSchema("reflector_edits", {}), seed=seed
@@ -215,4 +229,4 @@ def test_the_sim_answers_the_reflector_schema_directly(workspace: Workspace) -> 
     }
     parsed = [json.loads(r) for r in replies]
     assert all(set(p) == {"guidance"} for p in parsed)
-    assert any(p["guidance"] and p["guidance"][0].startswith("Sign off every text") for p in parsed)
+    assert any(p["guidance"] and p["guidance"][0] == "CC me on every email I send." for p in parsed)

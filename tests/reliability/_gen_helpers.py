@@ -19,12 +19,15 @@ RunGit = Callable[..., str]
 
 
 def make_workspace(tmp_path: Path, run_git: RunGit, **gate: Any) -> Workspace:
-    """A workspace whose generations train 2 episodes and score 1 run per task (about a
-    second each with the sim); `gate` overrides more keys."""
+    """A workspace whose generations train 2 episodes with corrective feedback and score 1
+    run per task (about a second each with the sim); `gate` overrides more keys. Corrective:
+    instance complaints teach the sim little of alex's preferences (docs/sim.md, "What each
+    tier can teach"), and a generation that is accepted untampered is the control here."""
     ws = init_workspace(tmp_path / "ws")
     path = ws.root / CONFIG_NAME
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     data["gate"].update({"train_episodes": 2, "runs": 1, **gate})
+    data["train"]["feedback"] = "corrective"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     run_git(ws.root, "commit", "-q", "-am", "test: configure the gate")
     return Workspace(ws.root)

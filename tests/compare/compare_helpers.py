@@ -18,6 +18,7 @@ arms:
   none: {}
   oracle: {}
   fixed: {type: fixed, match: ace}
+  block: {type: fixed, chars: 300}
   ace: {}
   tepa: {}
 """

@@ -91,7 +91,9 @@ def test_results_per_arm_with_intervals_are_written_and_recorded(
 ) -> None:
     doc = ran
     rows = {r["arm"]: r for r in doc["rows"]}
-    assert set(rows) == {"none", "oracle", "fixed", "ace", "tepa"}
+    assert set(rows) == {"none", "oracle", "fixed", "block", "ace", "tepa"}
+    assert 290 <= rows["block"]["memory_chars"] <= 300  # a constant block, scored once per persona
+    assert rows["block"]["gap_closed"]["value"] == 0.0 and "spread" not in rows["block"]
     assert rows["none"]["gap_closed"]["value"] == 0.0
     assert rows["oracle"]["gap_closed"]["value"] == 1.0
     for arm in ("ace", "tepa", "fixed"):

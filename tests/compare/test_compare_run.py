@@ -84,6 +84,12 @@ def test_memory_as_of_an_arm_and_log_and_revert_in_a_worktree(
     )
     after = cli_json(capsys, "memory", "--as-of", ACE, "--persona", "blair")
     assert after["memory"] != shown["memory"]
+    # Running the experiment again never trains over the reverted arm.
+    reverted = run_git(ws.root, "rev-parse", ACE).strip()
+    code, _, err = run_cli(capsys, "compare", "experiments/small.yaml", "--jobs", "1")
+    assert code == 0, err
+    assert f"note: arm {ACE} (measured at" in err and "resuming: 5 of 5 jobs are done" in err
+    assert run_git(ws.root, "rev-parse", ACE).strip() == reverted
 
 
 def test_results_per_arm_with_intervals_are_written_and_recorded(

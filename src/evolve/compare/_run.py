@@ -10,8 +10,10 @@ Layout (all under the workspace, none of it tracked by git):
   to `refs/evolve/records` as `experiments/<name>/results.{json,md}`.
 
 Resuming: a job is done when its file is there, belongs to this plan and (for a recipe arm)
-its arm ref points at the commit the file names; every other job runs again from the base
-commit (an interrupted job's clone is removed, its arm ref overwritten). So a run killed at
+its arm ref exists; every other job runs again from the base commit (an interrupted job's
+clone is removed, its arm ref overwritten). An arm ref a person moved since (a revert on the
+arm) is never trained over: its result stays that of the commit it was measured on, and the
+run says so. So a run killed at
 any point, SIGKILL included, is finished by running the same command again, and finished
 jobs are never redone.
 """
@@ -64,6 +66,7 @@ class Prepared:
     folder: Path
     jobs: list[Job]
     done: dict[str, dict[str, Any]] = field(default_factory=dict)  # job key -> cell
+    moved: list[str] = field(default_factory=list)  # arm refs moved since they were measured
 
     @property
     def pending(self) -> list[Job]:
@@ -142,8 +145,13 @@ def _finished(ws: Workspace, p: Prepared, job: Job) -> dict[str, Any] | None:
     if cell.get("base") != p.base:
         return None
     ref = job.ref(p.experiment.name)
-    if ref is not None and (cell.get("sha") is None or ws.store.ref_sha(ref) != cell["sha"]):
-        return None  # the arm's branch is not what the result was measured on: redo it
+    if ref is not None:
+        now = ws.store.ref_sha(ref)
+        if now is None or cell.get("sha") is None:
+            return None  # the arm's branch is gone: measure it again
+        if now != cell["sha"]:
+            # Moved by hand since (a revert on the arm, say): kept, never trained over.
+            p.moved.append(f"{ref} (measured at {str(cell['sha'])[:10]}, now {now[:10]})")
     return cell
 
 
@@ -217,6 +225,11 @@ def run(
         total = len(p.jobs)
         if p.done:
             say(f"resuming: {len(p.done)} of {total} jobs are done and kept")
+        for moved in p.moved:
+            say(
+                f"note: arm {moved} moved since it was measured; its result is of the measured "
+                "commit (--fresh measures every arm again)"
+            )
         models = tuple(sorted(p.models.items()))
         specs = [
             JobSpec(

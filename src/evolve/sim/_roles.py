@@ -23,6 +23,7 @@ from evolve.llm import Message
 from evolve.sim._model import SimLLM, role
 from evolve.sim._updater import (
     Shown,
+    complaint_of,
     learn,
     proposals_from_complaint,
     replaced_ids,
@@ -94,7 +95,8 @@ def _ace(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
         if replaces:
             op["replaces"] = replaces
         operations.append(op)
-    complained = {p.slot for p in proposals}
+    # Every slot the complaint names, whether or not a statement was written for it.
+    complained = {p.slot for p in proposals_from_complaint(complaint_of(list(messages)))}
     kind = _task_kind(sim, prompt)
     tags = []
     for ident, _, slot in bullets:

@@ -50,7 +50,13 @@ def _workspace(root: Path, persona: str, recipe: str, tier: str) -> Workspace:
 def _rates(ws: Workspace, persona: str, inject: str, runs: int, seed: int) -> dict[str, float]:
     return {
         split: run_split(
-            ws, split, runs=runs, persona=persona, inject=inject, log=False, seed=seed  # type: ignore[arg-type]
+            ws,
+            split,
+            runs=runs,
+            persona=persona,
+            inject=inject,
+            log=False,
+            seed=seed,  # type: ignore[arg-type]
         ).violation_rate
         for split in SPLITS
     }

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from evolve.agent import build_system_prompt, read_prompt_files
 from evolve.envs import Task
@@ -17,6 +18,7 @@ from evolve.envs.persona_world import (
     Directive,
     Payment,
     PersonaWorldEnv,
+    Preference,
     Ref,
     Rule,
     Value,
@@ -595,3 +597,38 @@ def test_rendered_prompt_without_memory_yields_no_directive() -> None:
     files = read_prompt_files(REPO / "prompts")
     prompt = build_system_prompt(files, api_docs=api_docs(), memory="")
     assert read_directives(prompt) == {}
+
+
+# --- a preference's value: given, or implied by a computed rule (no default guesses) --------
+
+
+def test_only_computed_rules_imply_a_value() -> None:
+    implied = {r.name: r.implied_value for r in RULES if r.implied_value is not None}
+    assert implied == {
+        "habitual_card": Computed("habitual_card"),
+        "running_total": Computed("running_total"),
+        "note_checksum": Computed("checksum"),
+    }
+
+
+@pytest.mark.parametrize("rule", [r.name for r in RULES if r.implied_value is None])
+def test_a_preference_without_a_value_is_rejected_unless_its_rule_implies_one(rule: str) -> None:
+    with pytest.raises(ValidationError, match="needs a value"):
+        Preference(rule=rule)
+    with pytest.raises(ValidationError, match="needs a value"):
+        Preference(rule=rule, changes=({"at_episode": 3, "value": "x"},))
+
+
+def test_a_change_to_no_value_is_rejected_unless_the_rule_implies_one() -> None:
+    with pytest.raises(ValidationError, match="needs a value"):
+        Preference.model_validate(
+            {"rule": "sms_signoff", "value": "B", "changes": [{"at_episode": 3, "value": None}]}
+        )
+    held = Preference.model_validate(
+        {"rule": "note_checksum", "changes": [{"at_episode": 3, "value": None}]}
+    )
+    assert held.value_at(5) == Computed("checksum")
+
+
+def test_a_computed_preference_without_a_value_holds_the_implied_one() -> None:
+    assert Preference(rule="running_total").value_at(None) == Computed("running_total")

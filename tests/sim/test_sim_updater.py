@@ -333,10 +333,9 @@ def test_no_role_buries_a_stated_value_under_a_vague_statement() -> None:
     line = _instance_line(RULES_BY_NAME["sms_signoff"])
     stated = RULES_BY_NAME["sms_signoff"].statement("B")
     complaint = f"<complaint>\n{line}\n</complaint>"
-    assert (
-        _role("ace_deltas", f"{complaint}\n<bullets>\n[ace-1] {stated}\n</bullets>")["operations"]
-        == []
-    )
+    ace = _role("ace_deltas", f"{complaint}\n<bullets>\n[ace-1] {stated}\n</bullets>")
+    # No operation; the bullet on the complained slot is still tagged as it was before.
+    assert ace == {"operations": [], "bullet_tags": [{"id": "ace-1", "tag": "harmful"}]}
     assert (
         _role(
             "tepa_precedent",

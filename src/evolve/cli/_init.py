@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
+from evolve._io import atomic_write
 from evolve.cli._common import progress_bar, stderr, stdout
 from evolve.cli._evolve import print_result
 from evolve.cli._run import print_report
 from evolve.evaluate import run_split
 from evolve.generations import evolve
 from evolve.train import train
-from evolve._io import atomic_write
 from evolve.workspace import CONFIG_NAME, Workspace, init_workspace
 
 DEMO_FEEDBACK = "corrective"

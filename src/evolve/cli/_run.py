@@ -53,6 +53,7 @@ def print_report(report: SplitReport, title: str | None = None) -> None:
 @click.option(
     "--seed",
     type=int,
+    metavar="S",
     help="Evaluation seed (default: run.seed). The episode of task T in run k uses a seed "
     "derived from (S, T, k): the same seed gives identical episodes, another seed can differ "
     "(the model's sampling; sim's lapses and computed-value failures). With --runs K, run k "

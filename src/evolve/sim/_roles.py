@@ -2,9 +2,9 @@
 
 Every answer starts from :func:`learn`: what a learner can read from the complaint text
 (under the instance tier a value only where the complaint shows it, else a vague statement
-that fixes none, see `evolve.sim._updater`). The recipe-specific parts reproduce the behaviour SIM.md asks for (ACE
-modifies an existing bullet about half the time, TEPA now and then invents a key, rewrites are
-lossy, TRACE compiles what can be compiled).
+that fixes none, see `evolve.sim._updater`). The recipe-specific parts reproduce the
+behaviour SIM.md asks for (ACE modifies an existing bullet about half the time, TEPA now and
+then invents a key, rewrites are lossy, TRACE compiles what can be compiled).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from evolve.llm import Message
 from evolve.sim._model import SimLLM, role
 from evolve.sim._updater import (
     Shown,
+    complaint_of,
     learn,
     proposals_from_complaint,
     replaced_ids,
@@ -94,7 +95,8 @@ def _ace(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
         if replaces:
             op["replaces"] = replaces
         operations.append(op)
-    complained = {p.slot for p in proposals}
+    # Every slot the complaint names, whether or not a statement was written for it.
+    complained = {p.slot for p in proposals_from_complaint(complaint_of(list(messages)))}
     kind = _task_kind(sim, prompt)
     tags = []
     for ident, _, slot in bullets:

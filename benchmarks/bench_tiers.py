@@ -20,12 +20,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evolve.evaluate import run_split
+from evolve.envs import Split
+from evolve.evaluate import InjectMode, run_split
 from evolve.train import train
 from evolve.updaters import RECIPES
 from evolve.workspace import Workspace, init_workspace
 
-SPLITS = ("dev", "holdout")
+SPLITS: tuple[Split, ...] = ("dev", "holdout")
 
 
 def gap_closed(none: float, oracle: float, arm: float) -> float | None:
@@ -47,7 +48,9 @@ def _workspace(root: Path, persona: str, recipe: str, tier: str) -> Workspace:
     return Workspace(ws.root, cfg)
 
 
-def _rates(ws: Workspace, persona: str, inject: str, runs: int, seed: int) -> dict[str, float]:
+def _rates(
+    ws: Workspace, persona: str, inject: InjectMode, runs: int, seed: int
+) -> dict[str, float]:
     return {
         split: run_split(
             ws,
@@ -56,7 +59,7 @@ def _rates(ws: Workspace, persona: str, inject: str, runs: int, seed: int) -> di
             persona=persona,
             inject=inject,
             log=False,
-            seed=seed,  # type: ignore[arg-type]
+            seed=seed,
         ).violation_rate
         for split in SPLITS
     }
@@ -74,7 +77,8 @@ def measure(
             for tier in tiers:
                 ws = _workspace(Path(tmp) / f"{recipe}-{tier}", persona, recipe, tier)
                 train(ws, recipe=recipe, episodes=episodes, feedback=tier, persona=persona)  # type: ignore[arg-type]
-                for inject in ("recipe", "fixed"):
+                injects: tuple[InjectMode, ...] = ("recipe", "fixed")
+                for inject in injects:
                     rates = _rates(ws, persona, inject, runs, seed)
                     out["arms"][f"{recipe}/{tier}/{inject}"] = {
                         split: {

@@ -24,6 +24,7 @@ from typing import Any
 
 from evolve._io import sha256_hex
 from evolve.memory import MemoryUnit, Status, learned_time
+from evolve.memory._similarity import normalize
 from evolve.ops import Op, Refusal
 from evolve.skills._filter import TaskSpecifics, screen
 from evolve.skills._reflect import MAX_LESSON, MAX_TRIGGER, Candidate
@@ -121,6 +122,15 @@ class BatchPlan:
     promoted: list[tuple[str, str]] = field(default_factory=list)  # (shape, skill id)
     staging: Staging = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # normalized text -> id of a skill the scoreboard retired: never learned again
+    retired: dict[str, str] = field(default_factory=dict)
+
+    def retired_by(self, *texts: str | None) -> str | None:
+        for text in texts:
+            ident = self.retired.get(normalize(text)) if text else None
+            if ident is not None:
+                return f"the scoreboard retired this lesson ({ident}); it is not learned again"
+        return None
 
     def trailer_ops(self) -> list[tuple[str, str]]:
         """`Evolve-Ops` pairs: add/merge/revise=<skill id>, skip/refuse=<candidate>,
@@ -185,6 +195,7 @@ def plan_batch(
     of the environment, which a general lesson may not name.
     """
     plan = BatchPlan()
+    plan.retired = {normalize(u.text): u.id for u in units if u.status == "retired" and u.shelf}
     before = live_skills(units, maker.scope)
     state = dict(before)
     by_ref = {c.ref: c for c in candidates}
@@ -276,6 +287,9 @@ def _verdict(
         bad = screen(text, cand.task) if text else None
         if bad is not None:
             return _refuse(plan, cand, verdict, shape, text or "", f"the evolver's text {bad}")
+    retired = plan.retired_by(lesson or (cand.lesson if verdict == "ADD" else None))
+    if retired is not None:
+        return _refuse(plan, cand, verdict, shape, lesson or cand.lesson, retired)
     if verdict == "ADD":
         shelf = f"topics/{cand.topic}"
         used = occupancy(state).get(shelf, 0)
@@ -406,6 +420,10 @@ def _general(
     trigger = _text(entry.get("trigger"), MAX_TRIGGER)
     if lesson is None or trigger is None:
         plan.refused.append(Refusal(op="promote", what=shape, reason="no lesson or trigger"))
+        return None
+    retired = plan.retired_by(lesson)
+    if retired is not None:
+        plan.refused.append(Refusal(op="promote", what=lesson[:80], reason=retired))
         return None
     task = cands[0].task
     for cand in cands[1:]:

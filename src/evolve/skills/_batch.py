@@ -34,6 +34,7 @@ from evolve.history import clip
 from evolve.llm import LLM
 from evolve.memory import GLOBAL_SCOPE, MemoryUnit, UnitReader
 from evolve.ops import Refusal
+from evolve.review import as_pending
 from evolve.skills._consolidate import plan_consolidation
 from evolve.skills._evolver import ask_consolidator, ask_evolver
 from evolve.skills._plan import BatchPlan, Maker, plan_batch
@@ -208,6 +209,8 @@ class SkillsBatches:
         else:
             plan.staging = staging
         result.plan = plan
+        if self.review:  # new skills and changes wait for `evolve review approve`
+            plan.ops = as_pending(plan.ops, units)
         applier = MemoryApplier(self.ws, GLOBAL_SCOPE)
         text = dump_staging(plan.staging)
         files = {STAGING_PATH: text.encode("utf-8") if text else None}
@@ -239,6 +242,8 @@ class SkillsBatches:
         plan = plan_consolidation(
             units, reply, maker=self._maker(batch, episode), topics=apps_of(self.tools)
         )
+        if self.review:
+            plan.ops = as_pending(plan.ops, units)
         applier = MemoryApplier(self.ws, GLOBAL_SCOPE)
         applied = applier.apply(plan.ops, units)
         commit = None

@@ -61,10 +61,13 @@ def live_skills(units: Sequence[MemoryUnit], scope: str = "global") -> dict[str,
 
 
 def occupancy(skills: Mapping[str, MemoryUnit]) -> dict[str, int]:
+    """Slots taken per shelf (a pending proposed change stands in its original's slot)."""
     out: dict[str, int] = {}
     for unit in skills.values():
         key = shelf_key(unit)
-        if key is not None and unit.status in _LIVE:
+        if key is not None and unit.status in _LIVE and not (
+            unit.status == "pending" and unit.supersedes
+        ):
             out[key] = out.get(key, 0) + 1
     return out
 

@@ -65,8 +65,10 @@ def occupancy(skills: Mapping[str, MemoryUnit]) -> dict[str, int]:
     out: dict[str, int] = {}
     for unit in skills.values():
         key = shelf_key(unit)
-        if key is not None and unit.status in _LIVE and not (
-            unit.status == "pending" and unit.supersedes
+        if (
+            key is not None
+            and unit.status in _LIVE
+            and not (unit.status == "pending" and unit.supersedes)
         ):
             out[key] = out.get(key, 0) + 1
     return out

@@ -193,3 +193,23 @@ def test_a_lesson_the_scoreboard_retired_is_not_learned_again() -> None:
     plan = plan_batch([retired], cands, reply, caps=ShelfCaps(), maker=maker(), staging={})
     assert plan.ops == [] and plan.promoted == []
     assert sum("retired this lesson (old)" in r.reason for r in plan.refused) == 3
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "memory/../evolve.yaml",
+        "evalset/splits.yaml",
+        "/etc/passwd",
+        "memory/skills/x.md",
+        "prompts/a.yaml",
+    ],
+)
+def test_the_staging_write_is_confined_like_any_memory_write(
+    workspace: Workspace, path: str
+) -> None:
+    from evolve.errors import PathRefused
+
+    with pytest.raises(PathRefused):
+        MemoryApplier(workspace, "global").apply([], [], extra_files={path: b"x: 1\n"})
+    assert not workspace.store.dirty_paths(["memory", "evalset", "prompts"])

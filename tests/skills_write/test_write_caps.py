@@ -99,7 +99,7 @@ def scenario(
     )
     staged = draw(st.lists(st.sampled_from(SHAPES[:3]), max_size=3, unique=True))
     staging = {
-        shape: Sighting(draw(st.integers(1, 3)), [draw(st.sampled_from(APPS))]) for shape in staged
+        shape: Sighting({draw(st.sampled_from(APPS)): draw(st.integers(1, 3))}) for shape in staged
     }
     return units, cands, reply, caps, staging
 

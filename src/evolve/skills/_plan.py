@@ -381,9 +381,7 @@ def _promote(
         shape = entry.get("shape")
         if isinstance(shape, str) and _SLUG.match(shape) and shape not in general:
             general[shape] = entry
-    out: Staging = {
-        k: Sighting(v.count, list(v.topics), list(v.evidence)) for k, v in staging.items()
-    }
+    out: Staging = {k: Sighting(dict(v.by_topic), list(v.evidence)) for k, v in staging.items()}
     for shape, cands in sorted(shapes.items()):
         seen = Sighting()
         for cand in cands:

@@ -12,7 +12,16 @@ from __future__ import annotations
 
 from evolve.memory import MalformedUnit, MemoryUnit, parse_unit
 
-COUNTER_FIELDS: tuple[str, ...] = ("helpful", "harmful", "alpha", "beta", "updated_episode")
+# A skill's `evidence` (the episodes it came from) grows as later batches confirm it: like the
+# counters, more evidence does not change what the skill says.
+COUNTER_FIELDS: tuple[str, ...] = (
+    "helpful",
+    "harmful",
+    "alpha",
+    "beta",
+    "updated_episode",
+    "evidence",
+)
 COUNTERS_FILE = "_counters.yaml"
 
 

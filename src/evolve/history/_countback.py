@@ -24,6 +24,7 @@ from evolve.memory import (
     COUNTER_FIELDS,
     Counters,
     MemoryUnit,
+    counter_key,
     counters_of,
     counters_path,
     dump_counters,
@@ -83,7 +84,7 @@ def counter_deltas(store: GitStore, info: CommitInfo, reader: _Reader | None = N
                 path, store.read(parent, path)
             )
             if unit is not None:
-                keys.add((unit.scope, unit.id))
+                keys.add((counter_key(unit), unit.id))
     out: Deltas = {}
     for scope, ident in sorted(keys):
         before = reader.counters(parent, scope, ident)
@@ -148,7 +149,7 @@ def take_back(
         # them there): its counters go to the sidecar, less what the reverted commits added.
         unit = unit_of(path, data)
         if unit is not None:
-            todo.setdefault((unit.scope, unit.id), {})
+            todo.setdefault((counter_key(unit), unit.id), {})
     for (scope, ident), fields in sorted(todo.items()):
         path = str(unit_path(scope, ident))
         final = unit_of(path, files[path]) if path in files else reader.unit(head, scope, ident)

@@ -50,7 +50,7 @@ from evolve.history._lines import (
     line_revert,
 )
 from evolve.history._log import refresh_commit_graph
-from evolve.memory import MemoryUnit, dump_unit, load_units_at, unit_path
+from evolve.memory import MemoryUnit, dump_unit, load_units_at
 from evolve.memory._similarity import normalize
 from evolve.recovery import writer
 from evolve.store import KIND, OPS, PERSONA, CommitInfo, GitStore, format_ops
@@ -61,6 +61,7 @@ REVERTS = "Evolve-Reverts"
 GIT_REVERT = "Evolve-Git-Revert"
 REVERT_KINDS = ("revert", "cascade revert")
 TRACKED = ["memory", "prompts"]
+STAGING = "memory/skills/_staging.yaml"  # evolve.skills.STAGING_PATH
 _GIT_REVERT_LINE = re.compile(r"^This reverts commit ([0-9a-f]{7,64})\b", re.M)
 _TAUGHT = ("active", "pending")
 
@@ -218,6 +219,11 @@ class _Plan:
         why = self.why or f"reverted {info.sha[:10]}"
         for change in content_changes(self.store, info):
             path, now = change.path, self.now(change.path)
+            if path == STAGING:  # skills' sightings are evidence: taken back, never a conflict
+                from evolve.skills._staging import take_back
+
+                self.state[path] = take_back(change.before, change.after, now)
+                continue
             if _gone_since(change, now):
                 current = unit_of(path, now)
                 if current is not None and current.status == "tombstoned":
@@ -269,7 +275,7 @@ class _Plan:
         )
         if restored is not None:
             stone = stone.with_(id=self._free_id(taught, info.sha))
-        self.stones[str(unit_path(stone.scope, stone.id))] = stone
+        self.stones[str(stone.path())] = stone
 
     def _taken(self, path: str) -> bool:
         return path in self.stones or self.now(path) is not None
@@ -277,7 +283,7 @@ class _Plan:
     def _free_id(self, unit: MemoryUnit, sha: str) -> str:
         base = f"{unit.id[:52]}-t{sha[:7]}"
         candidate, n = base, 1
-        while self._taken(str(unit_path(unit.scope, candidate))):
+        while self._taken(str(unit.with_(id=candidate).path())):
             n += 1
             candidate = f"{base}{n}"
         return candidate
@@ -303,7 +309,7 @@ class _Plan:
                 continue
             if files.get(path) is not None:  # an older commit restored a file here
                 stone = stone.with_(id=self._free_id(stone, stone.reverted_commit or "0000000"))
-                path = str(unit_path(stone.scope, stone.id))
+                path = str(stone.path())
             self.stones[path] = stone
             files[path] = dump_unit(stone).encode("utf-8")
         self._stone_copies(files)
@@ -370,6 +376,8 @@ def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
         info = queue.pop()
         for change in content_changes(store, info):
             head = store.read("HEAD", change.path)
+            if change.path == STAGING:
+                continue
             if _gone_since(change, head) or _settled_since(change, head) or _as_left(change, head):
                 continue
             for later in later_content_touches(store, info.sha, change.path):
@@ -474,7 +482,7 @@ def _commit(
             "commits); there is nothing left to revert."
         )
     stones = [s for p, s in sorted(plan.stones.items()) if p in changes]
-    stone_paths = {str(unit_path(s.scope, s.id)) for s in stones}
+    stone_paths = {str(s.path()) for s in stones}
     ops: list[tuple[str, str]] = []
     lifted: list[str] = []
     for path in sorted(changes):

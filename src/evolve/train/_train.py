@@ -52,6 +52,7 @@ from evolve.store import (
     GitStore,
     format_ops,
 )
+from evolve.train._batch import skills_batches
 from evolve.train._histref import RecordsHistory, StreamHistory
 from evolve.train._stream import history_before, stream_id, stream_tasks
 from evolve.train._trainref import (
@@ -256,6 +257,7 @@ def train(
     generation: int | None = None,
     take_lock: bool = True,
     start_at: int | None = None,
+    evolver_llm: LLM | None = None,
 ) -> TrainReport:
     """Run the training stream up to episode `episodes` (resuming after the last commit).
 
@@ -286,7 +288,7 @@ def train(
             recover_workspace(ws, "evolve train")  # crash leftovers first (evolve.recovery)
         report = _train(
             ws, env, recipe_impl, name, total, tier, seed, review, persona, agent_llm, updater_llm, progress,
-            generation, start_at,
+            generation, start_at, evolver_llm,
         )  # fmt: skip
         if report.commits and take_lock:
             refresh_commit_graph(ws.store)
@@ -311,6 +313,7 @@ def _train(
     progress: Progress | None,
     generation: int | None,
     start_at: int | None,
+    evolver_llm: LLM | None = None,
 ) -> TrainReport:
     from evolve.review import as_pending
 
@@ -349,6 +352,8 @@ def _train(
     redactor = Redactor.from_settings(ws.config.redact.values, ws.config.redact.env)
     log_path = ws.runs_dir / f"train-{sid.replace('/', '-')}.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    # skills (issue 13): failed episodes feed a batch; the batch, not the episode, commits.
+    batches = skills_batches(ws, name, sid, persona, env, review, generation, evolver_llm)
     for k in range(start, total):
         task = tasks[k]
         units = reader.load()
@@ -396,6 +401,8 @@ def _train(
                 tools=tuple(env.tools()),
             )
             update = recipe.observe(ctx)
+            if batches is not None:
+                update = batches.take(k, update)
             ops = as_pending(update.ops, visible) if review else update.ops
             applied = applier.apply(ops, units)
             outcome.refused = [r.line() for r in [*update.refused, *applied.refused]]
@@ -423,6 +430,10 @@ def _train(
                     applied, generation,
                 )  # fmt: skip
             applier.done()
+        elif batches is not None:  # skills.near_misses: a pass after retries may teach too
+            batches.near_miss(k, task, result, updater_llm, derive_seed(sid, k, "update"))
+        if batches is not None:
+            outcome.commit = batches.end_episode(k, total, clock) or outcome.commit
         logged = result.record.model_copy(
             update={"commit": outcome.commit, "refused": outcome.refused, "episode": k}
         )

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from evolve.errors import EvolveError
 from evolve.store import GitStore
-from evolve.store import _git as git_module
 
 RunGit = Callable[..., str]
 
@@ -192,9 +192,9 @@ def test_a_held_index_lock_falls_back_to_git_and_its_message(
 ) -> None:
     store = _repo(tmp_path, run_git)
     _write(store.root, "memory/a.md", "alpha, changed\n")
-    monkeypatch.setattr(git_module.GitStore, "_check_index_free", lambda self: None)
+    monkeypatch.setattr(GitStore, "_check_index_free", lambda self: None)
     lock = store.git_dir / "index.lock"
     lock.write_bytes(b"")
-    with pytest.raises(git_module.EvolveError, match="could not update the index"):
+    with pytest.raises(EvolveError, match="could not update the index"):
         store.commit(["memory/a.md"], "change")
     lock.unlink()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from evolve.agent import section
 from evolve.envs.persona_world import RULES, recognize, split_sentences
 from evolve.llm import Message
+from evolve.sim._parse import recognized
 
 _INSTANCE = [(rule, rule.instance_regex()) for rule in RULES]
 
@@ -64,7 +65,7 @@ def proposals_from_complaint(complaint: str) -> list[Proposal]:
 
 def slot_of(statement: str) -> str | None:
     """The slot a statement is about, if the sim recognizes it."""
-    found = recognize(statement)
+    found = recognized(statement)
     return found[0].slot if found else None
 
 
@@ -87,7 +88,7 @@ class Shown:
 
     @property
     def slots(self) -> set[str]:
-        return {d.slot for s in split_sentences(self.text) for d in recognize(s)}
+        return {d.slot for s in split_sentences(self.text) for d in recognized(s)}
 
 
 def shown_units(section_text: str | None) -> list[Shown]:

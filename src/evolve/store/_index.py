@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+from bisect import bisect_left
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -62,21 +63,26 @@ def _entry(path: bytes, mode: int, oid: bytes, st: os.stat_result) -> bytes:
 
 def _parse_entries(
     data: bytes, count: int, rawlen: int
-) -> tuple[list[tuple[bytes, int, bytes]], int]:
-    """[(path, flags, raw entry bytes)] and the offset after the last entry."""
-    entries: list[tuple[bytes, int, bytes]] = []
+) -> tuple[list[tuple[bytes, int]], list[int], list[int]]:
+    """The entries' (path, stage) keys, their flags, and their offsets (one more than the
+    entries: the last is where the extensions start)."""
+    keys: list[tuple[bytes, int]] = []
+    flag_list: list[int] = []
+    offsets: list[int] = []
     pos = _HEADER.size
     fixed = 40 + rawlen
+    unpack = struct.Struct(">H").unpack_from
     for _ in range(count):
-        (flags,) = struct.unpack_from(">H", data, pos + fixed)
-        extended = 2 if flags & 0x4000 else 0
-        name_at = pos + fixed + 2 + extended
-        end = data.index(b"\0", name_at)
-        path = data[name_at:end]
-        size = (name_at - pos + len(path) + 8) & ~7
-        entries.append((path, flags, data[pos : pos + size]))
-        pos += size
-    return entries, pos
+        (flags,) = unpack(data, pos + fixed)
+        name_at = pos + fixed + (4 if flags & 0x4000 else 2)
+        length = flags & 0xFFF
+        end = name_at + length if length < 0xFFF else data.index(b"\0", name_at)
+        keys.append((data[name_at:end], (flags >> 12) & 3))
+        flag_list.append(flags)
+        offsets.append(pos)
+        pos += (end - pos + 8) & ~7
+    offsets.append(pos)
+    return keys, flag_list, offsets
 
 
 def _invalidate_tree(data: bytes, paths: list[bytes], rawlen: int) -> bytes:
@@ -171,29 +177,47 @@ def update_index(
     skip_hash = trailer == b"\0" * rawlen
     if not skip_hash and digest(data[:-rawlen]).digest() != trailer:
         raise Declined("the index checksum does not match")
-    entries, end = _parse_entries(data, count, rawlen)
-    exts = _extensions(data, end, len(data) - rawlen)
+    keys, flags, offsets = _parse_entries(data, count, rawlen)
+    exts = _extensions(data, offsets[-1], len(data) - rawlen)
     for ext, _ in exts:
         if not b"A" <= ext[:1] <= b"Z":
             raise Declined(f"the required extension {ext!r}")
     changed = {p.encode("utf-8", "surrogateescape"): c for p, c in changes.items()}
-    # Entries are sorted by path, then stage (0 normally; 1-3 for a conflict).
-    by_key: dict[tuple[bytes, int], bytes] = {}
-    for path, flags, raw in entries:
-        if path in changed and flags & 0xF000:  # assume-valid, extended flags, or a stage
-            raise Declined(f"{path!r} has flags or a conflict stage")
-        by_key[(path, (flags >> 12) & 3)] = raw
-    for path, change in changed.items():
+    # Entries are sorted by path, then stage (0 normally; 1-3 for a conflict): each change
+    # replaces, removes or inserts one entry, found by bisection; the rest is copied as is.
+    edits: list[tuple[int, int, bytes, bytes]] = []  # (index, 0 insert / 1 replace, path, entry)
+    for path in sorted(changed):
+        change = changed[path]
+        i = bisect_left(keys, (path, 0))
+        j = i
+        while j < len(keys) and keys[j][0] == path:
+            if flags[j] & 0xF000:  # assume-valid, extended flags, or a conflict stage
+                raise Declined(f"{path!r} has flags or a conflict stage")
+            j += 1
+        exists = j > i
         if change is None:
-            by_key.pop((path, 0), None)
+            if exists:
+                edits.append((i, 1, path, b""))
             continue
-        prefix = path + b"/"
         parts = path.split(b"/")
-        parents = {(b"/".join(parts[:i]), 0) for i in range(1, len(parts))}
-        if not parents.isdisjoint(by_key) or any(p.startswith(prefix) for p, _ in by_key):
-            raise Declined(f"{path!r} is a directory in the index, or under a file of it")
+        for n in range(1, len(parts)):
+            k = bisect_left(keys, (b"/".join(parts[:n]), 0))
+            if k < len(keys) and keys[k][0] == b"/".join(parts[:n]):
+                raise Declined(f"{path!r} is under a file of the index")
+        k = bisect_left(keys, (path + b"/", 0))
+        if k < len(keys) and keys[k][0].startswith(path + b"/"):
+            raise Declined(f"{path!r} is a directory in the index")
         mode, oid, st = change
-        by_key[(path, 0)] = _entry(path, mode, oid, st)
+        edits.append((i, 1 if exists else 0, path, _entry(path, mode, oid, st)))
+    pieces: list[bytes] = []
+    at = 0  # the next existing entry to copy
+    total = len(keys)
+    for i, replace, _, entry in sorted(edits):
+        pieces.append(data[offsets[at] : offsets[i]])
+        pieces.append(entry)
+        at = i + replace
+        total += (0 if entry else -1) if replace else 1
+    pieces.append(data[offsets[at] : offsets[-1]])
     kept: list[bytes] = []
     for ext, body in exts:
         if ext in _DROPPED:
@@ -204,10 +228,7 @@ def update_index(
             except (ValueError, IndexError):
                 continue  # unreadable: drop it, git rebuilds the cache-tree when it commits
         kept.append(ext + struct.pack(">I", len(body)) + body)
-    ordered = sorted(by_key)
-    out = b"".join(
-        [_HEADER.pack(b"DIRC", version, len(ordered)), *(by_key[k] for k in ordered), *kept]
-    )
+    out = b"".join([_HEADER.pack(b"DIRC", version, total), *pieces, *kept])
     out += b"\0" * rawlen if skip_hash else digest(out).digest()
     lock = index.with_name(index.name + ".lock")
     fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o666)

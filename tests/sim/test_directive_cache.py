@@ -14,6 +14,7 @@ from evolve.sim._parse import PromptCache
 @pytest.fixture(autouse=True)
 def fresh_caches() -> None:
     _agent.PROMPTS.clear()
+    _agent.STATS.clear()
     _parse.clear_sentences()
 
 
@@ -99,3 +100,13 @@ def test_long_sentences_are_not_kept() -> None:
     assert _parse._recognized.cache_info().currsize == 0
     _parse.recognized("Payments should be private.")
     assert _parse._recognized.cache_info().currsize == 1
+
+
+def test_stats_are_read_once_per_prompt_and_again_when_it_changes() -> None:
+    stats = "<stats>\n- Checksum of this note's items: 41\n</stats>"
+    prompt = "<memory>\nPayments should be private.\n</memory>\n" + stats
+    assert _agent.read_stats(prompt).checksum == 41
+    assert _agent.read_stats("".join(list(prompt))).checksum == 41
+    assert _agent.STATS.parsed == 1
+    assert _agent.read_stats(prompt.replace("41", "42")).checksum == 42
+    assert _agent.STATS.parsed == 2

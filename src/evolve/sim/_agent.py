@@ -87,7 +87,16 @@ class Stats:
     checksum: int | None = None
 
 
+# The `<stats>` a system prompt gives, read once per distinct prompt as its directives are
+# (finding the section scans the whole prompt, a thousand units long).
+STATS: PromptCache[Stats] = PromptCache(64)
+
+
 def read_stats(system_prompt: str) -> Stats:
+    return STATS.get(system_prompt, _parse_stats)
+
+
+def _parse_stats(system_prompt: str) -> Stats:
     body = section(system_prompt, "stats") or ""
     card = re.search(r"most used: .*?\(payment_card_id (\d+)\)", body)
     paid = re.search(r"Paid so far to .*?: \$(\d+(?:\.\d+)?)", body)

@@ -18,6 +18,7 @@ Both are least-recently-used with a fixed number of entries; a sentence longer t
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import lru_cache
@@ -41,6 +42,7 @@ class PromptCache(Generic[T]):
         self.size = size
         self._entries: OrderedDict[bytes, T] = OrderedDict()
         self._last: tuple[str, T] | None = None
+        self._lock = threading.Lock()
         self.parsed = 0  # how many times `parse` ran (tests read it)
 
     def get(self, text: str, parse: Callable[[str], T]) -> T:
@@ -48,15 +50,17 @@ class PromptCache(Generic[T]):
         if last is not None and last[0] is text:
             return last[1]
         key = digest(text)
-        found = self._entries.get(key)
+        with self._lock:  # the threads executor may run sim episodes side by side
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
         if found is None:
             found = parse(text)
-            self.parsed += 1
-            self._entries[key] = found
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-        else:
-            self._entries.move_to_end(key)
+            with self._lock:
+                self.parsed += 1
+                self._entries[key] = found
+                while len(self._entries) > self.size:
+                    self._entries.popitem(last=False)
         self._last = (text, found)
         return found
 

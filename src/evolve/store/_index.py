@@ -163,10 +163,27 @@ def update_index(
     if _bool(config, "core.ignorecase", False):
         raise Declined("core.ignorecase is set")
     rawlen = 32 if object_format == "sha256" else 20
+    if not index.is_file():
+        raise Declined("no index yet")
+    # git's lock first, then the read: a git process that changed the index before we got
+    # the lock is not overwritten with what we read before it.
+    lock = index.with_name(index.name + ".lock")
+    fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
-        data = index.read_bytes()
-    except FileNotFoundError:
-        raise Declined("no index yet") from None
+        with os.fdopen(fd, "wb") as handle:
+            try:
+                out = _rewritten(index.read_bytes(), changes, rawlen)
+            except (struct.error, ValueError, IndexError) as exc:
+                raise Declined(f"an index this module cannot read ({exc})") from None
+            handle.write(out)
+        os.replace(lock, index)
+    except BaseException:
+        lock.unlink(missing_ok=True)
+        raise
+
+
+def _rewritten(data: bytes, changes: Mapping[str, Change], rawlen: int) -> bytes:
+    """The index `data` with the entries of `changes` rewritten."""
     if len(data) < _HEADER.size + rawlen:
         raise Declined("a truncated index")
     sig, version, count = _HEADER.unpack_from(data)
@@ -229,16 +246,7 @@ def update_index(
                 continue  # unreadable: drop it, git rebuilds the cache-tree when it commits
         kept.append(ext + struct.pack(">I", len(body)) + body)
     out = b"".join([_HEADER.pack(b"DIRC", version, total), *pieces, *kept])
-    out += b"\0" * rawlen if skip_hash else digest(out).digest()
-    lock = index.with_name(index.name + ".lock")
-    fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(out)
-        os.replace(lock, index)
-    except BaseException:
-        lock.unlink(missing_ok=True)
-        raise
+    return out + (b"\0" * rawlen if skip_hash else digest(out).digest())
 
 
 def _bool(config: Mapping[str, str | None], key: str, default: bool) -> bool:

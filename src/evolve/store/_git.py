@@ -3,8 +3,9 @@
 Two commit paths:
 
 - The fast path (the default): per-episode commits are frequent, so :meth:`GitStore.commit`
-  writes the blobs, the trees along the changed paths, the commit object and the ref from
-  Python, and spends one git process on updating the index.
+  writes the blobs, the trees along the changed paths, the commit object, the ref and the
+  index entries of the changed paths from Python (`evolve.store._index`; an index that module
+  leaves to git costs one `git update-index` process), so a commit starts no process.
 - git's own commit path (`git commit --only`): used when the repository has a hook that a
   commit runs (pre-commit, prepare-commit-msg, commit-msg, post-commit, reference-transaction,
   in `core.hooksPath` or `.git/hooks`) or asks for signed commits (`commit.gpgsign`), so that
@@ -962,9 +963,8 @@ class GitStore:
             ) from None
 
     # Objects are written from Python (zlib + the repository's hash, no process) and trees are
-    # rebuilt only along the changed paths, so a commit costs one git process (the index
-    # update). Trees this store wrote or read are cached by id, so the next commit rarely
-    # reads any.
+    # rebuilt only along the changed paths. Trees this store wrote or read are cached by id,
+    # so the next commit rarely reads any.
 
     def _store(self, kind: bytes, data: bytes) -> str:
         header = b"%s %d\x00" % (kind, len(data))

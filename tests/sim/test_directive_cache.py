@@ -110,3 +110,24 @@ def test_stats_are_read_once_per_prompt_and_again_when_it_changes() -> None:
     assert _agent.STATS.parsed == 1
     assert _agent.read_stats(prompt.replace("41", "42")).checksum == 42
     assert _agent.STATS.parsed == 2
+
+
+def test_the_updater_reads_each_shown_unit_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evolve.sim._updater import replaced_ids, shown_units
+
+    calls: list[str] = []
+    real = _parse.split_sentences
+
+    def counting(text: str) -> list[str]:
+        calls.append(text)
+        return list(real(text))
+
+    monkeypatch.setattr(_parse, "split_sentences", counting)
+    section = "\n".join(
+        [f"[tepa-{i}] [other.x] Note {i} is about the garden." for i in range(30)]
+        + ["[tepa-99] [sms.signoff] Sign texts with '- Alex'."]
+    )
+    for n in range(5):
+        shown = shown_units(section)
+        assert replaced_ids(shown, "sms.signoff", f"Sign texts with '- Al {n}'.") == ["tepa-99"]
+    assert len(calls) == 31  # each shown unit once, not once per request

@@ -8,8 +8,9 @@ the sim keeps two caches:
   text itself, so a thousand-unit prompt is not kept alive per entry); the last prompt seen
   is also remembered by identity, so the turns of an episode do not even hash it again;
 - per sentence: the directives a sentence carries (`recognize` over every rule), so a prompt
-  that differs from the last by one unit re-reads one sentence, and the updater roles, which
-  read every shown unit, read each distinct sentence once.
+  that differs from the last by one unit re-reads one sentence; and per shown unit text, the
+  slots it is about, so the updater roles, which read every unit the prompt shows, read each
+  distinct unit once.
 
 Both are least-recently-used with a fixed number of entries; a sentence longer than
 `MAX_SENTENCE` characters is read every time rather than kept.
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Generic, TypeVar
 
-from evolve.envs.persona_world import Directive, recognize
+from evolve.envs.persona_world import Directive, recognize, split_sentences
 
 T = TypeVar("T")
 MAX_SENTENCE = 2_000
@@ -85,5 +86,18 @@ def recognized(sentence: str) -> tuple[Directive, ...]:
     return _recognized(sentence)
 
 
+@lru_cache(maxsize=16_384)
+def _slots_of(text: str) -> frozenset[str]:
+    return frozenset(d.slot for s in split_sentences(text) for d in recognized(s))
+
+
+def slots_of(text: str) -> frozenset[str]:
+    """The slots the sentences of `text` (a unit as a prompt shows it) are about, cached."""
+    if len(text) > MAX_SENTENCE:
+        return frozenset(d.slot for s in split_sentences(text) for d in recognized(s))
+    return _slots_of(text)
+
+
 def clear_sentences() -> None:
     _recognized.cache_clear()
+    _slots_of.cache_clear()

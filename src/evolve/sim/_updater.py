@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 
 from evolve.agent import section
-from evolve.envs.persona_world import RULES, recognize, split_sentences
+from evolve.envs.persona_world import RULES, recognize
 from evolve.llm import Message
-from evolve.sim._parse import recognized
+from evolve.sim._parse import recognized, slots_of
 
 _INSTANCE = [(rule, rule.instance_regex()) for rule in RULES]
 
@@ -87,8 +87,8 @@ class Shown:
     text: str
 
     @property
-    def slots(self) -> set[str]:
-        return {d.slot for s in split_sentences(self.text) for d in recognized(s)}
+    def slots(self) -> frozenset[str]:
+        return slots_of(self.text)
 
 
 def shown_units(section_text: str | None) -> list[Shown]:

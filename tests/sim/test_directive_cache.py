@@ -116,7 +116,7 @@ def test_the_updater_reads_each_shown_unit_once(monkeypatch: pytest.MonkeyPatch)
     from evolve.sim._updater import replaced_ids, shown_units
 
     calls: list[str] = []
-    real = _parse.split_sentences
+    real = _parse.split_sentences  # type: ignore[attr-defined]
 
     def counting(text: str) -> list[str]:
         calls.append(text)

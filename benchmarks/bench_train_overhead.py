@@ -21,6 +21,9 @@ Builds a workspace (`_workspace.build_workspace`: `evolve init`'s files, 1,000 T
 
 Prints the medians and the ratios (target: harness <= 1.25x the floor).
 
+With `--old REV`, the same episodes also run on the code at REV (exported with `git archive`),
+on a copy of the workspace, in the same rounds.
+
 Run: `python benchmarks/bench_train_overhead.py [--units N --commits N --episodes N]`, or
 `--quick` (100 units, 1,000 commits, 10 episodes); `--profile` prints the harness process's
 cProfile (cumulative) instead of running the floor.
@@ -108,8 +111,12 @@ def _child(root: Path, episodes: int, profile: bool) -> None:
     print(json.dumps(out))
 
 
-def _python(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+def _python(
+    *args: str, cwd: Path | None = None, src: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run this Python on `args`, with `src` (another version's code) first on the path."""
+    path = ([str(src)] if src is not None else []) + sys.path
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     return subprocess.run(
         [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
     )
@@ -171,6 +178,7 @@ def main() -> None:
         "--quick", action="store_true", help="100 units, 1,000 commits, 10 episodes"
     )
     parser.add_argument("--rounds", type=int, default=3, help="alternations of the two sides")
+    parser.add_argument("--old", help="also run the harness of this revision (e.g. 46b70e9)")
     parser.add_argument("--profile", action="store_true", help="profile the harness process")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -184,9 +192,15 @@ def main() -> None:
         t0 = time.perf_counter()
         ws = Path(tmp) / "ws"
         build_workspace(ws, units=args.units, commits=args.commits)
-        floor, cli = Path(tmp) / "floor", Path(tmp) / "cli"
+        floor, cli, old_ws = Path(tmp) / "floor", Path(tmp) / "cli", Path(tmp) / "old"
         shutil.copytree(ws, floor, symlinks=True)
         shutil.copytree(ws, cli, symlinks=True)
+        old_src = None
+        if args.old:
+            from bench_eval import export
+
+            shutil.copytree(ws, old_ws, symlinks=True)
+            old_src = export(args.old, Path(tmp) / "old-code")
         print(
             f"built {args.units} units / {args.commits} commits in {time.perf_counter() - t0:.1f}s"
         )
@@ -197,6 +211,7 @@ def main() -> None:
         # Rounds alternate the two sides, so that a busy moment of the machine hits both.
         walls: list[float] = []
         cpus: list[float] = []
+        old_walls: list[float] = []
         plain: list[float] = []
         model_s = 0.0
         per_round = max(2, args.episodes // args.rounds)
@@ -210,6 +225,9 @@ def main() -> None:
             cpus += result["cpu"][1:]
             model_s += result["model_s"]
             plain += _floor(ws, floor, commits)
+            if old_src is not None:  # the same episodes by the old code, on its own copy
+                child = [script, "--child", str(old_ws), "--episodes", target]
+                old_walls += json.loads(_python(*child, src=old_src).stdout)["wall"][1:]
         start = time.perf_counter()
         before = os.times()
         _python("-m", "evolve", "train", "--episodes", str(args.episodes), "--json", cwd=cli)
@@ -229,15 +247,20 @@ def main() -> None:
         ("git add + git commit (floor)", base, ""),
         ("harness per episode (wall)", wall, "target <= 1.25x the floor"),
         ("harness per episode (CPU)", cpu, ""),
+        *(
+            [(f"harness per episode, {args.old} (wall)", statistics.median(old_walls) * 1000, "")]
+            if old_walls
+            else []
+        ),
         ("evolve train (sim) / episode", sim_ms, f"CPU {sim_cpu / args.episodes * 1000:.1f} ms"),
     ]
     print(
         f"\n{args.units} units, {args.commits} commits, {per_round * args.rounds} episodes in "
         f"{args.rounds} rounds (medians)"
     )
-    print(f"{'':<32} {'ms':>8} {'x floor':>8} {'x python':>9}")
+    print(f"{'':<36} {'ms':>8} {'x floor':>8} {'x python':>9}")
     for name, ms, note in rows:
-        print(f"{name:<32} {ms:8.2f} {ms / base:7.2f}x {ms / py:8.2f}x  {note}")
+        print(f"{name:<36} {ms:8.2f} {ms / base:7.2f}x {ms / py:8.2f}x  {note}")
     print(f"model time taken off the harness: {model_s * 1000:.2f} ms in all")
 
 

@@ -126,8 +126,10 @@ def test_conflict_entries_of_other_paths_are_kept(
     [
         ("update-index", "--index-version", "4"),
         ("update-index", "--split-index"),
+        ("config", "core.sharedRepository", "group"),
+        ("config", "core.fileMode", "false"),
     ],
-    ids=["index-v4", "split-index"],
+    ids=["index-v4", "split-index", "shared-repository", "no-file-mode"],
 )
 def test_an_index_python_does_not_rewrite_is_left_to_git(
     tmp_path: Path, run_git: RunGit, monkeypatch: pytest.MonkeyPatch, setup: tuple[str, ...]

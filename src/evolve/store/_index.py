@@ -12,9 +12,9 @@ index holds anything it does not fully understand: version 4, a required extensi
 index `link`, sparse directories `sdir`), an entry of a changed path in a conflict stage or
 with flags (assume-valid, skip-worktree, intent-to-add), a path that is a directory in the
 index or under a file of it, an index named by `GIT_INDEX_FILE`, or `core.fileMode` /
-`core.symlinks` / `core.ignoreCase` settings git would apply. Optional extensions that hold
-offsets or per-entry data (`EOIE`, `IEOT`, `FSMN`, `UNTR`) are dropped, as git allows: git
-rebuilds them when it wants them. `REUC` and unknown optional extensions are kept as they are.
+`core.symlinks` / `core.ignoreCase` / `core.sharedRepository` / `core.fsync` settings git
+would apply. Optional extensions that hold offsets or per-entry data (`EOIE`, `IEOT`,
+`FSMN`, `UNTR`) are dropped, as git allows: git rebuilds them when it wants them. `REUC` and unknown optional extensions are kept as they are.
 
 Stat data: each entry records the `lstat` taken *before* its file was read for the blob, so a
 change made after that read leaves a mismatch that git sees; a change in the same timestamp
@@ -162,6 +162,9 @@ def update_index(
             raise Declined(f"{key} is set")
     if _bool(config, "core.ignorecase", False):
         raise Declined("core.ignorecase is set")
+    for key in ("core.sharedrepository", "core.fsync", "core.fsyncobjectfiles"):
+        if config.get(key, "false") not in ("false", "0", "no", "off", "umask"):
+            raise Declined(f"{key} is set (file modes or fsync git applies to the index)")
     rawlen = 32 if object_format == "sha256" else 20
     if not index.is_file():
         raise Declined("no index yet")

@@ -200,3 +200,17 @@ def test_a_held_index_lock_falls_back_to_git_and_its_message(
     with pytest.raises(EvolveError, match="could not update the index"):
         store.commit(["memory/a.md"], "change")
     lock.unlink()
+
+
+def test_a_linked_worktree_gets_its_own_index_updated(
+    tmp_path: Path, run_git: RunGit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main = _repo(tmp_path, run_git)
+    linked = tmp_path / "linked"
+    run_git(main.root, "worktree", "add", "-q", "-b", "side", str(linked))
+    store = GitStore(linked)
+    processes = _index_processes(monkeypatch)
+    assert store.commit(_change(linked), "change") is not None
+    assert processes == []
+    _clean(linked, run_git)
+    _clean(main.root, run_git)  # the main worktree's index is untouched and still agrees

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -152,3 +152,37 @@ def test_a_deleted_unit_file_is_gone_at_the_next_read(workspace: Workspace) -> N
     stamp = note.stat().st_mtime_ns + 5_000_000
     os.utime(note, ns=(stamp, stamp))
     assert [u.text for u in reader.load() if u.id == "note"] == ["Texts end with a frowny"]
+
+
+def test_resuming_finds_the_last_episode_without_walking_the_whole_history(
+    workspace: Workspace, run_git: RunGit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evolve.store import GitStore
+    from evolve.train import last_episode
+
+    _train(workspace, 3, lambda done: None)
+    sid = train_stream(workspace)
+    # A commit that mentions the stream in its text, not as a trailer, is skipped.
+    run_git(workspace.root, "commit", "-q", "--allow-empty", "-m", f"see Evolve-Stream: {sid}")
+    walks: list[int | None] = []
+    real = GitStore.log
+
+    def log(self: GitStore, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        walks.append(kwargs.get("max_count"))  # when git is asked: at the first item wanted
+        yield from real(self, *args, **kwargs)
+
+    monkeypatch.setattr(GitStore, "log", log)
+    assert last_episode(workspace, sid) == 2
+    assert walks == [1, None]  # the newest mention was not a trailer: the rest was searched
+    walks.clear()
+    run_git(workspace.root, "reset", "-q", "--hard", "HEAD~1")
+    assert last_episode(workspace, sid) == 2
+    assert walks == [1]  # the newest mention was the episode: one commit read
+    assert last_episode(workspace, sid + "-other") is None
+
+
+def train_stream(ws: Workspace) -> str:
+    from evolve.train import stream_id
+
+    cfg = ws.config
+    return stream_id(cfg.persona, "tepa", cfg.train.seed, cfg.train.feedback)

@@ -63,3 +63,22 @@ def test_callers_cannot_change_the_cached_document(tmp_path: Path) -> None:
     first["dev"].clear()
     again = env_module._load_yaml(evalset / "splits.yaml")
     assert again["dev"], "a caller's mutation leaked into the cache"
+
+
+def test_the_c_loader_is_used_when_libyaml_is_there() -> None:
+    from evolve.envs.persona_world import _yaml
+
+    assert _yaml._LOADER is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def test_an_edited_file_replaces_its_old_version_in_the_cache(tmp_path: Path) -> None:
+    from evolve.envs.persona_world import _yaml
+
+    doc = tmp_path / "doc.yaml"
+    for n in range(5):
+        doc.write_text(f"value: {n}\n", encoding="utf-8")
+        os.utime(doc, ns=(n * 1_000_000_000, n * 1_000_000_000))
+        assert _yaml.load_yaml(doc) == {"value": n}
+    assert [k for k in _yaml._PARSED if k[0] == str(doc.resolve())] == [
+        (str(doc.resolve()), 4_000_000_000, len("value: 4\n"))
+    ]

@@ -57,6 +57,9 @@ class MemoryApplier:
     def __init__(self, ws: Workspace, scope: str) -> None:
         self.ws = ws
         self.scope = scope
+        # The file text `check` serialized for a unit, written as is when the op is applied
+        # (serializing is most of an op's check). Keyed by the unit object, kept for one apply.
+        self._dumped: dict[int, tuple[MemoryUnit, str]] = {}
 
     def caps(self, recipe: str) -> RecipeCaps:
         return self.ws.config.caps_for(recipe)
@@ -93,10 +96,12 @@ class MemoryApplier:
                     f"({len(unit.text.strip())}; caps in evolve.yaml)"
                 )
         if op.op != "evict":
+            text = dump_unit(unit)
             try:
-                again = parse_unit(path, dump_unit(unit))
+                again = parse_unit(path, text)
             except MalformedUnit as exc:
                 return f"malformed unit: {exc}"
+            self._dumped[id(unit)] = (unit, text)
             if again != without_counters(unit).with_(text=unit.text.strip()):
                 return "the unit does not survive its canonical serialization"
         return None
@@ -235,6 +240,7 @@ class MemoryApplier:
         The caller commits `result.paths` and then calls :meth:`done`.
         """
         extra = _extra_files(self.ws, extra_files or {})
+        self._dumped = {}
         ops, stripped = self._strip_tombstoned_lines(ops, units)
         forced: dict[int, str] = {}
         while True:
@@ -267,9 +273,14 @@ class MemoryApplier:
             if op.op == "evict":
                 full.unlink(missing_ok=True)
             else:
-                atomic_write(full, dump_unit(op.unit))
+                atomic_write(full, self._file_text(op.unit))
         _counters.write(self.ws, sidecar)
+        self._dumped = {}
         return result
+
+    def _file_text(self, unit: MemoryUnit) -> str:
+        known = self._dumped.get(id(unit))
+        return known[1] if known is not None and known[0] is unit else dump_unit(unit)
 
     def done(self) -> None:
         _journal.end(self.ws.store)

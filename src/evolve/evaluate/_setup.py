@@ -43,18 +43,25 @@ def make_verifier(
     return verify
 
 
-def agent_memory(ws: Workspace, env: Environment, persona: str, mode: InjectMode) -> str:
+def agent_memory(
+    ws: Workspace,
+    env: Environment,
+    persona: str,
+    mode: InjectMode,
+    units: Sequence[MemoryUnit] | None = None,
+) -> str:
     """The `<memory>` text for `persona` in injection mode `mode`.
 
-    `recipe` renders the unit files; `oracle` gives the persona's own preference statements;
-    `fixed` is a neutral block as long as the recipe's render (a token-matched control);
-    `none` gives nothing.
+    `recipe` renders the unit files (`units` when the caller has read them already);
+    `oracle` gives the persona's own preference statements; `fixed` is a neutral block as
+    long as the recipe's render (a token-matched control); `none` gives nothing.
     """
     if mode == "none":
         return ""
     if mode == "oracle":
         return "\n".join(f"- {s}" for s in env.oracle_statements(persona, None))
-    rendered = render_for(load_units(ws.root), scope_for(persona), ws.config.rendered_recipes())
+    units = load_units(ws.root) if units is None else units
+    rendered = render_for(units, scope_for(persona), ws.config.rendered_recipes())
     if mode == "fixed":
         return fixed_block(len(rendered))
     return rendered
@@ -65,10 +72,12 @@ def episode_setup(
 ) -> EpisodeSetup:
     cfg = ws.config
     mode = mode or cfg.memory.inject
-    units = in_scope(load_units(ws.root), scope_for(persona)) if mode == "recipe" else []
+    # Read once: the render and the verifier see the same files.
+    every = load_units(ws.root) if mode in ("recipe", "fixed") else []
+    units = in_scope(every, scope_for(persona)) if mode == "recipe" else []
     return EpisodeSetup(
         prompt_files=tuple(read_prompt_files(ws.prompts_dir)),
-        memory=agent_memory(ws, env, persona, mode),
+        memory=agent_memory(ws, env, persona, mode, every),
         persona=persona,
         stats=cfg.memory.stats,
         max_turns=max_turns(ws.root, cfg),

@@ -14,9 +14,7 @@ message) or, for anything else, as :class:`EpisodeFailed` naming the item.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures as cf
-import multiprocessing
 from collections.abc import Callable, Sequence
 from typing import Literal, Protocol, TypeVar
 
@@ -137,6 +135,8 @@ class ProcessExecutor(_PoolExecutor):
 
     def _pool(self) -> cf.Executor:
         # `spawn` (not fork): the parent may hold threads and open git handles.
+        import multiprocessing  # here: the serial path (the sim) never needs it
+
         context = multiprocessing.get_context("spawn")
         return cf.ProcessPoolExecutor(max_workers=self.concurrency, mp_context=context)
 
@@ -157,6 +157,8 @@ class AsyncioExecutor:
     ) -> list[R]:
         if not items:
             return []
+        import asyncio  # here: importing asyncio is a tenth of a sim run's start-up
+
         return asyncio.run(self._map(job, items, progress, label))
 
     async def _map(
@@ -166,6 +168,8 @@ class AsyncioExecutor:
         progress: Progress | None,
         label: Label | None,
     ) -> list[R]:
+        import asyncio
+
         gate = asyncio.Semaphore(self.concurrency)
         done = 0
         loop = asyncio.get_running_loop()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from evolve.llm import _http
 from evolve.llm._budget import Budget
 from evolve.llm._cache import CachedLLM
 from evolve.llm._cost import PricedLLM, Rate, find_rate
@@ -63,6 +62,8 @@ def make_role_llm(
     name: str = getattr(m, role)
     options: dict[str, Any] = {}
     if name.strip().startswith(_HTTP):
+        from evolve.llm import _http  # httpx: only for the HTTP backends, not sim or mock
+
         options = {
             "timeout": m.timeout_s,
             "max_tokens_default": getattr(m.max_tokens, role),

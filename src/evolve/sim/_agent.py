@@ -14,7 +14,6 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from evolve.agent import RESULT_PREFIX, section, without_sections
@@ -32,12 +31,12 @@ from evolve.envs.persona_world import (
     Profile,
     Ref,
     contact_of,
-    recognize,
     reference_args,
     split_sentences,
 )
 from evolve.envs.persona_world._rules import Rule
 from evolve.llm import Message
+from evolve.sim._parse import PromptCache, recognized
 from evolve.sim._rates import SimRates
 
 _COMPUTED_RATES = {
@@ -57,17 +56,26 @@ def read_directives(system_prompt: str) -> dict[str, Directive]:
     """The directive in force for each slot: the last one stated wins.
 
     Every turn of an episode, and every episode until memory changes, sends the same system
-    prompt, so what it states is parsed once per distinct prompt (keyed by its content).
+    prompt, so what it states is parsed once per distinct prompt (keyed by a digest of its
+    content), and each sentence once (evolve.sim._parse).
     """
     return dict(_directives_of(system_prompt))
 
 
-@lru_cache(maxsize=64)
+# Distinct system prompts whose directives are kept (a dev run has one per persona and
+# memory state; a training stream one per memory change).
+PROMPTS: PromptCache[tuple[tuple[str, Directive], ...]] = PromptCache(64)
+
+
 def _directives_of(system_prompt: str) -> tuple[tuple[str, Directive], ...]:
+    return PROMPTS.get(system_prompt, _parse_directives)
+
+
+def _parse_directives(system_prompt: str) -> tuple[tuple[str, Directive], ...]:
     readable = _LEADING_TAGS.sub(r"\1", without_sections(system_prompt, ("api_docs", "stats")))
     found: dict[str, Directive] = {}
     for sentence in split_sentences(readable):
-        for directive in recognize(sentence):
+        for directive in recognized(sentence):
             found[directive.slot] = directive
     return tuple(found.items())
 
@@ -79,7 +87,16 @@ class Stats:
     checksum: int | None = None
 
 
+# The `<stats>` a system prompt gives, read once per distinct prompt as its directives are
+# (finding the section scans the whole prompt, a thousand units long).
+STATS: PromptCache[Stats] = PromptCache(64)
+
+
 def read_stats(system_prompt: str) -> Stats:
+    return STATS.get(system_prompt, _parse_stats)
+
+
+def _parse_stats(system_prompt: str) -> Stats:
     body = section(system_prompt, "stats") or ""
     card = re.search(r"most used: .*?\(payment_card_id (\d+)\)", body)
     paid = re.search(r"Paid so far to .*?: \$(\d+(?:\.\d+)?)", body)

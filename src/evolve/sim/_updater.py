@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from evolve.agent import section
 from evolve.envs.persona_world import RULES, recognize, split_sentences
 from evolve.llm import Message
+from evolve.sim._parse import recognized, slots_of
 
 _INSTANCE = [(rule, rule.instance_regex()) for rule in RULES]
 _VAGUE = [(rule, rule.vague_regex()) for rule in RULES]
@@ -126,7 +127,7 @@ def learn(
 
 def slot_of(statement: str) -> str | None:
     """The slot a statement states a value for, if the sim recognizes it."""
-    found = recognize(statement)
+    found = recognized(statement)
     return found[0].slot if found else None
 
 
@@ -154,9 +155,9 @@ class Shown:
     text: str
 
     @property
-    def slots(self) -> set[str]:
+    def slots(self) -> frozenset[str]:
         """The slots the unit states a value for."""
-        return {d.slot for s in split_sentences(self.text) for d in recognize(s)}
+        return slots_of(self.text)
 
     @property
     def vague_slots(self) -> set[str]:

@@ -3,8 +3,9 @@
 Two commit paths:
 
 - The fast path (the default): per-episode commits are frequent, so :meth:`GitStore.commit`
-  writes the blobs, the trees along the changed paths, the commit object and the ref from
-  Python, and spends one git process on updating the index.
+  writes the blobs, the trees along the changed paths, the commit object, the ref and the
+  index entries of the changed paths from Python (`evolve.store._index`; an index that module
+  leaves to git costs one `git update-index` process), so a commit starts no process.
 - git's own commit path (`git commit --only`): used when the repository has a hook that a
   commit runs (pre-commit, prepare-commit-msg, commit-msg, post-commit, reference-transaction,
   in `core.hooksPath` or `.git/hooks`) or asks for signed commits (`commit.gpgsign`), so that
@@ -24,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import subprocess
 import threading
 import time
@@ -38,6 +40,7 @@ if TYPE_CHECKING:  # GitPython is imported only by `GitStore.repo` (code not yet
     import git
 
 from evolve.errors import EvolveError
+from evolve.store._index import Change, Declined, update_index
 from evolve.store._trailers import Trailers, format_message, split_message
 
 # hashlib, tempfile and logging are imported where used: reading commands never need them, and
@@ -252,8 +255,8 @@ def _git_running_in(root: Path, git_dir: Path) -> bool | None:
         try:
             if not (entry / "comm").read_text(encoding="utf-8").startswith("git"):
                 continue
-            stat = (entry / "stat").read_text(encoding="utf-8")
-            if int(stat.rpartition(")")[2].split()[1]) == me:
+            fields = (entry / "stat").read_text(encoding="utf-8")
+            if int(fields.rpartition(")")[2].split()[1]) == me:
                 continue  # our own cat-file reader, or GitPython's
             cwd = os.readlink(entry / "cwd")
         except (OSError, ValueError, IndexError):
@@ -855,16 +858,15 @@ class GitStore:
         message = format_message(subject, body, trailers)
         parent = self.head()
         base_tree = self._tree_of(parent) if parent is not None else None
-        changes: dict[str, tuple[int, bytes] | None] = {}
-        for path in paths:
-            changes[path] = self._store_worktree_file(path)
+        blobs = {path: self._store_worktree_file(path) for path in paths}
+        changes = {p: (b[0], b[1]) if b is not None else None for p, b in blobs.items()}
         tree = self._write_tree(base_tree, changes) or self._store(b"tree", b"")
         if parent is not None and not allow_empty and tree == base_tree:
             return None
         if paths:
             self._check_index_free()
         if self.uses_git_commit():
-            return self._git_commit(paths, message, tree)
+            return self._git_commit(paths, message, tree, blobs)
         name, email = self._author()
         cname, cemail = self._identity_of("COMMITTER")
         stamp = f"{int(time.time())} {time.strftime('%z')}"
@@ -878,10 +880,12 @@ class GitStore:
         self._trees[sha] = tree
         if paths:
             # One index write, so that `git status` agrees with the new HEAD.
-            self._sync_index(paths, sha)
+            self._sync_index(paths, sha, blobs)
         return sha
 
-    def _git_commit(self, paths: Sequence[str], message: str, tree: str) -> str:
+    def _git_commit(
+        self, paths: Sequence[str], message: str, tree: str, blobs: dict[str, Change]
+    ) -> str:
         """Commit `tree` (HEAD's tree with `paths` changed) through `git commit`, so hooks run
         and signing applies.
 
@@ -923,7 +927,7 @@ class GitStore:
         if sha is None:  # pragma: no cover - git said it committed
             raise EvolveError("git commit made no commit; rerun the command.")
         if paths:
-            self._sync_index(paths, sha)
+            self._sync_index(paths, sha, blobs)
         return sha
 
     def _check_index_free(self) -> None:
@@ -936,8 +940,18 @@ class GitStore:
                 "done, or delete that file if no git or evolve process is running."
             )
 
-    def _sync_index(self, paths: Sequence[str], sha: str) -> None:
-        """Update the index for the committed `paths`, so `git status` agrees with HEAD."""
+    def _sync_index(self, paths: Sequence[str], sha: str, blobs: dict[str, Change]) -> None:
+        """Update the index for the committed `paths`, so `git status` agrees with HEAD:
+        from Python with the blob ids just stored (`evolve.store._index`), or by `git
+        update-index` when the index holds what that module leaves to git."""
+        try:
+            update_index(
+                self.git_dir / "index", blobs, object_format=self.object_format,
+                config=self._config(),
+            )  # fmt: skip
+            return
+        except (Declined, OSError):
+            pass  # git does it (and says why, if it cannot)
         try:
             self.git("update-index", "--add", "--remove", "--", *paths)
         except GitFailed as exc:
@@ -949,9 +963,8 @@ class GitStore:
             ) from None
 
     # Objects are written from Python (zlib + the repository's hash, no process) and trees are
-    # rebuilt only along the changed paths, so a commit costs one git process (the index
-    # update). Trees this store wrote or read are cached by id, so the next commit rarely
-    # reads any.
+    # rebuilt only along the changed paths. Trees this store wrote or read are cached by id,
+    # so the next commit rarely reads any.
 
     def _store(self, kind: bytes, data: bytes) -> str:
         header = b"%s %d\x00" % (kind, len(data))
@@ -993,17 +1006,23 @@ class GitStore:
             self._tree_cache.pop(next(iter(self._tree_cache)))
         self._tree_cache[tree] = entries
 
-    def _store_worktree_file(self, path: str) -> tuple[int, bytes] | None:
+    def _store_worktree_file(self, path: str) -> Change:
+        """Store the file at `path` as a blob: (mode, raw id, its lstat taken before reading,
+        which the index records), or None when there is no file."""
         full = self.root / path
-        if full.is_symlink():
-            data = os.readlink(full).encode("utf-8")
+        try:
+            st = os.lstat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            data = os.readlink(full).encode("utf-8", "surrogateescape")
             mode = 0o120000
-        elif full.is_file():
+        elif stat.S_ISREG(st.st_mode):
             data = full.read_bytes()
-            mode = 0o100755 if os.access(full, os.X_OK) else 0o100644
+            mode = 0o100755 if st.st_mode & 0o100 else 0o100644  # as git reads the mode
         else:
             return None
-        return mode, bytes.fromhex(self._store(b"blob", data))
+        return mode, bytes.fromhex(self._store(b"blob", data)), st
 
     def _write_tree(
         self, base: str | None, changes: dict[str, tuple[int, bytes] | None]

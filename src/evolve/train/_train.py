@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import chain, islice
 from typing import Any
 
 from evolve._io import canonical_json, derive_seed
@@ -122,7 +123,13 @@ class TrainReport:
 
 def last_episode(ws: Workspace, stream: str) -> int | None:
     """The last episode of `stream` that made a commit on the current branch."""
-    for info in ws.store.log(grep_trailer=STREAM, grep_value=stream):
+    # git stops at the newest commit that mentions the stream (usually a recent one); only
+    # when that one does not carry it as a trailer is the rest of the history searched.
+    newest = list(ws.store.log(grep_trailer=STREAM, grep_value=stream, max_count=1))
+    if not newest:
+        return None
+    rest = islice(ws.store.log(grep_trailer=STREAM, grep_value=stream), 1, None)  # lazy
+    for info in chain(newest, rest):
         if info.trailers.get(STREAM) == stream and EPISODE in info.trailers:
             return int(info.trailers[EPISODE])
     return None

@@ -26,7 +26,11 @@ def load_yaml(path: Path) -> Any:
         yaml.YAMLError: it is not valid YAML.
     """
     st = path.stat()
-    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    name = str(path.resolve())
+    key = (name, st.st_mtime_ns, st.st_size)
     if key not in _PARSED:
-        _PARSED[key] = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
+        document = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
+        for old in [k for k in _PARSED if k[0] == name]:
+            del _PARSED[old]  # one version per file: the cache stays as big as the evalset
+        _PARSED[key] = document
     return copy.deepcopy(_PARSED[key])

@@ -1,0 +1,103 @@
+"""What the sim has parsed, kept for the process, in bounded memory.
+
+Every turn of an episode sends the same system prompt, every episode until memory changes
+sends the same prompt again, and a change of memory changes one or two of its sentences. So
+the sim keeps two caches:
+
+- per prompt: what it read from the whole text, keyed by a digest of the content (not the
+  text itself, so a thousand-unit prompt is not kept alive per entry); the last prompt seen
+  is also remembered by identity, so the turns of an episode do not even hash it again;
+- per sentence: the directives a sentence carries (`recognize` over every rule), so a prompt
+  that differs from the last by one unit re-reads one sentence; and per shown unit text, the
+  slots it is about, so the updater roles, which read every unit the prompt shows, read each
+  distinct unit once.
+
+Both are least-recently-used with a fixed number of entries; a sentence longer than
+`MAX_SENTENCE` characters is read every time rather than kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Generic, TypeVar
+
+from evolve.envs.persona_world import Directive, recognize, split_sentences
+
+T = TypeVar("T")
+MAX_SENTENCE = 2_000
+
+
+def digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+
+
+class PromptCache(Generic[T]):
+    """`get(text, parse)`: `parse(text)`, computed once per distinct content while it stays
+    among the `size` most recently used."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[bytes, T] = OrderedDict()
+        self._last: tuple[str, T] | None = None
+        self._lock = threading.Lock()
+        self.parsed = 0  # how many times `parse` ran (tests read it)
+
+    def get(self, text: str, parse: Callable[[str], T]) -> T:
+        last = self._last
+        if last is not None and last[0] is text:
+            return last[1]
+        key = digest(text)
+        with self._lock:  # the threads executor may run sim episodes side by side
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+        if found is None:
+            found = parse(text)
+            with self._lock:
+                self.parsed += 1
+                self._entries[key] = found
+                while len(self._entries) > self.size:
+                    self._entries.popitem(last=False)
+        self._last = (text, found)
+        return found
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._last = None
+        self.parsed = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+@lru_cache(maxsize=16_384)
+def _recognized(sentence: str) -> tuple[Directive, ...]:
+    return tuple(recognize(sentence))
+
+
+def recognized(sentence: str) -> tuple[Directive, ...]:
+    """Every directive `sentence` expresses, over all rules (`recognize`), cached."""
+    if len(sentence) > MAX_SENTENCE:
+        return tuple(recognize(sentence))
+    return _recognized(sentence)
+
+
+@lru_cache(maxsize=16_384)
+def _slots_of(text: str) -> frozenset[str]:
+    return frozenset(d.slot for s in split_sentences(text) for d in recognized(s))
+
+
+def slots_of(text: str) -> frozenset[str]:
+    """The slots the sentences of `text` (a unit as a prompt shows it) are about, cached."""
+    if len(text) > MAX_SENTENCE:
+        return frozenset(d.slot for s in split_sentences(text) for d in recognized(s))
+    return _slots_of(text)
+
+
+def clear_sentences() -> None:
+    _recognized.cache_clear()
+    _slots_of.cache_clear()

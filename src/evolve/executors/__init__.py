@@ -3,6 +3,7 @@ loop or processes. Every executor returns the results in the order of the items.
 
 from evolve.executors._base import (
     EXECUTORS,
+    SPAWNING,
     EpisodeFailed,
     Executor,
     Progress,
@@ -12,6 +13,7 @@ from evolve.executors._base import (
 
 __all__ = [
     "EXECUTORS",
+    "SPAWNING",
     "EpisodeFailed",
     "Executor",
     "Progress",

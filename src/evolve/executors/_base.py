@@ -5,7 +5,10 @@
 - ``asyncio``: an event loop with a semaphore of C; each job (synchronous model code) runs in
   a worker thread (`asyncio.to_thread`), so at most C are in flight: for HTTP models;
 - ``process``: a pool of C processes for CPU-bound local models (``sim``); the job and the
-  items must be picklable (a job rebuilds what it needs by name, see `evolve.evaluate`).
+  items must be picklable (a job rebuilds what it needs by name, see `evolve.evaluate`);
+- ``ray``: a Ray cluster (`RAY_ADDRESS`, or a local one started and stopped around the map;
+  `pip install 'evolve[ray]'`), with the same picklable jobs as ``process``; see
+  `evolve.executors._ray`. `auto` never picks it.
 
 A job that raises stops the run: the jobs not started are cancelled, the ones in flight are
 waited for, and the failure is raised as it is (an :class:`EvolveError` keeps its one-sentence
@@ -27,8 +30,11 @@ R = TypeVar("R")
 Progress = Callable[[int, int], None]
 Label = Callable[[int], str]
 
-ExecutorName = Literal["serial", "threads", "asyncio", "process"]
-EXECUTORS: tuple[str, ...] = ("auto", "serial", "threads", "asyncio", "process")
+ExecutorName = Literal["serial", "threads", "asyncio", "process", "ray"]
+EXECUTORS: tuple[str, ...] = ("auto", "serial", "threads", "asyncio", "process", "ray")
+# Executors whose jobs run in other processes: a job must be picklable and rebuild its model
+# by name (a live model object cannot travel).
+SPAWNING: frozenset[str] = frozenset({"process", "ray"})
 
 
 class EpisodeFailed(EvolveError):
@@ -196,11 +202,18 @@ class AsyncioExecutor:
             raise
 
 
+def _ray(concurrency: int) -> Executor:
+    from evolve.executors._ray import RayExecutor  # imports no Ray until a map runs
+
+    return RayExecutor(concurrency)
+
+
 _REGISTRY: dict[str, Callable[[int], Executor]] = {
     "serial": SerialExecutor,
     "threads": ThreadsExecutor,
     "asyncio": AsyncioExecutor,
     "process": ProcessExecutor,
+    "ray": _ray,
 }
 
 

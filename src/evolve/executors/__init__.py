@@ -8,6 +8,7 @@ from evolve.executors._base import (
     Executor,
     Progress,
     choose_executor,
+    executor_session,
     get_executor,
 )
 
@@ -18,5 +19,6 @@ __all__ = [
     "Executor",
     "Progress",
     "choose_executor",
+    "executor_session",
     "get_executor",
 ]

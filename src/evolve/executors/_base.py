@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import multiprocessing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Literal, Protocol, TypeVar
 
 from evolve.errors import EvolveError, UnknownName
@@ -215,6 +216,19 @@ _REGISTRY: dict[str, Callable[[int], Executor]] = {
     "process": ProcessExecutor,
     "ray": _ray,
 }
+
+
+@contextmanager
+def executor_session(name: str) -> Iterator[None]:
+    """Hold what executor `name` needs across many maps: for `ray`, one cluster session (a
+    local cluster starts once per command, not once per scoring); nothing for the others."""
+    if name != "ray":
+        yield
+        return
+    from evolve.executors._ray import import_ray, ray_session
+
+    with ray_session(import_ray()):
+        yield
 
 
 def get_executor(name: str, concurrency: int) -> Executor:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from conftest import run_cli
 from evolve.executors._ray import import_ray
@@ -172,3 +173,35 @@ def _modules_after(argv: list[str], cwd: Path) -> set[str]:
 def test_ray_is_imported_only_by_the_ray_executor(workspace: Workspace, argv: list[str]) -> None:
     loaded = _modules_after(argv, workspace.root)
     assert not {m for m in loaded if m == "ray" or m.startswith("ray.")}
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_the_gate_scores_on_ray_and_judges_as_serial(
+    workspace: Workspace, run_git: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    need_ray()
+    from evolve.executors._ray import _ACTORS, RayExecutor
+    from evolve.generations import evolve
+
+    maps: list[int] = []
+    real = RayExecutor.map
+
+    def counted(self: RayExecutor, job: Any, items: Any, **kwargs: Any) -> Any:
+        maps.append(len(items))
+        return real(self, job, items, **kwargs)
+
+    monkeypatch.setattr(RayExecutor, "map", counted)
+
+    path = workspace.root / "evolve.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["gate"].update(train_episodes=0, runs=1)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    run_git(workspace.root, "commit", "-q", "-am", "test: a quick gate")
+    ws = Workspace(workspace.root)
+    [serial] = evolve(ws, generations=1, dry_run=True, executor="serial").records
+    [on_ray] = evolve(ws, generations=1, dry_run=True, executor="ray", concurrency=2).records
+    keep = ("dev_base", "dev", "holdout_base", "holdout", "dev_gain", "verdict", "reason")
+    assert {k: getattr(on_ray, k) for k in keep} == {k: getattr(serial, k) for k in keep}
+    assert len(maps) == 4  # dev and holdout, base and candidate, all on Ray
+    assert not import_ray().is_initialized() and not _ACTORS.owned  # one session, closed

@@ -7,6 +7,7 @@ it fails (`.ci/run` installs the `ray` extra).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 
@@ -84,3 +85,29 @@ def test_http_episodes_on_ray_never_exceed_the_concurrency(
     )
     assert len(report.episodes) == 20 and cluster.requests == 20
     assert cluster.max_in_flight == 4  # bounded, and the bound is reached
+
+
+def _square(item: int) -> int:
+    return item * item
+
+
+def test_a_session_keeps_its_actors_between_maps_and_frees_them_for_another_shape(
+    cluster: StubServer,
+) -> None:
+    from evolve.executors._ray import _ACTORS
+
+    assert _ACTORS.owned  # the fixture's session was opened by evolve
+    one = get_executor("ray", 1)
+    assert one.map(_square, [1, 2]) == [1, 4]
+    [kept] = _ACTORS.pools.values()
+    assert one.map(_square, [3]) == [9]
+    assert list(_ACTORS.pools.values()) == [kept]  # the same actors served again
+    # Another shape needs the CPUs the kept actors hold: they are freed, nothing waits forever.
+    done: list[list[int]] = []
+    worker = threading.Thread(
+        target=lambda: done.append(get_executor("ray", 4).map(_square, [1, 2, 3, 4]))
+    )
+    worker.start()
+    worker.join(timeout=120)
+    assert done == [[1, 4, 9, 16]]
+    assert kept not in list(_ACTORS.pools.values())

@@ -18,9 +18,11 @@ Where the jobs run:
 
 How: one actor per CPU of the cluster (at most C), each running up to ceil(C / actors) jobs at
 once on threads (an HTTP model's jobs wait on the network; a CPU-bound model's get one core
-per actor), with never more than C jobs in flight in all. A job is sent to each actor once
-(`ray.put`), then only the items travel. The first failing job stops the map: the actors are
-killed (jobs in flight with them) and the failure is raised as the other executors raise it.
+per actor), with never more than C jobs in flight in all. The job is put in the object store
+once per map (`ray.put`); each call names it and carries one item. In a session evolve opened,
+the actors serve every map of the command (the evolve loop scores four times a generation)
+and are killed when it closes. The first failing job stops the map: its actors are killed
+(jobs in flight with them) and the failure is raised as the other executors raise it.
 """
 
 from __future__ import annotations
@@ -75,12 +77,9 @@ class _Failed:
 
 def _remote_worker(ray: Any) -> Any:
     class Worker:
-        def __init__(self, job: Callable[[Any], Any]) -> None:
-            self.job = job
-
-        def run(self, index: int, item: Any) -> tuple[int, Any]:
+        def run(self, job: Callable[[Any], Any], index: int, item: Any) -> tuple[int, Any]:
             try:
-                return index, self.job(item)
+                return index, job(item)
             except Exception as exc:
                 import pickle
 
@@ -91,6 +90,50 @@ def _remote_worker(ray: Any) -> Any:
                     return index, _Failed(RuntimeError(f"{type(exc).__name__}: {exc}"))
 
     return ray.remote(Worker)
+
+
+class _Actors:
+    """The actors of the session evolve opened, kept between maps (an actor's start costs
+    seconds; the evolve loop scores four times a generation) and killed when it closes.
+    Outside such a session (the caller's own `ray.init`) each map kills its actors."""
+
+    def __init__(self) -> None:
+        self.owned = False
+        self.pools: dict[tuple[int, int], list[Any]] = {}
+
+    def take(self, ray: Any, width: int, threads: int) -> list[Any]:
+        pool = self.pools.pop((width, threads), None) if self.owned else None
+        if pool is None:
+            # Pooled actors of another shape hold CPUs the new ones need: free them first.
+            self.close_pools(ray)
+            worker = _remote_worker(ray)
+            # Each actor holds one CPU while it lives; its threads share it.
+            pool = [
+                worker.options(num_cpus=1, max_concurrency=threads).remote() for _ in range(width)
+            ]
+        return pool
+
+    def give_back(self, ray: Any, width: int, threads: int, pool: list[Any]) -> None:
+        if self.owned and (width, threads) not in self.pools:
+            self.pools[(width, threads)] = pool
+        else:
+            self.kill(ray, pool)
+
+    def kill(self, ray: Any, pool: list[Any]) -> None:
+        for actor in pool:
+            ray.kill(actor)
+
+    def close_pools(self, ray: Any) -> None:
+        for pool in self.pools.values():
+            self.kill(ray, pool)
+        self.pools.clear()
+
+    def close(self, ray: Any) -> None:
+        self.close_pools(ray)
+        self.owned = False
+
+
+_ACTORS = _Actors()
 
 
 PROBE_TIMEOUT_S = 5.0
@@ -166,9 +209,11 @@ def ray_session(ray: Any) -> Iterator[None]:
         where = f"the Ray cluster at RAY_ADDRESS={address}" if address else "a local Ray cluster"
         hint = "; check the address, or unset RAY_ADDRESS to start a local one" if address else ""
         raise ConfigError(f"could not start {where} ({detail}){hint}.") from exc
+    _ACTORS.owned = True
     try:
         yield
     finally:
+        _ACTORS.close(ray)
         ray.shutdown()
         if temp:
             shutil.rmtree(temp, ignore_errors=True)
@@ -207,12 +252,8 @@ class RayExecutor:
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         width = min(self.concurrency, cpus, len(items))
         threads = math.ceil(min(self.concurrency, len(items)) / width)
-        worker = _remote_worker(ray)
-        shared = ray.put(job)
-        # Each actor holds one CPU while it lives; its threads share it.
-        actors = [
-            worker.options(num_cpus=1, max_concurrency=threads).remote(shared) for _ in range(width)
-        ]
+        shared = ray.put(job)  # sent once; each call names it
+        actors = _ACTORS.take(ray, width, threads)
         load = [0] * width
         owner: dict[Any, int] = {}
         results: dict[int, R] = {}
@@ -225,7 +266,7 @@ class RayExecutor:
                     if load[slot] >= threads:
                         break
                     index = pending.pop()
-                    ref = actors[slot].run.remote(index, items[index])
+                    ref = actors[slot].run.remote(shared, index, items[index])
                     owner[ref] = slot
                     load[slot] += 1
                 [ready], _ = ray.wait(list(owner), num_returns=1)
@@ -244,7 +285,8 @@ class RayExecutor:
                 results[index] = value
                 if progress:
                     progress(len(results), len(items))
-        finally:
-            for actor in actors:
-                ray.kill(actor)
+        except BaseException:
+            _ACTORS.kill(ray, actors)  # the jobs in flight go with them
+            raise
+        _ACTORS.give_back(ray, width, threads, actors)
         return [results[i] for i in range(len(items))]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import gc
 import multiprocessing
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -36,6 +37,19 @@ EXECUTORS: tuple[str, ...] = ("auto", "serial", "threads", "asyncio", "process",
 # Executors whose jobs run in other processes: a job must be picklable and rebuild its model
 # by name (a live model object cannot travel).
 SPAWNING: frozenset[str] = frozenset({"process", "ray"})
+
+
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """While threads share the interpreter: move every object alive now (the imports, the
+    environment, the configuration: ~45,000 objects) out of the collector's reach, so a full
+    collection during the map does not walk them. Measured: one such collection paused all
+    32 episodes of an `evolve run` for 37 ms, a wave's worth of efficiency at C = 32."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 class EpisodeFailed(EvolveError):
@@ -135,6 +149,17 @@ class _PoolExecutor:
 class ThreadsExecutor(_PoolExecutor):
     name = "threads"
 
+    def map(
+        self,
+        job: Callable[[T], R],
+        items: Sequence[T],
+        *,
+        progress: Progress | None = None,
+        label: Label | None = None,
+    ) -> list[R]:
+        with frozen_heap():
+            return super().map(job, items, progress=progress, label=label)
+
     def _pool(self) -> cf.Executor:
         return cf.ThreadPoolExecutor(max_workers=self.concurrency)
 
@@ -164,7 +189,8 @@ class AsyncioExecutor:
     ) -> list[R]:
         if not items:
             return []
-        return asyncio.run(self._map(job, items, progress, label))
+        with frozen_heap():
+            return asyncio.run(self._map(job, items, progress, label))
 
     async def _map(
         self,

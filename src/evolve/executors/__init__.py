@@ -1,5 +1,6 @@
 """Executors: how independent jobs (scoring episodes) are spread over threads, an event
-loop or processes. Every executor returns the results in the order of the items."""
+loop, processes or a Ray cluster. Every executor returns the results in the order of the
+items."""
 
 from evolve.executors._base import (
     EXECUTORS,

@@ -205,3 +205,19 @@ def test_the_gate_scores_on_ray_and_judges_as_serial(
     assert {k: getattr(on_ray, k) for k in keep} == {k: getattr(serial, k) for k in keep}
     assert len(maps) == 4  # dev and holdout, base and candidate, all on Ray
     assert not import_ray().is_initialized() and not _ACTORS.owned  # one session, closed
+
+
+def test_without_ray_the_ray_tests_skip_locally_and_fail_in_ci(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    monkeypatch.delenv("EVOLVE_REQUIRE_RAY", raising=False)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true or EVOLVE_REQUIRE_RAY=1"):
+        need_ray()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="not installed"):
+        need_ray()
+    monkeypatch.setenv("EVOLVE_REQUIRE_RAY", "1")
+    with pytest.raises(pytest.fail.Exception):
+        need_ray()

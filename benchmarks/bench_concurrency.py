@@ -1,30 +1,39 @@
 """Concurrency that pays: 120 episodes against a local OpenAI-compatible stub.
 
-The stub (`evolve.executors._stub`) answers every request after a fixed latency (default
-200 ms), in parallel, with `supervisor__complete_task`, so each episode is one turn. For each
-concurrency C the benchmark runs the real `evolve run --split dev --runs 6` (20 dev tasks x 6
-= 120 episodes) with `--model openai/stub`, `OPENAI_BASE_URL` pointed at the stub and
-`--executor` (default auto, which is asyncio for HTTP models), and prints the scoring time
-(the run's `duration_s`) against the bound episodes x turns x latency / C, and the
-efficiency bound / time. Episodes go in waves of C, so with 120 episodes the best possible
-efficiency at C = 16 and 32 is 120 / (C x ceil(120 / C)) = 93.75%; the `waves` column shows
-that bound too. The structured-output rung the stub was asked for is printed (it accepts
-json_schema, the first rung).
+The stub (`evolve.executors._stub`, one asyncio event loop: unlimited parallelism) answers
+every request after a fixed latency (default 200 ms) with `supervisor__complete_task`, so each
+episode is one turn. For each executor and concurrency C the benchmark runs the real
+`evolve run --split dev --runs 6` (20 dev tasks x 6 = 120 episodes) with `--model
+openai/stub`, `OPENAI_BASE_URL` pointed at the stub and `--executor` (default: auto, which is
+asyncio for HTTP models, then ray when Ray is installed), and prints the scoring time (the
+run's `duration_s`; with `--repeat N` the median of N runs) against the bound episodes x
+turns x latency / C, and the efficiency bound / time. Episodes go in waves of C, so with 120
+episodes the best possible efficiency at C = 16 and 32 is 120 / (C x ceil(120 / C)) = 93.75%;
+the `waves` column shows that bound too. The structured-output rung the stub was asked for is
+printed (it accepts json_schema, the first rung).
 
-    python benchmarks/bench_concurrency.py [--latency 0.2] [--runs 6] [--executor auto]
+The ray rows start a local Ray cluster inside each run (unless RAY_ADDRESS names one), and
+that start is part of the scoring time: it is what `evolve run --executor ray` costs on one
+machine.
+
+    python benchmarks/bench_concurrency.py [--latency 0.2] [--runs 6] [--repeat 1]
+        [--executor auto ray] [--concurrency 1 4 16 32]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from evolve.executors._stub import StubServer
 from evolve.workspace import init_workspace
@@ -41,45 +50,60 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per request")
     parser.add_argument("--runs", type=int, default=6, help="runs of the 20 dev tasks")
-    parser.add_argument("--executor", default="auto")
+    parser.add_argument(
+        "--executor", nargs="+", default=None, help="default: auto, then ray if installed"
+    )
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 32])
+    parser.add_argument("--repeat", type=int, default=1, help="runs per row; the median is shown")
     args = parser.parse_args()
+    executors = args.executor
+    if executors is None:
+        executors = ["auto"] + (["ray"] if importlib.util.find_spec("ray") else [])
+        if "ray" not in executors:
+            print("(ray is not installed: pip install 'evolve[ray]' for the ray rows)")
     os.environ.update(GIT_ENV)
     with tempfile.TemporaryDirectory() as tmp, StubServer(args.latency) as stub:
         ws = init_workspace(Path(tmp) / "ws")
         env = {**os.environ, "OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "stub"}
-        print(
-            f"latency {args.latency * 1000:.0f} ms, executor {args.executor}, "
-            f"{20 * args.runs} episodes of 1 turn"
-        )
-        header = (
-            f"{'C':>3} {'episodes':>8} {'time s':>7} {'bound s':>7} {'effic.':>7} "
-            f"{'waves':>6} {'max in flight':>13} {'process s':>9} rung"
-        )
-        print(header)
-        for c in args.concurrency:
+        for executor in executors:
+            _table(ws.root, env, stub, executor, args)
+
+
+def _table(root: Path, env: dict[str, str], stub: StubServer, executor: str, args: Any) -> None:
+    print(
+        f"\nlatency {args.latency * 1000:.0f} ms, executor {executor}, "
+        f"{20 * args.runs} episodes of 1 turn, median of {args.repeat}"
+    )
+    print(
+        f"{'C':>3} {'episodes':>8} {'time s':>7} {'bound s':>7} {'effic.':>7} "
+        f"{'waves':>6} {'max in flight':>13} {'process s':>9} rung"
+    )
+    for c in args.concurrency:
+        times, wholes = [], []
+        for _ in range(args.repeat):
             stub.reset()
             started = time.perf_counter()
             done = subprocess.run(
-                [sys.executable, "-m", "evolve", "run", "--split", "dev", "--runs", str(args.runs), "--model",
-                 "openai/stub", "--concurrency", str(c), "--executor", args.executor,
+                [sys.executable, "-m", "evolve", "run", "--split", "dev", "--runs", str(args.runs),
+                 "--model", "openai/stub", "--concurrency", str(c), "--executor", executor,
                  "--json"],
-                cwd=ws.root, env=env, capture_output=True, text=True,
+                cwd=root, env=env, capture_output=True, text=True,
             )  # fmt: skip
-            whole = time.perf_counter() - started
+            wholes.append(time.perf_counter() - started)
             if done.returncode != 0:
                 sys.exit(f"evolve run failed at C={c}: {done.stderr.strip()}")
             report = json.loads(done.stdout)
-            episodes = int(report["episodes"])
-            turns = stub.requests / episodes
-            took = float(report["duration_s"])
-            bound = episodes * turns * args.latency / c
-            waves = math.ceil(episodes / c) * turns * args.latency
-            print(
-                f"{c:>3} {episodes:>8} {took:>7.2f} {bound:>7.2f} {bound / took:>7.1%} "
-                f"{bound / waves:>6.1%} {stub.max_in_flight:>13} {whole:>9.2f} "
-                f"{','.join(sorted(stub.formats))}"
-            )
+            times.append(float(report["duration_s"]))
+        episodes = int(report["episodes"])
+        turns = stub.requests / episodes
+        took = statistics.median(times)
+        bound = episodes * turns * args.latency / c
+        waves = math.ceil(episodes / c) * turns * args.latency
+        print(
+            f"{c:>3} {episodes:>8} {took:>7.2f} {bound:>7.2f} {bound / took:>7.1%} "
+            f"{bound / waves:>6.1%} {stub.max_in_flight:>13} {statistics.median(wholes):>9.2f} "
+            f"{','.join(sorted(stub.formats))}"
+        )
 
 
 if __name__ == "__main__":

@@ -60,8 +60,12 @@ def test_auto_picks_by_model_and_concurrency() -> None:
     assert choose_executor("auto", "local/model.gguf", 4, can_spawn=True) == "process"
     assert choose_executor("auto", "local/model.gguf", 4, can_spawn=False) == "threads"
     assert choose_executor("threads", "sim", 1, can_spawn=True) == "threads"
-    with pytest.raises(UnknownName, match="unknown executor 'ray'"):
-        get_executor("ray", 4)
+    with pytest.raises(UnknownName, match="unknown executor 'dask'"):
+        get_executor("dask", 4)
+    # `auto` never starts a cluster.
+    for model in ("sim", "openai/gpt-4o-mini", "local/model.gguf"):
+        for c in (1, 4, 32):
+            assert choose_executor("auto", model, c, can_spawn=True) != "ray"
 
 
 @pytest.mark.parametrize("concurrency", [1, 4, 16])
@@ -188,5 +192,5 @@ def test_process_needs_a_model_it_can_rebuild(workspace: Workspace) -> None:
 def test_evolve_run_refuses_an_unknown_executor(
     ws: Workspace, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _out, err = run_cli(capsys, "run", "--split", "dev", "--executor", "ray")
-    assert code != 0 and "'ray' is not one of" in err
+    code, _out, err = run_cli(capsys, "run", "--split", "dev", "--executor", "dask")
+    assert code != 0 and "'dask' is not one of" in err

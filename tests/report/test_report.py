@@ -25,6 +25,7 @@ RunGit = Callable[..., str]
 HEADINGS = {
     "training": "Violation rate per rule over training episodes",
     "generations": "Dev and holdout score per generation",
+    "cost": "Tokens and cost",
     "memory-size": "Memory size over time",
     "commits": "Recent memory and prompt commits",
 }
@@ -192,7 +193,7 @@ def test_report_of_a_new_workspace_says_there_is_no_data(
         assert f'<h2 id="{anchor}">' in html
     assert "no data yet" in _section(html, "training")
     assert "no data yet" in _section(html, "generations")
-    assert build_report(ws).count("<h2 ") == 4
+    assert build_report(ws).count("<h2 ") == len(HEADINGS)
 
 
 def test_report_defaults_to_an_ignored_folder(

@@ -19,6 +19,7 @@ from evolve.cli._common import (
     stdout,
     workspace_option,
 )
+from evolve.executors import EXECUTORS
 from evolve.generations import EvolveResult, GenerationRecord, evolve
 
 
@@ -85,12 +86,26 @@ class _Interrupted(click.ClickException):
     help="Seconds each generation may take; one past it is reset to its base and recorded "
     "as rejected (error).",
 )
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 64),
+    help="Scoring episodes in parallel (default: run.concurrency).",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(EXECUTORS),
+    default="auto",
+    show_default=True,
+    help="How scoring episodes run in parallel, as for `evolve run`.",
+)
 @json_option
 @workspace_option
 def evolve_cmd(
     generations: int | None,
     dry_run: bool,
     timeout: float | None,
+    concurrency: int | None,
+    executor: str,
     as_json: bool,
     workspace: Path | None,
     models: ModelChoice,
@@ -108,6 +123,8 @@ def evolve_cmd(
             generations=generations,
             dry_run=dry_run,
             timeout=timeout,
+            executor=executor,
+            concurrency=concurrency,
             progress=None if as_json else (lambda m: stderr.print(m, style="dim")),
         )
     except KeyboardInterrupt as exc:

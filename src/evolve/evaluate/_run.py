@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from evolve.episode import EpisodeRecord, EpisodeSetup, run_episode
 from evolve.errors import ConfigError, UnknownName
 from evolve.evaluate._report import SplitReport
 from evolve.evaluate._setup import InjectMode, episode_setup
-from evolve.executors import choose_executor, get_executor
+from evolve.executors import SPAWNING, choose_executor, get_executor
 from evolve.llm import LLM, make_role_llm, with_models
 from evolve.workspace import EvolveConfig, Workspace
 
@@ -57,24 +58,27 @@ class WorkerSpec:
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
-# One rebuilt context per worker process and spec (a pool serves one run).
+# One rebuilt context per worker process and spec (a pool serves one run). A Ray actor runs
+# jobs on several threads, so the context is built under a lock, once.
 _CONTEXTS: dict[str, tuple[Environment, LLM, EpisodeSetup, Any]] = {}
+_CONTEXT_LOCK = threading.Lock()
 
 
 def _context(spec: WorkerSpec) -> tuple[Environment, LLM, EpisodeSetup, Any]:
-    if spec.token not in _CONTEXTS:
-        ws = Workspace(Path(spec.root), config=spec.config)
-        env = open_env(ws)
-        llm = make_role_llm(spec.config, "agent", env=env)
-        setup = episode_setup(ws, env, spec.persona, spec.inject)
-        _CONTEXTS.clear()
-        _CONTEXTS[spec.token] = (env, llm, setup, env.initial_history(spec.persona))
-    return _CONTEXTS[spec.token]
+    with _CONTEXT_LOCK:
+        if spec.token not in _CONTEXTS:
+            ws = Workspace(Path(spec.root), config=spec.config)
+            env = open_env(ws)
+            llm = make_role_llm(spec.config, "agent", env=env)
+            setup = episode_setup(ws, env, spec.persona, spec.inject)
+            _CONTEXTS.clear()
+            _CONTEXTS[spec.token] = (env, llm, setup, env.initial_history(spec.persona))
+        return _CONTEXTS[spec.token]
 
 
 @dataclass(frozen=True)
 class SpawnedEpisode:
-    """A picklable episode job for the process executor: item = (task id, run)."""
+    """A picklable episode job for the process and ray executors: item = (task id, run)."""
 
     spec: WorkerSpec
 
@@ -118,10 +122,10 @@ def score_tasks(
         task, run = jobs[index]
         return f"the episode of task {task.id} (run {run})"
 
-    if name == "process":
+    if name in SPAWNING:
         if spawn is None:
             raise ConfigError(
-                "the process executor rebuilds the model by name in each worker and cannot "
+                f"the {name} executor rebuilds the model by name in each worker and cannot "
                 "take a live model object; choose --executor threads or asyncio."
             )
         items = [(task.id, run) for task, run in jobs]

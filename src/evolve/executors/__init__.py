@@ -1,20 +1,25 @@
 """Executors: how independent jobs (scoring episodes) are spread over threads, an event
-loop or processes. Every executor returns the results in the order of the items."""
+loop, processes or a Ray cluster. Every executor returns the results in the order of the
+items."""
 
 from evolve.executors._base import (
     EXECUTORS,
+    SPAWNING,
     EpisodeFailed,
     Executor,
     Progress,
     choose_executor,
+    executor_session,
     get_executor,
 )
 
 __all__ = [
     "EXECUTORS",
+    "SPAWNING",
     "EpisodeFailed",
     "Executor",
     "Progress",
     "choose_executor",
+    "executor_session",
     "get_executor",
 ]

@@ -1,7 +1,14 @@
 """The gate of the evolve loop (it imports no proposer)."""
 
 from evolve.gate._bootstrap import PairedGain, paired_gain
-from evolve.gate._gate import Gate, GateEvidence, Verdict, export_tree, run_workspace_tests
+from evolve.gate._gate import (
+    Gate,
+    GateEvidence,
+    Verdict,
+    cost_cap_problem,
+    export_tree,
+    run_workspace_tests,
+)
 from evolve.gate._protect import (
     ProtectedState,
     index_flags,
@@ -17,6 +24,7 @@ __all__ = [
     "PairedGain",
     "ProtectedState",
     "Verdict",
+    "cost_cap_problem",
     "export_tree",
     "index_flags",
     "paired_gain",

@@ -44,6 +44,11 @@ class GateEvidence:
     # The tree that was scored and the candidate's tree: the gate accepts only the tree it saw.
     scored_tree: str = ""
     candidate_tree: str = ""
+    # US dollars per dev episode (mean, at the prices in evolve.yaml; a cached reply costs 0)
+    # and the cap `gate.max_cost` (None: no cap).
+    base_cost: float = 0.0
+    candidate_cost: float = 0.0
+    max_cost: float | None = None
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,28 @@ class Gate:
                 f"tokens per episode {e.candidate_tokens:.0f} exceed {e.max_token_factor:g}x the base "
                 f"({e.base_tokens:.0f})",
             )
+        if e.max_cost is not None and e.candidate_cost > e.max_cost:
+            return Verdict(
+                False,
+                f"cost per dev episode ${e.candidate_cost:.6f} exceeds gate.max_cost "
+                f"${e.max_cost:.6f} (the base: ${e.base_cost:.6f})",
+            )
         return Verdict(True, f"accepted: {interval}")
+
+
+_PRICED_PREFIXES = ("openai/", "anthropic/")
+
+
+def cost_cap_problem(max_cost: float | None, model: str, priced: bool) -> str | None:
+    """Why `gate.max_cost` cannot be checked for the agent `model` (None when it can): an
+    HTTP model with no price in evolve.yaml would always cost $0 and pass any cap."""
+    if max_cost is None or priced or not model.strip().startswith(_PRICED_PREFIXES):
+        return None
+    return (
+        f"gate.max_cost is set, but evolve.yaml lists no price for the agent model {model}, "
+        "so its cost cannot be checked; add it under prices: (dollars per million input and "
+        "output tokens) or remove gate.max_cost."
+    )
 
 
 EVOLVABLE_DIRS = ("memory", "prompts")

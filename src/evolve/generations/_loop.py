@@ -34,11 +34,13 @@ from evolve.applier import guidance_of, journal_end, plan_prompt_changes, write_
 from evolve.envs import Environment, Split
 from evolve.errors import EvolveError
 from evolve.evaluate import SplitReport, open_env, run_split
+from evolve.executors import SPAWNING, choose_executor, executor_session
 from evolve.gate import (
     Gate,
     GateEvidence,
     ProtectedState,
     Verdict,
+    cost_cap_problem,
     export_tree,
     paired_gain,
     problems_reason,
@@ -66,6 +68,7 @@ from evolve.generations._records import (
 )
 from evolve.history import refresh_commit_graph
 from evolve.llm import LLM, make_role_llm
+from evolve.llm._cost import Rate, find_rate
 from evolve.recovery import writer
 from evolve.reflector import Reflector as Reflector  # explicit: tests substitute it
 from evolve.store import GENERATION, KIND, GitStore
@@ -202,10 +205,27 @@ class _Scorer:
 
     Each commit is scored in a temporary export of exactly its tree, so nothing done to the
     working tree while scoring runs (an edited evalset file, a flag hiding it) is scored.
+    Episodes go through the executor seam as `evolve run`'s do (`auto`: asyncio for HTTP
+    models at concurrency > 1). An executor whose workers are other processes (`process`,
+    `ray`) rebuilds the configured agent model by name (`by_name`); otherwise the live model
+    object scores.
     """
 
-    def __init__(self, ws: Workspace, llm: LLM, runs: int) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        llm: LLM,
+        runs: int,
+        *,
+        executor: str = "auto",
+        concurrency: int | None = None,
+        by_name: bool = False,
+    ) -> None:
         self.ws, self.llm, self.runs = ws, llm, runs
+        self.executor, self.concurrency = executor, concurrency or ws.config.run.concurrency
+        self.spawning = by_name and (
+            choose_executor(executor, llm.name, self.concurrency, can_spawn=True) in SPAWNING
+        )
         self.cache: dict[tuple[str, str], SplitReport] = {}
         self.fault_step: str | None = None  # the fault seam's step while a copy exists
 
@@ -220,9 +240,19 @@ class _Scorer:
                     fault(self.fault_step)
                 snapshot = Workspace(root, config=self.ws.config)
                 self.cache[key] = run_split(
-                    snapshot, split, llm=self.llm, runs=self.runs, log=False
+                    snapshot,
+                    split,
+                    llm=None if self.spawning else self.llm,
+                    runs=self.runs,
+                    concurrency=self.concurrency,
+                    executor=self.executor,
+                    log=False,
                 )
         return self.cache[key]
+
+
+def _per_episode(total: float, report: SplitReport) -> float:
+    return total / len(report.episodes) if report.episodes else 0.0
 
 
 def _tree(store: GitStore, commit: str) -> str:
@@ -398,6 +428,9 @@ def _generation(
         base_tokens=dev_base.tokens_per_episode,
         candidate_tokens=dev.tokens_per_episode,
         max_token_factor=cfg.gate.max_token_factor,
+        base_cost=_per_episode(dev_base.cost, dev_base),
+        candidate_cost=_per_episode(dev.cost, dev),
+        max_cost=cfg.gate.max_cost,
         changed=changed,
         protected_problem=problem,
         scored_tree=scored_tree,
@@ -481,17 +514,29 @@ def _run(
     say: Progress,
     diffs: dict[int, str] | None = None,
     timeout: float | None = None,
+    executor: str = "auto",
+    concurrency: int | None = None,
 ) -> list[GenerationRecord]:
     env = open_env(ws)
     _check_splits(env)
     cfg = ws.config
+    by_name = models is None
     if models is None:
         models = _Models(
             agent=make_role_llm(cfg, "agent", env=env),
             updater=make_role_llm(cfg, "updater", env=env),
             reflector=make_role_llm(cfg, "reflector", env=env),
         )
-    scorer = _Scorer(ws, models.agent, cfg.gate.runs)
+    prices = {k: Rate(p.input, p.output) for k, p in cfg.prices.items()}
+    unpriced = cost_cap_problem(
+        cfg.gate.max_cost, models.agent.name, find_rate(models.agent.name, prices) is not None
+    )
+    if unpriced:
+        raise EvolveError(unpriced)
+    scorer = _Scorer(
+        ws, models.agent, cfg.gate.runs, executor=executor, concurrency=concurrency,
+        by_name=by_name,
+    )  # fmt: skip
     store = ws.store
     records = []
     for number in range(first, first + count):
@@ -586,11 +631,14 @@ def evolve(
     models: _Models | None = None,
     progress: Progress | None = None,
     timeout: float | None = None,
+    executor: str = "auto",
+    concurrency: int | None = None,
 ) -> EvolveResult:
     """Run gated generations (see the module docstring).
 
     `timeout` limits each generation (seconds); a generation past it is rolled back and
-    recorded as `rejected (error: ...)`.
+    recorded as `rejected (error: ...)`. `executor` and `concurrency` spread the scoring
+    episodes as in `evolve run` (default: auto, `run.concurrency`).
 
     Raises:
         EvolveError: more generations than `gate.max_generations`, a dirty tree, a held lock,
@@ -610,8 +658,8 @@ def evolve(
     say = progress or (lambda _msg: None)
     gate = gate or Gate()
     try:
-        with _signals_raise():
-            return _evolve(ws, count, dry_run, gate, models, say, timeout)
+        with _signals_raise(), executor_session(executor):
+            return _evolve(ws, count, dry_run, gate, models, say, timeout, executor, concurrency)
     except Terminated as exc:  # between generations: nothing was running
         raise EvolveError(
             f"stopped by {exc.name} between generations; every finished generation is recorded."
@@ -626,6 +674,8 @@ def _evolve(
     models: _Models | None,
     say: Progress,
     timeout: float | None,
+    executor: str = "auto",
+    concurrency: int | None = None,
 ) -> EvolveResult:
     store = ws.store
     with writer(ws, "evolve evolve --dry-run" if dry_run else "evolve evolve"):
@@ -637,7 +687,7 @@ def _evolve(
         if not dry_run:
             records = _run(
                 ws, count, first, stream_end, dry_run=False, gate=gate, models=models, say=say,
-                timeout=timeout,
+                timeout=timeout, executor=executor, concurrency=concurrency,
             )  # fmt: skip
             refresh_commit_graph(store)
             return EvolveResult(records)
@@ -659,6 +709,7 @@ def _evolve(
             diffs: dict[int, str] = {}
             records = _run(
                 inner, count, first, stream_end, dry_run=True, gate=gate, models=models,
-                say=say, diffs=diffs, timeout=timeout,
+                say=say, diffs=diffs, timeout=timeout, executor=executor,
+                concurrency=concurrency,
             )  # fmt: skip
             return EvolveResult(records, dry_run=True, diffs=diffs)

@@ -1,8 +1,9 @@
 """`evolve report`: one self-contained HTML page (inline SVG, no scripts, no network).
 
 It shows the violation rate per rule over training episodes (from the training logs), dev
-and holdout score per generation (from the generation records), the number of memory unit
-files over time (from git), and the recent memory and prompt commits with their diffs.
+and holdout score per generation (from the generation records), the tokens and cost of each
+generation's scoring and of each run and training log, the number of memory unit files over
+time (from git), and the recent memory and prompt commits with their diffs.
 """
 
 from __future__ import annotations
@@ -63,6 +64,83 @@ def _generation_series(
     return [("dev", dev), ("holdout", holdout)], rows
 
 
+RECENT_RUNS = 30
+
+
+def _money(dollars: float) -> str:
+    return f"${dollars:.4f}" if dollars >= 0.01 or dollars == 0 else f"${dollars:.6f}"
+
+
+def _usage_rows(ws: Workspace) -> tuple[list[list[str]], list[list[str]]]:
+    """(per generation, per run) rows of episodes, tokens and cost: the generations' four
+    scorings from their records; `evolve run` logs from their summaries; training logs summed
+    over their episodes. Unreadable files are skipped (the report never fails on a log)."""
+    from evolve.generations import load_records
+
+    generations = []
+    for r in load_records(ws):
+        scored = [s for s in (r.dev_base, r.dev, r.holdout_base, r.holdout) if s is not None]
+        episodes = sum(s.episodes for s in scored)
+        tokens = sum(round(s.tokens_per_episode * s.episodes) for s in scored)
+        dev = f"{_money(r.dev.cost / r.dev.episodes)}" if r.dev and r.dev.episodes else ""
+        cost = sum(s.cost for s in scored)
+        generations.append(
+            [str(r.number), r.verdict, str(episodes), f"{tokens:,}", _money(cost), dev]
+        )
+    runs: list[list[str]] = []
+    folder = ws.runs_dir
+    summaries = sorted(folder.glob("*/summary.json")) if folder.is_dir() else []
+    for path in summaries[-RECENT_RUNS:]:
+        try:
+            s = json.loads(path.read_text(encoding="utf-8"))
+            row = [path.parent.name, f"run {s['split']}", str(s["model"]), str(int(s["episodes"])),
+                   f"{int(s['tokens']):,}", _money(float(s.get("cost", 0.0)))]  # fmt: skip
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        runs.append(row)
+    for log in sorted(folder.glob("train-*.jsonl")) if folder.is_dir() else []:
+        episodes, tokens, cost, models = 0, 0, 0.0, set()
+        for line in log.read_text(encoding="utf-8").splitlines():
+            try:
+                e = json.loads(line)
+                tokens += int(e.get("input_tokens", 0)) + int(e.get("output_tokens", 0))
+                cost += float(e.get("cost", 0.0))
+                models.add(str(e.get("model", "")))
+            except (ValueError, TypeError, AttributeError):
+                continue
+            episodes += 1
+        runs.append([log.stem, "training (agent)", ", ".join(sorted(models - {""})),
+                     str(episodes), f"{tokens:,}", _money(cost)])  # fmt: skip
+    return generations, runs
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="usage"><tr>{head}</tr>{body}</table>'
+
+
+def _usage_section(ws: Workspace) -> list[str]:
+    generations, runs = _usage_rows(ws)
+    html = [
+        '<h2 id="cost">Tokens and cost</h2>',
+        "<p>US dollars at the prices in evolve.yaml (<code>prices:</code>); a model without a "
+        "price, and a reply served from the request cache, cost $0.</p>",
+        "<h3>Per generation (the dev and holdout scorings of base and candidate)</h3>",
+    ]
+    if generations:
+        html.append(_table(["generation", "verdict", "episodes", "tokens", "cost",
+                            "cost per dev episode (candidate)"], generations))  # fmt: skip
+    else:
+        html.append('<p class="empty">No generation records yet.</p>')
+    html.append(f"<h3>Per run and training log (the last {RECENT_RUNS} runs)</h3>")
+    if runs:
+        html.append(_table(["log", "kind", "model", "episodes", "tokens", "cost"], runs))
+    else:
+        html.append('<p class="empty">No run or training logs yet.</p>')
+    return html
+
+
 def _memory_size_series(ws: Workspace) -> list[tuple[str, list[tuple[float, float]]]]:
     """Unit files in memory/ after each commit that changed them (one git call)."""
     out = ws.store.repo.git.log(
@@ -120,6 +198,7 @@ def build_report(ws: Workspace, *, commits: int = 10) -> str:
                 f"<td>{hold}</td><td>{escape(row['reason'])}</td></tr>"
             )
         html.append("</table>")
+    html += _usage_section(ws)
     html += [
         '<h2 id="memory-size">Memory size over time</h2>',
         line_chart("unit files in memory/", size, y_label="files", x_label="memory commit"),

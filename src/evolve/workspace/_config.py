@@ -122,6 +122,12 @@ class GateConfig(_Section):
     bootstrap_samples: int = Field(default=2000, ge=100, le=100_000)
     max_prompt_chars: int = Field(default=6000, ge=100)
     max_token_factor: float = Field(default=1.5, ge=1.0)
+    max_cost: float | None = Field(
+        default=None,
+        ge=0,
+        description="US dollars one dev episode of a candidate may cost on average, at the "
+        "prices in `prices:` (null: no cap).",
+    )
     generations: int = Field(default=5, ge=1)
     max_generations: int = Field(default=5, ge=1, le=50)
     train_episodes: int = Field(default=8, ge=0, le=10_000)

@@ -12,15 +12,15 @@ import pytest
 import yaml
 
 import evolve.generations._loop as loop
+from _alex import alex_statements
 from conftest import run_cli
-from evolve.agent import section
 from evolve.evaluate import SplitReport, open_env
 from evolve.gate import Gate, GateEvidence, PairedGain, Verdict, cost_cap_problem
 from evolve.generations import evolve, load_records
 from evolve.generations._loop import _Models
 from evolve.llm import Message, MockLLM
 from evolve.llm._cost import PricedLLM, Rate
-from evolve.sim import SimLLM, proposals_from_complaint
+from evolve.sim import SimLLM
 from evolve.workspace import CONFIG_NAME, Workspace
 
 RunGit = Callable[..., str]
@@ -91,10 +91,7 @@ def _correct() -> MockLLM:
     """A reflector that moves the right preference statements into guidance (dev improves)."""
 
     def respond(messages: Sequence[Message], schema: object) -> str:
-        out: list[str] = []
-        for line in (section(messages[-1].content, "failures") or "").splitlines():
-            out += [p.statement for p in proposals_from_complaint(line.partition("x ")[2])]
-        return json.dumps({"guidance": list(dict.fromkeys(out))})
+        return json.dumps({"guidance": alex_statements(messages[-1].content)})
 
     return MockLLM(respond)
 

@@ -22,16 +22,15 @@ import pytest
 import yaml
 
 import evolve.generations._loop as loop
-from evolve.agent import section
+from _alex import alex_statements
 from evolve.cli import main
-from evolve.envs.persona_world import RULES_BY_NAME, load_personas
 from evolve.errors import EvolveError, LockHeld
 from evolve.evaluate import SplitReport, open_env, run_split
 from evolve.gate import Gate, GateEvidence, Verdict
 from evolve.generations import RECORDS_REF, GenerationRecord, evolve, load_records
 from evolve.generations._loop import _Models
 from evolve.llm import Message, MockLLM
-from evolve.sim import SimLLM, proposals_from_complaint
+from evolve.sim import SimLLM
 from evolve.workspace import CONFIG_NAME, PARAMETERS_FILE, Workspace, WriterLock, init_workspace
 
 RunGit = Callable[..., str]
@@ -57,35 +56,11 @@ def _models(ws: Workspace, reflector: MockLLM) -> _Models:
     return _Models(agent=SimLLM(env), updater=SimLLM(env), reflector=reflector)
 
 
-# What alex (the default persona) prefers, by slot: the statements a reflector that knows the
-# user would write. The failures are instance complaints, which name the slot but mostly not
-# the value (docs/sim.md, "What each tier can teach"), so this test double is told the values.
-_ALEX = {
-    RULES_BY_NAME[p.rule].slot: RULES_BY_NAME[p.rule].statement(p.value_at(None))
-    for p in load_personas(Path(__file__).resolve().parents[2] / "evalset" / "personas")[
-        "alex"
-    ].preferences
-}
-
-
-def _statements(prompt: str) -> list[str]:
-    """The right preference statements for the slots the reflector's <failures> name."""
-    out: list[str] = []
-    slots: set[str] = set()
-    for line in (section(prompt, "failures") or "").splitlines():
-        _, _, text = line.partition("x ")
-        for p in proposals_from_complaint(text):
-            if p.slot not in slots and p.slot in _ALEX:
-                slots.add(p.slot)
-                out.append(_ALEX[p.slot])
-    return out
-
-
 def _correct(extra: Sequence[str] = (), **reply: Any) -> MockLLM:
     """A reflector that moves the right preference statements into guidance."""
 
     def respond(messages: Sequence[Message], schema: object) -> str:
-        return json.dumps({"guidance": [*_statements(messages[-1].content), *extra], **reply})
+        return json.dumps({"guidance": [*alex_statements(messages[-1].content), *extra], **reply})
 
     return MockLLM(respond)
 

@@ -12,17 +12,17 @@ def _pct(x: float | None) -> str:
 
 
 def skills_table(ws: Workspace) -> list[str]:
-    """HTML lines: a heading and the scoreboard table (or a line saying there are no skills)."""
+    """HTML lines: a heading and the scoreboard table; nothing when the workspace has no skills
+    (a report of a workspace that does not use skills stays as it was)."""
     from evolve.memory import load_units
     from evolve.skills._scoreboard import board
     from evolve.skills._select import settings_of
 
     confidence = settings_of(ws.config).retire_confidence
     rows = board(load_units(ws.root), confidence)
-    html = ['<h2 id="skills">Skills and their scoreboard</h2>']
     if not rows:
-        html.append('<p class="empty">No skills.</p>')
-        return html
+        return []
+    html = ['<h2 id="skills">Skills and their scoreboard</h2>']
     html.append(
         f"<p>Pass rate of training episodes whose trigger matched, with the skill injected and "
         f"held out; lift with Newcombe's {confidence:.0%} interval. A skill whose interval lies "

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
@@ -196,3 +196,129 @@ def board(units: Iterable[Any], confidence: float = 0.9) -> list[dict[str, Any]]
         )
     rows.sort(key=lambda r: (r["where"] != "general", r["where"], r["id"]))
     return rows
+
+
+# --- proposals (pure: ops for the applier) ------------------------------------------------
+def count_ops(
+    units: Iterable[Any], outcomes: Iterable[tuple[Sequence[str], Sequence[str], bool]]
+) -> list[Any]:
+    """`count` ops moving the scoreboard counters of the skills in `outcomes` (episodes'
+    injected ids, held-out ids, passed). Ids of units that are not skills are ignored."""
+    from evolve.ops import Op
+
+    by_id = {u.id: u for u in units if getattr(u, "kind", None) == "skill"}
+    ops = []
+    for ident, inc in sorted(tally(outcomes).items()):
+        unit = by_id.get(ident)
+        if unit is None:
+            continue
+        ops.append(Op(op="count", unit=unit.with_(**counted(unit, inc)), reason="scoreboard"))
+    return ops
+
+
+def retire_ops(units: Iterable[Any], confidence: float) -> list[tuple[Any, Score]]:
+    """A retirement op for each active skill whose lift is confidently negative, with its
+    score. The op is a `revoke` whose unit has status `retired` and the evidence as reason."""
+    from evolve.ops import Op
+
+    out = []
+    for unit in sorted(units, key=lambda u: u.id):
+        if getattr(unit, "kind", None) != "skill" or unit.status != "active":
+            continue
+        score = score_of(unit, confidence)
+        if score.harmful:
+            reason = f"retired by the scoreboard: {score.evidence()}"
+            retired = unit.with_(status="retired", reason=reason)
+            out.append((Op(op="revoke", unit=retired, reason=reason), score))
+    return out
+
+
+# --- the driver: apply and commit (train calls it; proposers never do) --------------------
+@dataclass
+class ScoreboardResult:
+    count_commit: str | None = None
+    retired: list[tuple[str, str | None]] = field(default_factory=list)  # (id, commit)
+
+
+def _trailers(
+    kind: str, episodes: str, recipe: str, ops: str, extra: Sequence[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    from evolve.store._trailers import EPISODE, KIND, OPS, RECIPE
+
+    return [(EPISODE, episodes), (RECIPE, recipe), (OPS, ops), (KIND, kind), *extra]
+
+
+def settle(
+    ws: Any,
+    outcomes: Sequence[tuple[Sequence[str], Sequence[str], bool]],
+    *,
+    episodes: str,
+    recipe: str,
+    confidence: float,
+    extra_trailers: Sequence[tuple[str, str]] = (),
+) -> ScoreboardResult:
+    """Count `outcomes` on the scoreboard (one commit, `Evolve-Kind: skill count`) and retire
+    every skill that is then confidently harmful (one commit each, `Evolve-Kind: skill
+    retire`, the evidence in the body). Goes through the applier and the store; the caller
+    holds the writer lock (`evolve.recovery.writer`)."""
+    from evolve.applier import MemoryApplier
+    from evolve.memory import load_units
+    from evolve.store._trailers import format_ops
+
+    result = ScoreboardResult()
+    units = load_units(ws.root)
+    ops = count_ops(units, outcomes)
+    for scope in sorted({op.unit.scope for op in ops}):
+        mine = [op for op in ops if op.unit.scope == scope]
+        applier = MemoryApplier(ws, scope)
+        applied = applier.apply(mine, units)
+        if applied.paths:
+            ids = ", ".join(op.id for op in applied.applied)
+            result.count_commit = ws.store.commit(
+                applied.paths,
+                f"skills: scoreboard counts for episode(s) {episodes}",
+                body=f"Counted {len(applied.applied)} skill(s): {ids}.",
+                trailers=_trailers(
+                    "skill count", episodes, recipe,
+                    format_ops((op.op, op.id) for op in applied.applied), extra_trailers,
+                ),
+            )  # fmt: skip
+        applier.done()
+    units = load_units(ws.root)
+    for op, score in retire_ops(units, confidence):
+        applier = MemoryApplier(ws, op.unit.scope)
+        applied = applier.apply([op], units)
+        commit = None
+        if applied.paths:
+            where = getattr(op.unit, "topic", None) or "general"
+            iv = score.interval or (float("nan"), float("nan"))
+            body = "\n".join(
+                [
+                    f"Retired skill {op.id} ({where}): its lift when injected is confidently "
+                    "negative.",
+                    "",
+                    f"trigger: {getattr(op.unit, 'trigger', '') or ''}",
+                    f"lesson: {op.unit.text}",
+                    "",
+                    f"injections: {score.injected}",
+                    f"pass rate injected: {score.injected_pass}/{score.injected} "
+                    f"({_pct(score.rate_injected)})",
+                    f"pass rate held out: {score.held_out_pass}/{score.held_out} "
+                    f"({_pct(score.rate_held_out)})",
+                    f"lift: {_signed(score.lift)}",
+                    f"interval ({score.confidence:.0%}, Newcombe): [{iv[0]:+.3f}, {iv[1]:+.3f}]",
+                ]
+            )
+            commit = ws.store.commit(
+                applied.paths,
+                f"skills: retire {op.id} (lift {_signed(score.lift)})",
+                body=body,
+                trailers=_trailers(
+                    "skill retire", episodes, recipe, format_ops([("retire", op.id)]),
+                    extra_trailers,
+                ),
+            )  # fmt: skip
+        applier.done()
+        result.retired.append((op.id, commit))
+        units = load_units(ws.root)
+    return result

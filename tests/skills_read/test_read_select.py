@@ -149,7 +149,7 @@ def test_episode_records_injected_and_held_out(tmp_path: Path) -> None:
     env = PersonaWorldEnv(root / "evalset")
     task = next(t for t in env.tasks("train") if t.kind == "payment")
     skills = [Skill("pay-a", "paying on venmo", "x"), Skill("pay-b", "venmo payment", "y")]
-    seeds = {}
+    seeds: dict[bool, int] = {}
     for seed in range(30):
         picked = SkillPicker(skills, holdout_share=0.5).pick(task.instruction, seed)
         seeds.setdefault(bool(picked.held_out), seed)

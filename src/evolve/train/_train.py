@@ -33,7 +33,7 @@ from evolve._io import canonical_json, derive_seed
 from evolve.agent import read_prompt_files
 from evolve.applier import ApplyResult, MemoryApplier, recover
 from evolve.envs import Environment, Tier
-from evolve.episode import EpisodeSetup, Redactor, run_episode
+from evolve.episode import EpisodeRecord, EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
 from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
@@ -41,6 +41,7 @@ from evolve.llm import LLM, make_role_llm
 from evolve.memory import UnitReader, in_scope, scope_for
 from evolve.ops import Op
 from evolve.recovery import recover_workspace
+from evolve.skills._select import make_picker, settings_of
 from evolve.store import (
     EPISODE,
     GENERATION,
@@ -296,6 +297,32 @@ def train(
             lock.release()
 
 
+def score_episode(
+    ws: Workspace,
+    record: EpisodeRecord,
+    k: int,
+    recipe: str,
+    persona: str,
+    sid: str,
+    clock: int,
+    generation: int | None,
+) -> None:
+    """Count a training episode on the skills scoreboard (see evolve.skills._scoreboard)."""
+    from evolve.skills._scoreboard import settle
+
+    extra = [(PERSONA, persona), (STREAM, sid), (CLOCK, str(clock))]
+    if generation is not None:
+        extra.append((GENERATION, str(generation)))
+    settle(
+        ws,
+        [(record.skills_injected, record.skills_held_out, record.task_success)],
+        episodes=str(k),
+        recipe=recipe,
+        confidence=settings_of(ws.config).retire_confidence,
+        extra_trailers=extra,
+    )
+
+
 def _train(
     ws: Workspace,
     env: Environment,
@@ -362,6 +389,7 @@ def _train(
             verifier=make_verifier(visible, (name,)),
             max_attempts=MAX_ATTEMPTS,
             redactor=redactor,
+            skills=make_picker(ws.config, units, training=True, env=env),  # issue 13
         )
         # The persona's preferences (and their scheduled drift) are read at the persona's own
         # clock, which runs across every stream the workspace trained for it.
@@ -423,6 +451,9 @@ def _train(
                     applied, generation,
                 )  # fmt: skip
             applier.done()
+        if result.record.skills_injected or result.record.skills_held_out:
+            # The skills scoreboard: count this episode, retire what is confidently harmful.
+            score_episode(ws, result.record, k, name, persona, sid, clock, generation)
         logged = result.record.model_copy(
             update={"commit": outcome.commit, "refused": outcome.refused, "episode": k}
         )

@@ -10,18 +10,16 @@ happens exactly at that first episode and within 30.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
 
+from conftest import GitRunner
 from evolve.envs.persona_world._procedures import PROCEDURE_TASKS, write_procedures
 from evolve.memory import load_units
 from evolve.skills._scoreboard import MIN_EACH
 from evolve.train import train
 from evolve.workspace import Workspace
-
-from conftest import GitRunner
 
 HARMFUL = """---
 id: skip-lookup

@@ -25,7 +25,7 @@ def test_wilson_matches_known_values() -> None:
     lo, hi = wilson(0, 10, 1.959964)
     assert lo == 0.0 and hi == pytest.approx(0.2775, abs=1e-4)
     lo, hi = wilson(5, 10, 1.959964)
-    assert (lo, hi) == (pytest.approx(0.2366, abs=1e-4), pytest.approx(0.7634, abs=1e-4))
+    assert lo == pytest.approx(0.2366, abs=1e-4) and hi == pytest.approx(0.7634, abs=1e-4)
 
 
 def test_newcombe_matches_the_published_example() -> None:

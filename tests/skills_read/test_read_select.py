@@ -170,3 +170,23 @@ def test_episode_records_injected_and_held_out(tmp_path: Path) -> None:
         assert result.record.skills_held_out == list(picked.held_out)
         assert (section(result.system_prompt, "skills") or "") == picked.section
     assert set(seeds) == {True, False}
+
+
+def test_the_sim_selector_role_answers_what_the_lexical_matcher_picks() -> None:
+    from evolve.envs.persona_world import PersonaWorldEnv
+    from evolve.sim import SimLLM
+
+    env = PersonaWorldEnv(Path(__file__).resolve().parents[2] / "evalset")
+    skills = [
+        Skill("pay", "paying someone on venmo", "x"),
+        Skill("text", "texting a contact", "x"),
+        Skill("any", "paying, texting or emailing", "x"),
+    ]
+    by_model = SkillPicker(skills, max_injected=1, selector=SimLLM(env))
+    lexical = SkillPicker(skills, max_injected=1)
+    for task in (PAY, TEXT, "Make a note titled 'x'"):
+        assert by_model.pick(task, 1).injected == lexical.pick(task, 1).injected
+    assert SkillPicker(skills, max_injected=3, selector=SimLLM(env)).pick(PAY, 1).injected == (
+        "pay",
+        "any",
+    )

@@ -60,7 +60,7 @@ def test_the_defaults_are_the_recipes_own_caps() -> None:
     assert config.caps_for("topl").units == TopLRecipe.pool_cap
     assert config.caps_for("rewrite").chars == config.memory.max_memory_chars
     assert config.caps_for("hand").units is None  # a person's notes are not capped
-    assert set(DEFAULT_CAPS) == {"ace", "tepa", "trace", "reflexion", "rewrite", "topl"}
+    assert set(DEFAULT_CAPS) == {"ace", "tepa", "trace", "reflexion", "rewrite", "topl", "skills"}
 
 
 def test_caps_in_evolve_yaml_override_one_field_at_a_time() -> None:

@@ -3,19 +3,20 @@
 The bound: a skill that fails every eligible episode it is injected into, while held-out
 episodes pass, is retired at the first episode after which both arms hold `MIN_EACH` (2)
 episodes (Newcombe's 90 % upper end is then below 0, see test_read_scoreboard). With the
-shipped seeds the stream below gets there by episode 12; the test asserts the retirement
-happens exactly at that first episode and within 30.
+shipped seeds the stream below gets there at episode 10 (9 injected, 2 held out); the test
+asserts the retirement happens exactly at that first episode and within 30.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 import yaml
 
 from conftest import GitRunner
-from evolve.envs.persona_world._procedures import PROCEDURE_TASKS, write_procedures
+from evolve.envs.persona_world._procedures import PROCEDURE_TASKS, PROCEDURES_FILE
 from evolve.memory import load_units
 from evolve.skills._scoreboard import MIN_EACH
 from evolve.train import train
@@ -37,15 +38,16 @@ BOUND = 30
 
 def _plant(ws: Workspace, run_git: GitRunner) -> None:
     evalset = ws.root / "evalset"
-    write_procedures(evalset)
-    lookups = [
-        t["id"]
-        for t in PROCEDURE_TASKS
-        if t["split"] == "train" and t["params"]["procedure"] == "lookup"
-        and t["family"] in ("text_update", "email_followup")
+    # Every training task needs the contact lookup: the text and e-mail lookup tasks only.
+    tasks = [
+        t for t in PROCEDURE_TASKS
+        if t["split"] != "train" or (
+            t["params"]["procedure"] == "lookup" and t["family"] in ("text_update", "email_followup")
+        )
     ]  # fmt: skip
+    (evalset / PROCEDURES_FILE).write_text(yaml.safe_dump(tasks))
     splits = yaml.safe_load((evalset / "splits.yaml").read_text())
-    splits["train"] = lookups  # every training task needs the contact lookup
+    splits["train"] = []
     (evalset / "splits.yaml").write_text(yaml.safe_dump(splits))
     config = yaml.safe_load((ws.root / "evolve.yaml").read_text())
     config["skills"] = {"enabled": True, "holdout_share": 0.2}
@@ -57,7 +59,7 @@ def _plant(ws: Workspace, run_git: GitRunner) -> None:
     run_git(ws.root, "commit", "-qm", "plant a harmful hand-written skill")
 
 
-def _record(ws: Workspace) -> list[dict[str, object]]:
+def _record(ws: Workspace) -> list[dict[str, Any]]:
     logs = sorted(ws.runs_dir.glob("train-*.jsonl"))
     assert logs
     return [json.loads(line) for line in logs[0].read_text().splitlines()]

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from evolve._io import atomic_write
 from evolve.memory import (
     MemoryUnit,
+    counter_key,
     counters_of,
     counters_path,
     dump_counters,
@@ -41,8 +42,19 @@ def check(op: Op, existing: Mapping[str, MemoryUnit]) -> str | None:
 
 
 def plan(ws: Workspace, scope: str, applied: Sequence[Op]) -> dict[str, bytes | None]:
-    """The sidecar change for `applied` ops: {path: new bytes or None to delete}, or {}."""
-    rel = str(counters_path(scope))
+    """The sidecar changes for `applied` ops: {path: new bytes or None to delete}, or {}.
+
+    One sidecar per scope folder; a skill's counters go to its shelf folder's sidecar.
+    """
+    keys = dict.fromkeys(counter_key(op.unit) for op in applied)
+    out: dict[str, bytes | None] = {}
+    for key in keys:
+        out.update(_plan_one(ws, key, [op for op in applied if counter_key(op.unit) == key]))
+    return out
+
+
+def _plan_one(ws: Workspace, key: str, applied: Sequence[Op]) -> dict[str, bytes | None]:
+    rel = str(counters_path(key))
     full = ws.resolve(rel)
     before = full.read_text(encoding="utf-8") if full.is_file() else None
     counters = parse_counters(rel, before) if before is not None else {}

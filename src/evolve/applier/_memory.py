@@ -16,12 +16,12 @@ both is logged. A revoke whose `revoked_by` names no unit active after the batch
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from evolve._io import atomic_write
 from evolve._text import is_placeholder
-from evolve.applier import _counters, _journal
+from evolve.applier import _counters, _journal, _shelves
 from evolve.errors import PathRefused
 from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, parse_unit, without_counters
 from evolve.memory._similarity import normalize
@@ -151,7 +151,11 @@ class MemoryApplier:
                 more[i] = f"its replacement {by} is not in memory after this update"
         if more:
             return more
-        return self._over_caps(ops, units, reasons, final, groups)
+        before = {u.id: u for u in units if u.scope == self.scope}
+        shelves = _shelves.over_caps(
+            ops, before, final, reasons, groups, self.ws.config.skills.caps
+        )
+        return shelves or self._over_caps(ops, units, reasons, final, groups)
 
     def _over_caps(
         self,
@@ -216,11 +220,21 @@ class MemoryApplier:
             out.append(op)
         return out, refused
 
-    def apply(self, ops: Sequence[Op], units: Sequence[MemoryUnit]) -> ApplyResult:
+    def apply(
+        self,
+        ops: Sequence[Op],
+        units: Sequence[MemoryUnit],
+        extra_files: Mapping[str, bytes | None] | None = None,
+    ) -> ApplyResult:
         """Check every op against the current units, then write the accepted ones.
+
+        `extra_files` are whole non-unit files under `memory/` that go with the ops (the skills
+        staging area): confined and checked like the units (PathRefused otherwise), written
+        under the same journal when any op is applied or any of them changes.
 
         The caller commits `result.paths` and then calls :meth:`done`.
         """
+        extra = _extra_files(self.ws, extra_files or {})
         ops, stripped = self._strip_tombstoned_lines(ops, units)
         forced: dict[int, str] = {}
         while True:
@@ -237,9 +251,10 @@ class MemoryApplier:
                 )
             else:
                 result.applied.append(op)
-        if not result.applied:
+        if not result.applied and not extra:
             return result
         sidecar = _counters.plan(self.ws, self.scope, result.applied)  # counters: not in units
+        sidecar.update(extra)
         files: dict[str, Op] = {
             str(op.unit.path()): op for op in result.applied if _counters.content_only(op)
         }
@@ -258,6 +273,20 @@ class MemoryApplier:
 
     def done(self) -> None:
         _journal.end(self.ws.store)
+
+
+def _extra_files(ws: Workspace, files: Mapping[str, bytes | None]) -> dict[str, bytes | None]:
+    """The `files` that change what is on disk, after checking every path (no unit files)."""
+    out: dict[str, bytes | None] = {}
+    for path, data in files.items():
+        ws.check_writable(path, allowed=("memory/",))
+        if path.endswith(".md"):
+            raise PathRefused(f"{path}: unit files are written by ops, not as whole files")
+        full = ws.resolve(path)
+        now = full.read_bytes() if full.is_file() else None
+        if now != data:
+            out[path] = data
+    return out
 
 
 def _stone_reason(stone: MemoryUnit) -> str:

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from evolve.memory import MalformedUnit, MemoryUnit, parse_unit
 
-COUNTER_FIELDS: tuple[str, ...] = ("helpful", "harmful", "alpha", "beta", "updated_episode")
+COUNTER_FIELDS: tuple[str, ...] = (
+    "helpful", "harmful", "alpha", "beta", "updated_episode",
+    "injected", "injected_pass", "held_out", "held_out_pass",  # the skills scoreboard
+)  # fmt: skip
 COUNTERS_FILE = "_counters.yaml"
 
 

@@ -24,6 +24,7 @@ from evolve.memory import (
     COUNTER_FIELDS,
     Counters,
     MemoryUnit,
+    counter_key,
     counters_of,
     counters_path,
     dump_counters,
@@ -34,7 +35,9 @@ from evolve.memory._counters import COUNTER_DEFAULTS, scope_of_counters
 from evolve.store import CommitInfo, GitStore
 
 TRACKED = ["memory"]
-_INT_FIELDS = frozenset({"helpful", "harmful"})
+_INT_FIELDS = frozenset(
+    {"helpful", "harmful", "injected", "injected_pass", "held_out", "held_out_pass"}
+)
 Key = tuple[str, str]  # (scope, unit id)
 Deltas = dict[Key, dict[str, float]]
 
@@ -83,7 +86,7 @@ def counter_deltas(store: GitStore, info: CommitInfo, reader: _Reader | None = N
                 path, store.read(parent, path)
             )
             if unit is not None:
-                keys.add((unit.scope, unit.id))
+                keys.add((counter_key(unit), unit.id))
     out: Deltas = {}
     for scope, ident in sorted(keys):
         before = reader.counters(parent, scope, ident)
@@ -148,7 +151,7 @@ def take_back(
         # them there): its counters go to the sidecar, less what the reverted commits added.
         unit = unit_of(path, data)
         if unit is not None:
-            todo.setdefault((unit.scope, unit.id), {})
+            todo.setdefault((counter_key(unit), unit.id), {})
     for (scope, ident), fields in sorted(todo.items()):
         path = str(unit_path(scope, ident))
         final = unit_of(path, files[path]) if path in files else reader.unit(head, scope, ident)

@@ -50,7 +50,7 @@ from evolve.history._lines import (
     line_revert,
 )
 from evolve.history._log import refresh_commit_graph
-from evolve.memory import MemoryUnit, dump_unit, load_units_at, unit_path
+from evolve.memory import MemoryUnit, dump_unit, load_units_at
 from evolve.memory._similarity import normalize
 from evolve.recovery import writer
 from evolve.store import KIND, OPS, PERSONA, CommitInfo, GitStore, format_ops
@@ -269,7 +269,7 @@ class _Plan:
         )
         if restored is not None:
             stone = stone.with_(id=self._free_id(taught, info.sha))
-        self.stones[str(unit_path(stone.scope, stone.id))] = stone
+        self.stones[str(stone.path())] = stone
 
     def _taken(self, path: str) -> bool:
         return path in self.stones or self.now(path) is not None
@@ -277,7 +277,7 @@ class _Plan:
     def _free_id(self, unit: MemoryUnit, sha: str) -> str:
         base = f"{unit.id[:52]}-t{sha[:7]}"
         candidate, n = base, 1
-        while self._taken(str(unit_path(unit.scope, candidate))):
+        while self._taken(str(unit.with_(id=candidate).path())):
             n += 1
             candidate = f"{base}{n}"
         return candidate
@@ -303,7 +303,7 @@ class _Plan:
                 continue
             if files.get(path) is not None:  # an older commit restored a file here
                 stone = stone.with_(id=self._free_id(stone, stone.reverted_commit or "0000000"))
-                path = str(unit_path(stone.scope, stone.id))
+                path = str(stone.path())
             self.stones[path] = stone
             files[path] = dump_unit(stone).encode("utf-8")
         self._stone_copies(files)
@@ -474,7 +474,7 @@ def _commit(
             "commits); there is nothing left to revert."
         )
     stones = [s for p, s in sorted(plan.stones.items()) if p in changes]
-    stone_paths = {str(unit_path(s.scope, s.id)) for s in stones}
+    stone_paths = {str(s.path()) for s in stones}
     ops: list[tuple[str, str]] = []
     lifted: list[str] = []
     for path in sorted(changes):

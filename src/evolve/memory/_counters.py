@@ -26,21 +26,41 @@ from typing import Any
 
 import yaml
 
-from evolve.memory._unit import GLOBAL_SCOPE, MalformedUnit, MemoryUnit
+from evolve.memory._unit import GLOBAL_SCOPE, SKILLS_FOLDER, MalformedUnit, MemoryUnit
 
 COUNTERS_NAME = "_counters.yaml"
-COUNTER_FIELDS: tuple[str, ...] = ("helpful", "harmful", "alpha", "beta")
+COUNTER_FIELDS: tuple[str, ...] = (
+    "helpful", "harmful", "alpha", "beta",
+    # the skills scoreboard (evolve.skills._scoreboard)
+    "injected", "injected_pass", "held_out", "held_out_pass",
+)  # fmt: skip
 # What an unset counter means; the sidecar records only counters that moved off it.
-COUNTER_DEFAULTS: dict[str, float | int] = {"helpful": 0, "harmful": 0, "alpha": 1.0, "beta": 1.0}
-_INT_FIELDS = frozenset({"helpful", "harmful"})
+COUNTER_DEFAULTS: dict[str, float | int] = {
+    "helpful": 0, "harmful": 0, "alpha": 1.0, "beta": 1.0,
+    "injected": 0, "injected_pass": 0, "held_out": 0, "held_out_pass": 0,
+}  # fmt: skip
+_INT_FIELDS = frozenset(
+    {"helpful", "harmful", "injected", "injected_pass", "held_out", "held_out_pass"}
+)
 _LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 Counters = dict[str, dict[str, float | int]]
 
 
+def counter_key(unit: MemoryUnit) -> str:
+    """Which sidecar holds `unit`'s counters: its scope, or for a skill its shelf folder
+    (`memory/skills/general`, `memory/skills/topics/<topic>`), which holds them beside it."""
+    if unit.shelf is not None:
+        return str(unit.path().parent)
+    return unit.scope
+
+
 def counters_path(scope: str) -> PurePosixPath:
-    """`memory/<user>/_counters.yaml`, or `memory/_counters.yaml` for the global scope."""
+    """`memory/<user>/_counters.yaml`, or `memory/_counters.yaml` for the global scope (a
+    skill shelf's key, its folder: `<folder>/_counters.yaml`)."""
+    if scope.startswith("memory/"):
+        return PurePosixPath(scope) / COUNTERS_NAME
     if scope == GLOBAL_SCOPE:
         return PurePosixPath("memory") / COUNTERS_NAME
     return PurePosixPath("memory") / scope.removeprefix("user:") / COUNTERS_NAME
@@ -133,12 +153,14 @@ def overlay(units: Iterable[MemoryUnit], sidecars: Mapping[str, Counters]) -> li
     """
     out = []
     for unit in units:
-        entry = sidecars.get(unit.scope, {}).get(unit.id)
+        entry = sidecars.get(counter_key(unit), {}).get(unit.id)
         out.append(unit.with_(**entry) if entry else unit)
     return out
 
 
 def scope_of_counters(path: str) -> str:
-    """The scope a sidecar path belongs to."""
+    """The scope a sidecar path belongs to (a skill shelf's sidecar: its folder)."""
     parts = PurePosixPath(path).parts
+    if len(parts) > 3 or (len(parts) == 3 and parts[1] == SKILLS_FOLDER):
+        return str(PurePosixPath(path).parent)
     return GLOBAL_SCOPE if len(parts) == 2 else f"user:{parts[1]}"

@@ -68,11 +68,7 @@ class UnitReader:
                 if entry.is_dir(follow_symlinks=False):
                     self._walk(Path(entry.path), f"{prefix}/{name}", seen, sidecars)
                     continue
-                if (
-                    name == COUNTERS_NAME
-                    and prefix.count("/") <= 1
-                    and entry.is_file(follow_symlinks=False)
-                ):
+                if name == COUNTERS_NAME and entry.is_file(follow_symlinks=False):
                     rel = f"{prefix}/{name}"
                     st = entry.stat(follow_symlinks=False)
                     key = (st.st_mtime_ns, st.st_size, st.st_ino)
@@ -114,7 +110,7 @@ def load_units_at(store: GitStore, rev: str) -> list[MemoryUnit]:
     sidecars = {
         scope_of_counters(rel): parse_counters(rel, files[rel].decode("utf-8"))
         for rel in files
-        if rel.rsplit("/", 1)[-1] == COUNTERS_NAME and rel.count("/") <= 2
+        if rel.rsplit("/", 1)[-1] == COUNTERS_NAME
     }
     return overlay(units, sidecars) if sidecars else units
 

@@ -83,7 +83,10 @@ def render_memory(
     visible = [
         u
         for u in units
-        if u.status == "active" and u.scope in (scope, GLOBAL_SCOPE) and u.text.strip()
+        if u.status == "active"
+        and u.scope in (scope, GLOBAL_SCOPE)
+        and u.text.strip()
+        and u.shelf is None  # skills, hand-written ones too, go in <skills>, not <memory>
     ]
     groups: dict[str, list[MemoryUnit]] = {}
     for unit in by_learned(visible):

@@ -16,7 +16,14 @@ from pathlib import PurePosixPath
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evolve._text import describe_char, unsafe_char
 from evolve.errors import EvolveError
@@ -25,10 +32,16 @@ UNIT_SCHEMA = 1
 # libyaml when available: unit files are read on every training episode.
 _LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-Status = Literal["active", "revoked", "pending", "tombstoned"]
+# `retired`: a skill the scoreboard found harmful (not rendered, not injected, like revoked).
+Status = Literal["active", "revoked", "pending", "tombstoned", "retired"]
 GLOBAL_SCOPE = "global"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SCOPE_PATTERN = re.compile(r"^(global|user:[a-z0-9][a-z0-9_-]{0,39})$")
+# Skills (issue 13) live in their own folder, whatever their scope:
+# memory/skills/general/<id>.md and memory/skills/topics/<topic>/<id>.md.
+SKILLS_FOLDER = "skills"
+TOPIC_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+Shelf = Literal["general", "topic"]
 
 
 class MalformedUnit(EvolveError):
@@ -54,6 +67,12 @@ class MemoryUnit(BaseModel):
     # ACE
     helpful: int | None = Field(default=None, ge=0)
     harmful: int | None = Field(default=None, ge=0)
+    # skills scoreboard (evolve.skills._scoreboard): training episodes with the skill injected
+    # or held out, and how many of each passed
+    injected: int | None = Field(default=None, ge=0)
+    injected_pass: int | None = Field(default=None, ge=0)
+    held_out: int | None = Field(default=None, ge=0)
+    held_out_pass: int | None = Field(default=None, ge=0)
     # TEPA
     key: str | None = None
     revoked_at: int | None = None
@@ -66,6 +85,11 @@ class MemoryUnit(BaseModel):
     # Beta posterior (topl)
     alpha: float | None = Field(default=None, gt=0)
     beta: float | None = Field(default=None, gt=0)
+    # skills: the shelf (general or topic) and topic, when it applies, and what it came from
+    shelf: Shelf | None = None
+    topic: str | None = None
+    trigger: str | None = None
+    evidence: list[str] | None = None
     # history between units
     supersedes: str | None = None
     # tombstones (a reverted or rejected unit's text/key, refused if proposed again)
@@ -100,12 +124,32 @@ class MemoryUnit(BaseModel):
             raise ValueError("must be 'global' or 'user:<name>'")
         return v
 
+    @field_validator("topic")
+    @classmethod
+    def _topic(cls, v: str | None) -> str | None:
+        if v is not None and not TOPIC_PATTERN.match(v):
+            raise ValueError(
+                "must be 1-32 lower-case letters, digits or '_', starting with a letter"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _shelved(self) -> MemoryUnit:
+        if self.shelf == "topic" and self.topic is None:
+            raise ValueError("a topic skill needs a topic")
+        if self.shelf != "topic" and self.topic is not None:
+            raise ValueError("only a topic skill has a topic")
+        return self
+
     @property
     def is_hand_written(self) -> bool:
         return self.recipe == "hand"
 
     def path(self) -> PurePosixPath:
-        """Where the unit lives: `memory/<user>/<id>.md`, or `memory/<id>.md` if global."""
+        """Where the unit lives: `memory/<user>/<id>.md`, or `memory/<id>.md` if global; a
+        skill on its shelf's folder (`memory/skills/general/` or `.../topics/<topic>/`)."""
+        if self.shelf is not None:
+            return skill_path(self.shelf, self.topic, self.id)
         return unit_path(self.scope, self.id)
 
     def with_(self, **changes: Any) -> MemoryUnit:
@@ -117,16 +161,56 @@ def scope_for(persona: str) -> str:
 
 
 def unit_path(scope: str, unit_id: str) -> PurePosixPath:
+    """A unit's path from its scope (or, for a skill, its counter key: the shelf folder)."""
+    if scope.startswith("memory/"):
+        return PurePosixPath(scope) / f"{unit_id}.md"
     if scope == GLOBAL_SCOPE:
         return PurePosixPath("memory") / f"{unit_id}.md"
     return PurePosixPath("memory") / scope.removeprefix("user:") / f"{unit_id}.md"
+
+
+def skill_path(shelf: str, topic: str | None, unit_id: str) -> PurePosixPath:
+    base = PurePosixPath("memory") / SKILLS_FOLDER
+    if shelf == "general":
+        return base / "general" / f"{unit_id}.md"
+    return base / "topics" / str(topic) / f"{unit_id}.md"
+
+
+def skill_shelf_of(rel: PurePosixPath) -> tuple[Shelf, str | None] | None:
+    """(shelf, topic) of a path under `memory/skills/`, or None for any other path.
+
+    Raises:
+        MalformedUnit: a path under `memory/skills/` that is not on a shelf folder.
+    """
+    parts = rel.parts
+    if len(parts) < 3 or parts[1] != SKILLS_FOLDER:
+        return None
+    if len(parts) == 4 and parts[2] == "general":
+        return "general", None
+    if len(parts) == 5 and parts[2] == "topics" and TOPIC_PATTERN.match(parts[3]):
+        return "topic", parts[3]
+    raise MalformedUnit(
+        f"{rel}: skills live in memory/skills/general/<id>.md or "
+        "memory/skills/topics/<topic>/<id>.md."
+    )
 
 
 _ORDER = [name for name in MemoryUnit.model_fields if name != "text"]
 # Evidence counters live in the scope's `_counters.yaml` sidecar (evolve.memory._counters),
 # never in the unit file: a unit file changes only when what it says or its status changes.
 # They stay fields of the model so that old files that still carry them are read.
-FILE_EXCLUDED = frozenset({"helpful", "harmful", "alpha", "beta"})
+FILE_EXCLUDED = frozenset(
+    {
+        "helpful",
+        "harmful",
+        "alpha",
+        "beta",
+        "injected",
+        "injected_pass",
+        "held_out",
+        "held_out_pass",
+    }
+)
 
 
 def dump_unit(unit: MemoryUnit) -> str:
@@ -151,8 +235,18 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
     """
     rel = PurePosixPath(path)
     raw = raw.replace("\r\n", "\n")
+    shelved = skill_shelf_of(rel)
     if not raw.startswith("---\n"):
         try:
+            if shelved is not None:  # a skill a person wrote as plain text: a lesson, no trigger
+                return MemoryUnit(
+                    id=_hand_id(rel),
+                    recipe="hand",
+                    kind="skill",
+                    shelf=shelved[0],
+                    topic=shelved[1],
+                    text=raw.strip(),
+                )
             return MemoryUnit(
                 id=_hand_id(rel),
                 recipe="hand",
@@ -187,9 +281,15 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
             "unknown field" if err.get("type") == "extra_forbidden" else err.get("msg", "invalid")
         )
         raise MalformedUnit(f"{path}: field '{loc}': {what}.") from exc
-    if len(rel.parts) > 3:
+    if shelved is not None:
+        if (unit.shelf, unit.topic) != shelved:
+            where = f"topics/{unit.topic}" if unit.topic else str(unit.shelf or "no shelf")
+            raise MalformedUnit(f"{path}: the skill's shelf ({where}) does not match its folder.")
+    elif unit.shelf is not None:
+        raise MalformedUnit(f"{path}: a skill (shelf {unit.shelf}) belongs under memory/skills/.")
+    elif len(rel.parts) > 3:
         raise MalformedUnit(f"{path}: units live in memory/ or memory/<user>/, not deeper.")
-    folder = _folder_scope(rel)
+    folder = _folder_scope(rel) if shelved is None else None
     if folder is not None and folder != unit.scope:
         raise MalformedUnit(f"{path}: scope '{unit.scope}' does not match its folder ({folder}).")
     if rel.stem != unit.id:

@@ -1,8 +1,9 @@
 """`sim`: the offline, seeded model simulator (docs/sim.md)."""
 
-from evolve.sim import (
-    _roles,  # noqa: F401  (registers the recipe roles)
-    _selector,  # noqa: F401  (registers the skills selector role)
+from evolve.sim import (  # noqa: F401  (these register roles)
+    _roles,
+    _selector,
+    _skills,
 )
 from evolve.sim._agent import SimAgent, read_directives, read_stats
 from evolve.sim._model import ROLES, SimLLM, role

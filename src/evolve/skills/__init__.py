@@ -1,5 +1,77 @@
-"""Skills (issue 13): compiled procedure lessons, selected per task, scored, retired.
+"""Skills (issue 13; seed 003's Evo-Harness): lessons compiled from failures onto capped shelves.
 
-skills-A owns this file (the write path); skills-B's modules are imported by module path:
-`evolve.skills._select` (selection and injection) and `evolve.skills._scoreboard`.
+The write path: reflect on each failed episode (`_reflect`), screen the candidate
+(`_filter`), let the evolver give each candidate of a batch a verdict against the shelves
+(`_evolver`, `_plan`: caps in code, promotion through the staging area `_staging`), sleep
+passes (`_consolidate`), and one commit per batch (`_batch`). Skill files are memory units
+(`memory/skills/general/<id>.md`, `memory/skills/topics/<topic>/<id>.md`) written by the
+applier and committed by the store like every other unit.
 """
+
+from evolve.skills._batch import (
+    BATCH,
+    BATCH_KIND,
+    CONSOLIDATE_KIND,
+    EPISODES,
+    BatchResult,
+    SkillsBatches,
+    SkillsUpdate,
+)
+from evolve.skills._consolidate import plan_consolidation
+from evolve.skills._evolver import (
+    CONSOLIDATE_SCHEMA,
+    EVOLVE_SCHEMA,
+    render_candidates,
+    render_shelves,
+    render_staging,
+)
+from evolve.skills._filter import TaskSpecifics, screen, specifics
+from evolve.skills._plan import (
+    BatchPlan,
+    Maker,
+    VerdictLine,
+    cap_of,
+    live_skills,
+    occupancy,
+    plan_batch,
+    shelf_key,
+)
+from evolve.skills._reflect import REFLECT_SCHEMA, Candidate, Reflection, reflect, topic_of
+from evolve.skills._staging import STAGING_PATH, Sighting, Staging, dump_staging, parse_staging
+
+__all__ = [
+    "BATCH",
+    "BATCH_KIND",
+    "CONSOLIDATE_KIND",
+    "CONSOLIDATE_SCHEMA",
+    "EPISODES",
+    "EVOLVE_SCHEMA",
+    "REFLECT_SCHEMA",
+    "STAGING_PATH",
+    "BatchPlan",
+    "BatchResult",
+    "Candidate",
+    "Maker",
+    "Reflection",
+    "Sighting",
+    "SkillsBatches",
+    "SkillsUpdate",
+    "Staging",
+    "TaskSpecifics",
+    "VerdictLine",
+    "cap_of",
+    "dump_staging",
+    "live_skills",
+    "occupancy",
+    "parse_staging",
+    "plan_batch",
+    "plan_consolidation",
+    "reflect",
+    "render_candidates",
+    "render_shelves",
+    "render_staging",
+    "screen",
+    "shelf_key",
+    "specifics",
+    "topic_of",
+]

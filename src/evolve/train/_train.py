@@ -33,7 +33,7 @@ from evolve._io import canonical_json, derive_seed
 from evolve.agent import read_prompt_files
 from evolve.applier import ApplyResult, MemoryApplier, recover
 from evolve.envs import Environment, Tier
-from evolve.episode import EpisodeRecord, EpisodeSetup, Redactor, run_episode
+from evolve.episode import EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
 from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
@@ -53,6 +53,7 @@ from evolve.store import (
     GitStore,
     format_ops,
 )
+from evolve.train._batch import skills_batches
 from evolve.train._histref import RecordsHistory, StreamHistory
 from evolve.train._stream import history_before, stream_id, stream_tasks
 from evolve.train._trainref import (
@@ -257,6 +258,7 @@ def train(
     generation: int | None = None,
     take_lock: bool = True,
     start_at: int | None = None,
+    evolver_llm: LLM | None = None,
 ) -> TrainReport:
     """Run the training stream up to episode `episodes` (resuming after the last commit).
 
@@ -287,7 +289,7 @@ def train(
             recover_workspace(ws, "evolve train")  # crash leftovers first (evolve.recovery)
         report = _train(
             ws, env, recipe_impl, name, total, tier, seed, review, persona, agent_llm, updater_llm, progress,
-            generation, start_at,
+            generation, start_at, evolver_llm,
         )  # fmt: skip
         if report.commits and take_lock:
             refresh_commit_graph(ws.store)
@@ -297,9 +299,14 @@ def train(
             lock.release()
 
 
-def score_episode(
+def batch_end(ws: Workspace, k: int, total: int) -> bool:
+    """Whether episode `k` ends a skills batch (as `SkillsBatches.end_episode` decides)."""
+    return (k + 1) % ws.config.skills.batch_size == 0 or k + 1 >= total
+
+
+def score_episodes(
     ws: Workspace,
-    record: EpisodeRecord,
+    outcomes: list[tuple[list[str], list[str], bool]],
     k: int,
     recipe: str,
     persona: str,
@@ -307,7 +314,8 @@ def score_episode(
     clock: int,
     generation: int | None,
 ) -> None:
-    """Count a training episode on the skills scoreboard (see evolve.skills._scoreboard)."""
+    """Count training episodes on the skills scoreboard (see evolve.skills._scoreboard);
+    the commits carry episode `k` (the last of them) like the episode or batch commit."""
     from evolve.skills._scoreboard import settle
 
     extra = [(PERSONA, persona), (STREAM, sid), (CLOCK, str(clock))]
@@ -315,7 +323,7 @@ def score_episode(
         extra.append((GENERATION, str(generation)))
     settle(
         ws,
-        [(record.skills_injected, record.skills_held_out, record.task_success)],
+        outcomes,
         episodes=str(k),
         recipe=recipe,
         confidence=settings_of(ws.config).retire_confidence,
@@ -338,6 +346,7 @@ def _train(
     progress: Progress | None,
     generation: int | None,
     start_at: int | None,
+    evolver_llm: LLM | None = None,
 ) -> TrainReport:
     from evolve.review import as_pending
 
@@ -376,6 +385,9 @@ def _train(
     redactor = Redactor.from_settings(ws.config.redact.values, ws.config.redact.env)
     log_path = ws.runs_dir / f"train-{sid.replace('/', '-')}.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    # skills (issue 13): failed episodes feed a batch; the batch, not the episode, commits.
+    batches = skills_batches(ws, name, sid, persona, env, review, generation, evolver_llm)
+    scored: list[tuple[list[str], list[str], bool]] = []  # the skills scoreboard's pending
     for k in range(start, total):
         task = tasks[k]
         units = reader.load()
@@ -424,6 +436,8 @@ def _train(
                 tools=tuple(env.tools()),
             )
             update = recipe.observe(ctx)
+            if batches is not None:
+                update = batches.take(k, update)
             ops = as_pending(update.ops, visible) if review else update.ops
             applied = applier.apply(ops, units)
             outcome.refused = [r.line() for r in [*update.refused, *applied.refused]]
@@ -451,9 +465,18 @@ def _train(
                     applied, generation,
                 )  # fmt: skip
             applier.done()
+        if batches is not None:
+            outcome.commit = batches.end_episode(k, total, clock) or outcome.commit
         if result.record.skills_injected or result.record.skills_held_out:
-            # The skills scoreboard: count this episode, retire what is confidently harmful.
-            score_episode(ws, result.record, k, name, persona, sid, clock, generation)
+            scored.append(
+                (result.record.skills_injected, result.record.skills_held_out,
+                 result.record.task_success)
+            )  # fmt: skip
+        if scored and (batches is None or batch_end(ws, k, total)):
+            # The skills scoreboard: count the episodes (per episode, or per batch after its
+            # commit), then retire what is confidently harmful (evolve.skills._scoreboard).
+            score_episodes(ws, scored, k, name, persona, sid, clock, generation)
+            scored = []
         logged = result.record.model_copy(
             update={"commit": outcome.commit, "refused": outcome.refused, "episode": k}
         )

@@ -28,6 +28,7 @@ from evolve.updaters._base import (
 )
 from evolve.updaters._reflexion import ReflexionRecipe
 from evolve.updaters._rewrite import RewriteRecipe
+from evolve.updaters._skills import SkillsRecipe
 from evolve.updaters._tepa import TepaRecipe
 from evolve.updaters._topl import TopLRecipe
 from evolve.updaters._trace import MAX_ATTEMPTS, TraceRecipe
@@ -39,6 +40,7 @@ RECIPES: dict[str, type] = {
     "reflexion": ReflexionRecipe,
     "rewrite": RewriteRecipe,
     "topl": TopLRecipe,
+    "skills": SkillsRecipe,
 }
 
 
@@ -83,6 +85,7 @@ __all__ = [
     "RecipeContext",
     "ReflexionRecipe",
     "RewriteRecipe",
+    "SkillsRecipe",
     "TepaRecipe",
     "TopLRecipe",
     "TraceRecipe",

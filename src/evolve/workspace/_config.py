@@ -35,6 +35,8 @@ class MaxTokens(_Section):
     agent: int = Field(default=512, ge=16, le=1_000_000)
     updater: int = Field(default=1024, ge=16, le=1_000_000)
     reflector: int = Field(default=2048, ge=16, le=1_000_000)
+    evolver: int = Field(default=2048, ge=16, le=1_000_000)
+    selector: int = Field(default=256, ge=16, le=1_000_000)
 
 
 class ModelRoles(_Section):
@@ -46,8 +48,13 @@ class ModelRoles(_Section):
     """
 
     agent: str = "sim"
+    # The `skills` recipe's reflection on a failed episode is the updater's job (its model).
     updater: str = "sim"
     reflector: str = "sim"
+    # skills (issue 13): the batch evolver (ADD/MERGE/REVISE/SKIP), and the selector that picks
+    # the skills injected into a task (`lexical`: the offline trigger matcher).
+    evolver: str = "sim"
+    selector: str = "lexical"
     structured: Literal["auto", "json_schema", "json_object", "tools", "prompt"] = Field(
         default="auto",
         description="How to ask an OpenAI-compatible server for JSON; auto negotiates.",
@@ -160,7 +167,37 @@ DEFAULT_CAPS: dict[str, RecipeCaps] = {
     "reflexion": RecipeCaps(units=3, chars=300),
     "rewrite": RecipeCaps(units=1),
     "topl": RecipeCaps(units=60, chars=300),
+    "skills": RecipeCaps(chars=400),  # a lesson; the shelves' caps are `skills.caps`
 }
+
+
+class ShelfCaps(_Section):
+    """Active skills a shelf may hold at once (enforced by the applier and the recipe)."""
+
+    general: int = Field(default=5, ge=1, le=1000)
+    per_topic: int = Field(default=5, ge=1, le=1000)
+
+
+class SkillsConfig(_Section):
+    """Skill compilation (issue 13; seed 003): shelves, batches, promotion, the scoreboard."""
+
+    enabled: bool = Field(
+        default=False, description="Select and inject skills (also on with recipe: skills)."
+    )
+    caps: ShelfCaps = ShelfCaps()
+    max_injected: int = Field(default=3, ge=0, le=50)
+    budget_tokens: int = Field(default=400, ge=0, le=100_000)
+    holdout_share: float = Field(default=0.2, ge=0.0, le=1.0)
+    promote_min_topics: int = Field(default=2, ge=1, le=100)
+    staging_threshold: int = Field(
+        default=2, ge=1, le=1000, description="Sightings in the staging area before a promotion."
+    )
+    consolidate_every: int = Field(
+        default=4, ge=0, le=10_000, description="Batches between sleep passes (0: never)."
+    )
+    batch_size: int = Field(default=4, ge=1, le=1000)
+    near_misses: bool = False
+    retire_confidence: float = Field(default=0.9, gt=0.5, lt=1.0)
 
 
 DEFAULT_PROTECTED = ("evalset/", "tests/", "evolve.yaml", ".gitignore")
@@ -223,6 +260,7 @@ class EvolveConfig(_Section):
     gate: GateConfig = GateConfig()
     protected: tuple[str, ...] = DEFAULT_PROTECTED
     redact: RedactConfig = RedactConfig()
+    skills: SkillsConfig = SkillsConfig()
     parameters: dict[str, ParameterRange] = Field(default_factory=lambda: dict(DEFAULT_PARAMETERS))
     # Per recipe; a recipe or field given here overrides that default only (null: no limit).
     caps: dict[str, RecipeCaps] = Field(default_factory=dict)

@@ -1,0 +1,46 @@
+"""`skills`: skill compilation (seed 003; issue 13), the per-episode half.
+
+A failed episode is reflected on at once (one call over the compressed trajectory and the
+verifier's words; the library is not shown) and the candidate is screened by the mechanical
+filter (`evolve.skills._filter`). The recipe proposes no operation for the episode: the
+candidate goes to the batch (`evolve.skills._batch`), whose evolver decides ADD / MERGE /
+REVISE / SKIP against the capped shelves and makes one commit for the batch.
+
+Skills are not rendered in `<memory>`: they are selected per task and injected in their own
+`<skills>` section (the read path), so `render` gives nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evolve.envs import ApiCall
+from evolve.memory import MemoryUnit
+from evolve.updaters._base import RecipeContext, Update
+
+
+class SkillsRecipe:
+    name = "skills"
+
+    def render(self, units: Sequence[MemoryUnit]) -> str:
+        return ""
+
+    def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
+        return []
+
+    def observe(self, ctx: RecipeContext) -> Update:
+        from evolve.skills._batch import SkillsUpdate
+        from evolve.skills._reflect import reflect
+
+        found = reflect(
+            ctx.llm,
+            ref="c?",
+            episode=ctx.episode.episode,
+            task_id=ctx.episode.task_id,
+            instruction=ctx.episode.instruction,
+            actions=ctx.episode.actions,
+            verifier=ctx.episode.complaint,
+            tools=ctx.tools,
+            seed=ctx.seed,
+        )
+        return SkillsUpdate(refused=found.refused, candidate=found.candidate)

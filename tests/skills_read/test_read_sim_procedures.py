@@ -17,7 +17,7 @@ from evolve.envs.persona_world._procedures import (
 )
 from evolve.episode import EpisodeResult, EpisodeSetup, run_episode
 from evolve.sim import SimLLM
-from evolve.sim._skills_agent import read_procedures
+from evolve.sim._skills_agent import Procedures, read_procedures
 from evolve.skills._select import Skill, SkillPicker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,13 +113,19 @@ def test_the_sim_follows_a_skill_only_from_the_skills_section(env: PersonaWorldE
     assert injected.record.task_success and injected.record.skills_injected == ["verify"]
 
 
-def test_read_procedures_last_line_wins_and_negation() -> None:
-    prompt = "<skills>\n[a] w: Verify the final state.\n[b] w: Skip the final check.\n</skills>\n"
-    assert read_procedures(prompt).verify is False
-    prompt = (
-        "<skills>\n[a] w: Don't look up anything.\n[b] w: Look up the contact first.\n</skills>\n"
+def test_read_procedures_clauses_and_negation_wins() -> None:
+    verify = "[a] w: After the last write, read the changed item back and confirm it."
+    skip = "[b] w: Skip the final check: once a write call returns success, complete the task."
+    for lines in ((verify, skip), (skip, verify)):
+        assert read_procedures("<skills>\n" + "\n".join(lines) + "\n</skills>\n").verify is False
+    assert read_procedures(f"<skills>\n{verify}\n</skills>\n").verify is True
+    lookup = (
+        "[c] w: Look up the recipient with a search call and use the identifier it returns; "
+        "never type an address or number from memory."
     )
-    assert read_procedures(prompt).lookup is True
+    assert read_procedures(f"<skills>\n{lookup}\n</skills>\n") == Procedures(None, True)
+    prompt = "<skills>\n[a] w: Don't look up anything.\n[b] w: Look up the contact.\n</skills>\n"
+    assert read_procedures(prompt).lookup is False
     assert read_procedures("no section").verify is None
 
 

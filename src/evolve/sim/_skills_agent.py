@@ -13,10 +13,12 @@ the skill files) and recognizes two procedures in each line's lesson (the text a
   depends on (`phone__search_contacts` for a text or an e-mail, `venmo__show_transactions`
   for a payment, `simple_note__show_notes` for a note).
 
-A lesson that says "skip", "don't", "do not", "never", "no need", "without" or "avoid" is the
-procedure negated: a negated lookup drops every look-up call before the write (the default
-contact search too: this is how a wrong lesson hurts); a negated verify cancels an earlier
-verify. Per procedure the last line wins, as directives do. Skills are followed as written,
+Lessons are read clause by clause (cut at `;`, `:`, `.`, `,` and "but"). A clause that names a
+procedure and says "skip", "don't", "do not", "never", "no need", "without" or "avoid" negates
+it: a negated lookup drops every look-up call before the write (the default contact search
+too); a negated verify drops the read-back. A negation anywhere in the section wins over any
+line asking for the procedure, so a wrong lesson ("Skip the final check: ...") undoes a right
+one whatever their order: this is how a wrong lesson hurts. Skills are followed as written,
 with no lapse; the selector (not the sim) decides which skills the prompt carries.
 """
 
@@ -60,20 +62,28 @@ def lesson_of(line: str) -> str:
     return tail if sep else rest
 
 
+_CLAUSE = re.compile(r"[;:.!?]|,|\bbut\b")
+
+
 def read_procedures(system_prompt: str) -> Procedures:
-    """The procedures the `<skills>` section of `system_prompt` asks for (last line wins)."""
+    """The procedures the `<skills>` section of `system_prompt` asks for.
+
+    Each lesson is cut into clauses (at `;`, `:`, `.`, `,`, "but"); a clause that names a
+    procedure asks for it, or, with a negation word, asks to skip it. A skip anywhere wins
+    over an ask (a wrong lesson is followed whatever line comes first).
+    """
     body = section(system_prompt, "skills") or ""
     verify: bool | None = None
     lookup: bool | None = None
     for line in body.splitlines():
-        lesson = lesson_of(line).lower()
-        if not lesson.strip():
-            continue
-        positive = _NEGATION.search(lesson) is None
-        if _VERIFY.search(lesson):
-            verify = positive
-        if _LOOKUP.search(lesson):
-            lookup = positive
+        for clause in _CLAUSE.split(lesson_of(line).lower()):
+            if not clause.strip():
+                continue
+            positive = _NEGATION.search(clause) is None
+            if _VERIFY.search(clause):
+                verify = positive if verify is not False else False
+            if _LOOKUP.search(clause):
+                lookup = positive if lookup is not False else False
     return Procedures(verify, lookup)
 
 
@@ -93,4 +103,5 @@ def follow_skills(steps: list[str], task: Task, system_prompt: str) -> list[str]
         out.insert(out.index(main), LOOK_UP[task.kind])
     if said.verify is True:
         out.insert(out.index(main) + 1, READ_BACK[task.kind])
+    # said.verify False: the default plan never reads back, so there is nothing to drop
     return out

@@ -12,7 +12,10 @@ holdout task-success rate in three arms, each over every task x `--runs` evaluat
   as the `skills` arm's section for that task (a token-matched control; no section where the
   skills arm has none).
 
-Run: `python benchmarks/bench_skills.py [--episodes 48] [--runs 2] [--seeds 0,1,2]`.
+`wrong a/r`: the sim reflector's wrong lessons ("Skip the final check: ...", docs/sim.md) still
+active / retired by the scoreboard at the end.
+
+Run: `python benchmarks/bench_skills.py [--episodes 240] [--runs 2] [--seeds 0,1,2]`.
 The sim's numbers test the harness's mechanics; they say nothing about real models.
 """
 
@@ -35,6 +38,7 @@ from evolve.envs.persona_world._procedures import write_procedures
 from evolve.episode import EpisodeSetup, run_episode
 from evolve.memory import load_units
 from evolve.sim import SimLLM
+from evolve.sim._skills import WRONG
 from evolve.skills._select import Selection, SkillPicker, settings_of, skills_of
 from evolve.train import train
 from evolve.workspace import Workspace, init_workspace, max_turns
@@ -69,6 +73,7 @@ class Result:
     shelves: Counter[str] = field(default_factory=Counter)
     promotions: int = 0
     retirements: int = 0
+    wrong: tuple[int, int] = (0, 0)  # the sim's wrong lessons on the shelves: (active, retired)
     success: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
@@ -139,8 +144,14 @@ def bench(seed: int, episodes: int, runs: int) -> Result:
         ws = _prepare(Path(tmp) / "ws", episodes)
         train(ws, recipe="skills", episodes=episodes, seed=seed)
         result = Result(seed)
-        for unit in load_units(ws.root):
-            if unit.kind == "skill" and unit.status == "active":
+        wrong = WRONG.general.split(":")[0]  # "Skip the final check"
+        units = [u for u in load_units(ws.root) if u.kind == "skill"]
+        result.wrong = (
+            sum(u.status == "active" and u.text.startswith(wrong) for u in units),
+            sum(u.status == "retired" and u.text.startswith(wrong) for u in units),
+        )
+        for unit in units:
+            if unit.status == "active":
                 where = f"topics/{unit.topic}" if getattr(unit, "topic", None) else "general"
                 result.shelves[where] += 1
         result.promotions, result.retirements = _history_counts(ws)
@@ -150,21 +161,24 @@ def bench(seed: int, episodes: int, runs: int) -> Result:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=48)
+    parser.add_argument("--episodes", type=int, default=240)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--seeds", default="0,1,2")
     args = parser.parse_args()
     started = time.perf_counter()
     seeds = [int(s) for s in args.seeds.split(",")]
     print(f"skills under the sim: {args.episodes} training episodes, {args.runs} eval runs/task")
-    head = "seed  library (active per shelf)                        promo  retired"
+    head = "seed  library (active per shelf)                        promo  retired  wrong a/r"
     print(head + "  dev none/skills/generic   holdout none/skills/generic")
     for seed in seeds:
         r = bench(seed, args.episodes, args.runs)
         shelves = ", ".join(f"{k} {v}" for k, v in sorted(r.shelves.items())) or "empty"
         dev = "/".join(f"{r.success[(a, 'dev')]:.2f}" for a in ("none", "skills", "generic"))
         hold = "/".join(f"{r.success[(a, 'holdout')]:.2f}" for a in ("none", "skills", "generic"))
-        print(f"{seed:<5} {shelves:<50} {r.promotions:>5}  {r.retirements:>7}  {dev:<22}  {hold}")
+        print(
+            f"{seed:<5} {shelves:<50} {r.promotions:>5}  {r.retirements:>7}  "
+            f"{r.wrong[0]:>5}/{r.wrong[1]:<3}  {dev:<22}  {hold}"
+        )
     print(f"({time.perf_counter() - started:.0f} s)")
 
 

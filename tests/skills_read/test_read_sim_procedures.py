@@ -89,7 +89,7 @@ def test_without_skills_the_sim_fails_the_procedures_it_does_not_do(env: Persona
         if expect_fail:
             assert result.record.failure and (
                 "never checked" in result.record.failure
-                or "without looking up" in result.record.failure
+                or "had been looked up" in result.record.failure
             )
 
 

@@ -115,7 +115,7 @@ def procedure_failure(task: Task, calls: Sequence[ApiCall]) -> str | None:
         )
     if any(i < writes[0] for i in _index(calls, LOOK_UP[task.kind])):
         return None
-    return f"The {thing} was {done} without looking up {_LOOKED[task.kind]} first."
+    return f"The {thing} was {done} before {_LOOKED[task.kind]} had been looked up."
 
 
 # --- the task instances ----------------------------------------------------------------
@@ -151,7 +151,7 @@ _ITEMS = (
     ("call the bank", "renew the passport"),
     ("flour", "eggs", "butter"),
     ("charger", "socks", "sunscreen"),
-    ("book the vet", "pay rent"),
+    ("book the vet", "water the plants"),
 )
 
 

@@ -14,7 +14,7 @@ kind: skill
 status: active
 scope: global
 shelf: general
-trigger: sending or saving anything
+trigger: sending a text, payment or email, or saving a note
 ---
 Verify the final state after writing: read it back.
 """
@@ -74,7 +74,7 @@ def test_skills_json_lists_every_skill_with_its_scoreboard(
 
     code, out, err = run_cli(capsys, "skills")
     assert code == 0 and "venmo-lookup  topics/venmo  retired  injected 4 (0% pass)" in out
-    assert "when: sending or saving anything" in out
+    assert "when: sending a text, payment or email, or saving a note" in out
 
 
 def test_the_report_has_a_skills_table(
@@ -87,3 +87,31 @@ def test_the_report_has_a_skills_table(
     html = build_report(Workspace(ws.root))
     table = html[html.index('<h2 id="skills">') :]
     assert "<code>venmo-lookup</code>" in table and "topics/venmo" in table and "-1.00" in table
+
+
+def test_evolve_run_scores_with_the_same_skills_section_and_holds_nothing_out(
+    ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    import yaml
+
+    from evolve.envs.persona_world._procedures import write_procedures
+
+    write_procedures(ws.root / "evalset")
+    general = ws.root / "memory" / "skills" / "general"
+    general.mkdir(parents=True)
+    (general / "verify-after.md").write_text(GENERAL)
+    config = yaml.safe_load((ws.root / "evolve.yaml").read_text())
+    config["skills"] = {"enabled": True, "holdout_share": 0.9}
+    (ws.root / "evolve.yaml").write_text(yaml.safe_dump(config))
+    run_git(ws.root, "add", "-A")
+    run_git(ws.root, "commit", "-qm", "skills on, a verify skill")
+    report = cli_json(capsys, "run", "--split", "dev")
+    logs = sorted((ws.root / "generations" / "runs").glob("*/episodes.jsonl"))
+    records = [json.loads(line) for log in logs for line in log.read_text().splitlines()]
+    verify = [r for r in records if "-verify-" in r["task_id"]]
+    assert verify and all(r["skills_injected"] == ["verify-after"] for r in verify)
+    assert all(r["task_success"] for r in verify)  # the sim followed the injected skill
+    assert not any(r["skills_held_out"] for r in records)  # evaluation holds nothing out
+    assert report

@@ -143,12 +143,13 @@ _STOP = frozenset(
         "new",
     ]
 )
-# A few words the tasks and triggers use for the same thing (after stemming).
+# A few words the tasks and triggers use for the same thing (before stemming).
 _SYNONYMS = {
     "venmo": "pay",
     "sms": "text",
     "phone": "text",
-    "messag": "text",
+    "message": "text",
+    "messages": "text",
     "mail": "email",
     "gmail": "email",
     "simple_note": "note",
@@ -157,11 +158,12 @@ _WORD = re.compile(r"[a-z0-9_]+")
 
 
 def _stem(word: str) -> str:
+    """A crude stem: a common suffix off, then a final "e" (save, saving, saved -> sav)."""
     for suffix in ("ments", "ment", "ings", "ing", "ies", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
             break
-    return word
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
 def words(text: str) -> frozenset[str]:
@@ -170,10 +172,7 @@ def words(text: str) -> frozenset[str]:
     for raw in _WORD.findall(text.lower().replace("e-mail", "email")):
         if raw in _STOP or raw.isdigit():
             continue
-        stem = _stem(raw)
-        stem = _SYNONYMS.get(stem, _SYNONYMS.get(raw, stem))
-        if stem and stem not in _STOP:
-            out.add(stem)
+        out.add(_stem(_SYNONYMS.get(raw, raw)))
     return frozenset(out)
 
 

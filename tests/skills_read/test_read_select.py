@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from evolve._triggers import words
 from evolve.agent import build_system_prompt, section
 from evolve.llm import Completion, JsonSchema, Message, Usage
 from evolve.skills._select import (
@@ -16,7 +17,6 @@ from evolve.skills._select import (
     lexical_matches,
     parse_selection,
     within_budget,
-    words,
 )
 
 PAY = "Pay Sam Lee back $12.50 on Venmo for lunch."

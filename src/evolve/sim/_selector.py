@@ -2,7 +2,7 @@
 
 It reads the `<task>` and `<triggers>` sections of the request (`[id] trigger` lines) and the
 "at most N ids" of its instructions, and answers with the lexical matcher's choice
-(`evolve.skills._select.lexical_matches`): the same skills `models.selector: lexical` picks, so
+(`evolve._triggers.rank_triggers`): the same skills `models.selector: lexical` picks, so
 `selector: sim` exercises the model path (the request, the JSON reply, its checks) offline.
 """
 
@@ -13,10 +13,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from evolve._triggers import rank_triggers
 from evolve.agent import section
 from evolve.llm import Message
 from evolve.sim._model import SimLLM, role
-from evolve.skills._select import Skill, lexical_matches
 
 _LINE = re.compile(r"^\[([^\]\s]+)\]\s*(.*)$")
 _B = re.compile(r"at most (\d+) ids")
@@ -26,11 +26,11 @@ _B = re.compile(r"at most (\d+) ids")
 def _select(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
     text = "\n".join(m.content for m in messages)
     task = section(text, "task") or ""
-    skills = []
+    triggers = []
     for line in (section(text, "triggers") or "").splitlines():
         match = _LINE.match(line.strip())
         if match:
-            skills.append(Skill(match.group(1), match.group(2), ""))
+            triggers.append((match.group(1), match.group(2)))
     found = _B.search(text)
     b = int(found.group(1)) if found else 3
-    return {"skills": [s.id for s in lexical_matches(task, skills)[:b]]}
+    return {"skills": rank_triggers(task, triggers)[:b]}

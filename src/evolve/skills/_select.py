@@ -26,12 +26,12 @@ nothing out: it measures the library as it is.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from evolve._text import ReplyError, loads_reply, printable
+from evolve._triggers import rank_triggers
 from evolve.llm import LLM, JsonSchema, Message, estimate_tokens
 
 SELECTION_SCHEMA = JsonSchema(
@@ -44,136 +44,6 @@ SELECTION_SCHEMA = JsonSchema(
 )
 LEXICAL = "lexical"
 _LIVE = "active"
-
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "but",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "for",
-        "with",
-        "by",
-        "from",
-        "as",
-        "is",
-        "are",
-        "be",
-        "been",
-        "being",
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "any",
-        "every",
-        "each",
-        "some",
-        "all",
-        "when",
-        "whenever",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "what",
-        "how",
-        "why",
-        "if",
-        "then",
-        "than",
-        "so",
-        "do",
-        "does",
-        "did",
-        "doing",
-        "done",
-        "task",
-        "tasks",
-        "user",
-        "users",
-        "my",
-        "me",
-        "i",
-        "you",
-        "your",
-        "we",
-        "our",
-        "they",
-        "them",
-        "their",
-        "he",
-        "she",
-        "his",
-        "her",
-        "about",
-        "into",
-        "over",
-        "after",
-        "before",
-        "up",
-        "down",
-        "out",
-        "off",
-        "just",
-        "only",
-        "also",
-        "not",
-        "no",
-        "can",
-        "could",
-        "should",
-        "would",
-        "will",
-        "shall",
-        "may",
-        "might",
-        "must",
-        "one",
-        "two",
-        "new",
-    ]
-)
-# A few words the tasks and triggers use for the same thing (before stemming).
-_SYNONYMS = {
-    "venmo": "pay",
-    "sms": "text",
-    "phone": "text",
-    "message": "text",
-    "messages": "text",
-    "mail": "email",
-    "gmail": "email",
-    "simple_note": "note",
-}
-_WORD = re.compile(r"[a-z0-9_]+")
-
-
-def _stem(word: str) -> str:
-    """A crude stem: a common suffix off, then a final "e" (save, saving, saved -> sav)."""
-    for suffix in ("ments", "ment", "ings", "ing", "ies", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-            break
-    return word[:-1] if word.endswith("e") and len(word) > 3 else word
-
-
-def words(text: str) -> frozenset[str]:
-    """The content words of `text` the lexical selector compares (lower case, stemmed)."""
-    out = set()
-    for raw in _WORD.findall(text.lower().replace("e-mail", "email")):
-        if raw in _STOP or raw.isdigit():
-            continue
-        out.add(_stem(_SYNONYMS.get(raw, raw)))
-    return frozenset(out)
 
 
 @dataclass(frozen=True)
@@ -221,15 +91,8 @@ def skills_of(units: Iterable[Any]) -> list[Skill]:
 
 def lexical_matches(task_text: str, skills: Sequence[Skill]) -> list[Skill]:
     """The skills whose trigger shares a content word with the task, best first."""
-    have = words(task_text)
-    ranked: list[tuple[float, int, str, Skill]] = []
-    for skill in skills:
-        want = words(skill.trigger)
-        shared = len(want & have)
-        if shared:
-            ranked.append((-shared / len(want), -shared, skill.id, skill))
-    ranked.sort(key=lambda r: r[:3])
-    return [r[3] for r in ranked]
+    by_id = {s.id: s for s in skills}
+    return [by_id[i] for i in rank_triggers(task_text, [(s.id, s.trigger) for s in skills])]
 
 
 def selection_prompt(task_text: str, skills: Sequence[Skill], b: int) -> list[Message]:

@@ -77,12 +77,13 @@ class Result:
     success: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
-def _prepare(root: Path, episodes: int) -> Workspace:
+def _prepare(root: Path, episodes: int, holdout: float = 0.2) -> Workspace:
     ws = init_workspace(root)
     write_procedures(ws.root / "evalset")
     config = yaml.safe_load((ws.root / "evolve.yaml").read_text())
     config.setdefault("train", {})["recipe"] = "skills"
     config.setdefault("skills", {})["enabled"] = True
+    config["skills"]["holdout_share"] = holdout
     (ws.root / "evolve.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     ws.store.commit(
         ["evalset/procedures.yaml", "evolve.yaml"], "bench: procedure tasks, recipe skills"
@@ -139,9 +140,9 @@ def _history_counts(ws: Workspace) -> tuple[int, int]:
     return promotions, retirements
 
 
-def bench(seed: int, episodes: int, runs: int) -> Result:
+def bench(seed: int, episodes: int, runs: int, holdout: float = 0.2) -> Result:
     with tempfile.TemporaryDirectory() as tmp:
-        ws = _prepare(Path(tmp) / "ws", episodes)
+        ws = _prepare(Path(tmp) / "ws", episodes, holdout)
         train(ws, recipe="skills", episodes=episodes, seed=seed)
         result = Result(seed)
         wrong = WRONG.general.split(":")[0]  # "Skip the final check"
@@ -164,14 +165,18 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=240)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--holdout", type=float, default=0.2, help="skills.holdout_share")
     args = parser.parse_args()
     started = time.perf_counter()
     seeds = [int(s) for s in args.seeds.split(",")]
-    print(f"skills under the sim: {args.episodes} training episodes, {args.runs} eval runs/task")
+    print(
+        f"skills under the sim: {args.episodes} training episodes, {args.runs} eval runs/task, "
+        f"holdout_share {args.holdout}"
+    )
     head = "seed  library (active per shelf)                        promo  retired  wrong a/r"
     print(head + "  dev none/skills/generic   holdout none/skills/generic")
     for seed in seeds:
-        r = bench(seed, args.episodes, args.runs)
+        r = bench(seed, args.episodes, args.runs, args.holdout)
         shelves = ", ".join(f"{k} {v}" for k, v in sorted(r.shelves.items())) or "empty"
         dev = "/".join(f"{r.success[(a, 'dev')]:.2f}" for a in ("none", "skills", "generic"))
         hold = "/".join(f"{r.success[(a, 'holdout')]:.2f}" for a in ("none", "skills", "generic"))

@@ -16,8 +16,10 @@ import pytest
 import yaml
 
 from conftest import GitRunner
+from evolve.applier import MemoryApplier
 from evolve.envs.persona_world._procedures import PROCEDURE_TASKS, PROCEDURES_FILE
 from evolve.memory import load_units
+from evolve.ops import Op
 from evolve.skills._scoreboard import MIN_EACH
 from evolve.train import train
 from evolve.workspace import Workspace
@@ -105,6 +107,13 @@ def test_a_planted_harmful_skill_is_retired_within_the_bound(
     assert counters["skip-lookup"]["injected_pass"] == 0
     assert counters["skip-lookup"]["held_out_pass"] == counters["skip-lookup"]["held_out"] >= 2
     assert run_git(ws.root, "status", "--porcelain", "--", "memory").strip() == ""
+
+    # The retired lesson, proposed again (under any id), is refused like a tombstone.
+    again = skill.with_(id="skip-lookup-again", status="active", reason=None, recipe="skills")
+    applier = MemoryApplier(ws, again.scope)
+    result = applier.apply([Op(op="add", unit=again)], load_units(ws.root))
+    applier.done()
+    assert not result.applied and "a retired skill says this" in result.refused[0].reason
 
     # Reverting the retirement brings the skill back (its text and status as before).
     run_git(ws.root, "revert", "--no-edit", sha)

@@ -189,3 +189,19 @@ def test_hand_written_skills_are_units_on_their_shelves(workspace: Workspace) ->
     )
     assert units["verify"].trigger == "any task that writes" and units["verify"].is_hand_written
     assert set(live_skills(list(units.values()))) == {"check-audience", "verify"}
+
+
+def test_revert_of_an_older_batch_does_not_conflict_on_the_staging_area(
+    trained: Path, tmp_path: Path
+) -> None:
+    from evolve.skills._staging import take_back
+
+    ws = _copy(trained, tmp_path)
+    store = ws.store
+    first = _batch_commits(store)[0]
+    path = "memory/skills/_staging.yaml"
+    expected = take_back(
+        store.read(f"{first}^", path), store.read(first, path), store.read("HEAD", path)
+    )
+    revert(ws, first)
+    assert store.read("HEAD", path) == expected

@@ -83,3 +83,17 @@ def test_a_partial_batch_commits_at_the_end_and_the_sleep_pass_runs_every_n_batc
     assert gone.status == "revoked" and "sleep pass" in (gone.reason or "")
     assert cut not in live_skills(load_units(ws.root))
     assert set(report.commits) <= set(batches)
+
+
+def test_under_review_new_skills_wait_and_approve_puts_them_on_their_shelf(
+    workspace: Workspace,
+) -> None:
+    from evolve.review import approve
+
+    train(workspace, recipe="skills", episodes=4, review=True,
+          updater_llm=_reflector(leak=False), evolver_llm=_evolver())  # fmt: skip
+    skills = [u for u in load_units(workspace.root) if u.shelf is not None]
+    assert skills and all(u.status == "pending" for u in skills)
+    approve(workspace, skills[0].id)
+    after = {u.id: u for u in load_units(workspace.root)}[skills[0].id]
+    assert after.status == "active" and after.path() == skills[0].path()

@@ -99,7 +99,7 @@ def scenario(
     )
     staged = draw(st.lists(st.sampled_from(SHAPES[:3]), max_size=3, unique=True))
     staging = {
-        shape: Sighting(draw(st.integers(1, 3)), [draw(st.sampled_from(APPS))]) for shape in staged
+        shape: Sighting({draw(st.sampled_from(APPS)): draw(st.integers(1, 3))}) for shape in staged
     }
     return units, cands, reply, caps, staging
 
@@ -180,3 +180,36 @@ def test_the_applier_refuses_an_add_to_a_full_shelf_whoever_proposes_it(
     assert sorted(op.id for op in result.applied) == ["p1", changed.id]
     assert not (workspace.root / "memory/skills/topics/venmo/v9.md").exists()
     assert (workspace.root / "memory/skills/topics/phone/p1.md").is_file()
+
+
+def test_a_lesson_the_scoreboard_retired_is_not_learned_again() -> None:
+    wrong = "Skip the final check: once the write call returns success, complete the task."
+    retired = skill("old", wrong, topic="venmo", status="retired")
+    cands = [candidate("c1", "venmo", wrong), candidate("c2", "phone", wrong, task_id="t-2")]
+    reply = {
+        "verdicts": [{"candidate": c, "verdict": "ADD", "shape": "skip"} for c in ("c1", "c2")],
+        "general": [{"shape": "skip", "lesson": wrong, "trigger": "a task"}],
+    }
+    plan = plan_batch([retired], cands, reply, caps=ShelfCaps(), maker=maker(), staging={})
+    assert plan.ops == [] and plan.promoted == []
+    assert sum("retired this lesson (old)" in r.reason for r in plan.refused) == 3
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "memory/../evolve.yaml",
+        "evalset/splits.yaml",
+        "/etc/passwd",
+        "memory/skills/x.md",
+        "prompts/a.yaml",
+    ],
+)
+def test_the_staging_write_is_confined_like_any_memory_write(
+    workspace: Workspace, path: str
+) -> None:
+    from evolve.errors import PathRefused
+
+    with pytest.raises(PathRefused):
+        MemoryApplier(workspace, "global").apply([], [], extra_files={path: b"x: 1\n"})
+    assert not workspace.store.dirty_paths(["memory", "evalset", "prompts"])

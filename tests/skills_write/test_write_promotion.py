@@ -63,7 +63,7 @@ def test_a_shape_under_one_topic_is_staged_then_promoted_from_the_staging_area()
 
 
 def test_the_staging_threshold_holds_back_a_promotion() -> None:
-    staged = {"verify-final-state": parse_staging("verify-final-state: {count: 1, topics: [venmo]}")[
+    staged = {"verify-final-state": parse_staging("verify-final-state: {topics: {venmo: 1}}")[
         "verify-final-state"]}  # fmt: skip
     plan = plan_batch(
         [], [candidate("c1", "gmail", "Read the sent mail back.")], _reply("c1"),
@@ -97,3 +97,25 @@ def test_a_full_general_shelf_refuses_the_add_but_takes_a_merge() -> None:
                         maker=maker(), staging={}, topics=APPS)  # fmt: skip
     assert merged.promoted == [("verify-final-state", "g3")]
     assert next(op for op in merged.ops if op.id == "g3").unit.text == GENERAL
+
+
+def test_a_revert_takes_back_one_batchs_sightings_and_keeps_the_later_ones() -> None:
+    from evolve.skills._staging import take_back
+
+    before = b"a: {topics: {venmo: 1}, evidence: [e1]}\nb: {topics: {phone: 1}, evidence: [e2]}\n"
+    # the reverted batch saw `a` under venmo again and promoted `b` (took it out)
+    after = b"a: {topics: {venmo: 2}, evidence: [e1, e5]}\n"
+    # a later batch saw `a` under gmail and a new shape `c`
+    now = b"a: {topics: {gmail: 1, venmo: 2}, evidence: [e1, e5, e9]}\nc: {topics: {phone: 1}, evidence: [e9]}\n"
+    back = parse_staging((take_back(before, after, now) or b"").decode())
+    assert back["a"].by_topic == {"gmail": 1, "venmo": 1} and back["a"].evidence == ["e1", "e9"]
+    assert back["b"].by_topic == {"phone": 1}  # the promotion is undone: its sightings return
+    assert back["c"].by_topic == {"phone": 1}
+    assert (
+        take_back(
+            None,
+            b"a: {topics: {venmo: 1}, evidence: [e1]}\n",
+            b"a: {topics: {venmo: 1}, evidence: [e1]}\n",
+        )
+        is None
+    )

@@ -29,13 +29,21 @@ def shelf_cap(shelf: str, caps: ShelfCaps) -> int:
     return caps.general if shelf == "general" else caps.per_topic
 
 
+def occupies(unit: MemoryUnit) -> bool:
+    """Whether `unit` takes a slot: live, and not a pending proposed change to another skill
+    (under review that proposal stands in its original's slot)."""
+    if unit.status == "pending" and unit.supersedes:
+        return False
+    return unit.status in _LIVE
+
+
 def occupancy(units: Mapping[str, MemoryUnit] | Sequence[MemoryUnit]) -> dict[str, int]:
-    """Live skills per shelf."""
+    """Slots taken per shelf."""
     values = units.values() if isinstance(units, Mapping) else units
     out: dict[str, int] = {}
     for unit in values:
         shelf = shelf_of(unit)
-        if shelf is not None and unit.status in _LIVE:
+        if shelf is not None and occupies(unit):
             out[shelf] = out.get(shelf, 0) + 1
     return out
 
@@ -68,6 +76,6 @@ def over_caps(
 
 def _delta(before: MemoryUnit | None, op: Op, shelf: str) -> int:
     def on(unit: MemoryUnit | None) -> int:
-        return int(unit is not None and shelf_of(unit) == shelf and unit.status in _LIVE)
+        return int(unit is not None and shelf_of(unit) == shelf and occupies(unit))
 
     return (0 if op.op == "evict" else on(op.unit)) - on(before)

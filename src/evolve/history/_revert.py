@@ -61,6 +61,7 @@ REVERTS = "Evolve-Reverts"
 GIT_REVERT = "Evolve-Git-Revert"
 REVERT_KINDS = ("revert", "cascade revert")
 TRACKED = ["memory", "prompts"]
+STAGING = "memory/skills/_staging.yaml"  # evolve.skills.STAGING_PATH
 _GIT_REVERT_LINE = re.compile(r"^This reverts commit ([0-9a-f]{7,64})\b", re.M)
 _TAUGHT = ("active", "pending")
 
@@ -218,6 +219,11 @@ class _Plan:
         why = self.why or f"reverted {info.sha[:10]}"
         for change in content_changes(self.store, info):
             path, now = change.path, self.now(change.path)
+            if path == STAGING:  # skills' sightings are evidence: taken back, never a conflict
+                from evolve.skills._staging import take_back
+
+                self.state[path] = take_back(change.before, change.after, now)
+                continue
             if _gone_since(change, now):
                 current = unit_of(path, now)
                 if current is not None and current.status == "tombstoned":
@@ -370,6 +376,8 @@ def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
         info = queue.pop()
         for change in content_changes(store, info):
             head = store.read("HEAD", change.path)
+            if change.path == STAGING:
+                continue
             if _gone_since(change, head) or _settled_since(change, head) or _as_left(change, head):
                 continue
             for later in later_content_touches(store, info.sha, change.path):

@@ -23,9 +23,10 @@ the middle of a batch leaves no file written, and on resume the stream replays t
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evolve._io import derive_seed
 from evolve.applier import ApplyResult, MemoryApplier
@@ -33,14 +34,19 @@ from evolve.history import clip
 from evolve.llm import LLM
 from evolve.memory import GLOBAL_SCOPE, MemoryUnit, UnitReader
 from evolve.ops import Refusal
+from evolve.review import as_pending
 from evolve.skills._consolidate import plan_consolidation
 from evolve.skills._evolver import ask_consolidator, ask_evolver
 from evolve.skills._plan import BatchPlan, Maker, plan_batch
-from evolve.skills._reflect import Candidate, apps_of
+from evolve.skills._reflect import Candidate, apps_of, reflect
 from evolve.skills._staging import STAGING_PATH, dump_staging, parse_staging
 from evolve.store import EPISODE, GENERATION, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
-from evolve.updaters import Update
+from evolve.updaters import Update, summarize_actions
 from evolve.workspace import Workspace
+
+if TYPE_CHECKING:
+    from evolve.envs import Task
+    from evolve.episode import EpisodeResult
 
 STREAM = "Evolve-Stream"  # as evolve.train (not imported: train imports this module)
 EPISODES = "Evolve-Episodes"
@@ -82,6 +88,7 @@ class SkillsBatches:
     refused: list[Refusal] = field(default_factory=list)
     episodes: list[int] = field(default_factory=list)
     results: list[BatchResult] = field(default_factory=list)
+    turns_seen: list[int] = field(default_factory=list)
 
     @property
     def config(self) -> Any:
@@ -98,6 +105,36 @@ class SkillsBatches:
             r.model_copy(update={"what": f"episode {episode}: {r.what}"}) for r in update.refused
         ]
         return Update(notes=list(update.notes))
+
+    def near_miss(
+        self, episode: int, task: Task, result: EpisodeResult, llm: LLM, seed: int
+    ) -> None:
+        """`skills.near_misses`: an accepted episode that passed only after a retry, or with
+        more than twice the median turns of this run's accepted episodes so far, is reflected
+        on too (the verifier's words say which)."""
+        if not self.config.near_misses:
+            return
+        turns, attempt = len(result.record.turns), result.record.attempt
+        median = statistics.median(self.turns_seen) if self.turns_seen else None
+        self.turns_seen.append(turns)
+        if attempt > 1:
+            why = f"The task passed, but only on attempt {attempt}: the first attempts failed."
+        elif median is not None and turns > 2 * median:
+            why = f"The task passed, but took {turns} turns (the median is {median:g})."
+        else:
+            return
+        found = reflect(
+            llm,
+            ref="c?",
+            episode=episode,
+            task_id=task.id,
+            instruction=task.instruction,
+            actions=summarize_actions(result.trace.calls),
+            verifier=why,
+            tools=self.tools,
+            seed=seed,
+        )
+        self.take(episode, SkillsUpdate(refused=found.refused, candidate=found.candidate))
 
     def end_episode(self, episode: int, total: int, clock: int | None = None) -> str | None:
         """After each episode: at a batch's end (or the run's), evolve and commit it; the
@@ -172,6 +209,8 @@ class SkillsBatches:
         else:
             plan.staging = staging
         result.plan = plan
+        if self.review:  # new skills and changes wait for `evolve review approve`
+            plan.ops = as_pending(plan.ops, units)
         applier = MemoryApplier(self.ws, GLOBAL_SCOPE)
         text = dump_staging(plan.staging)
         files = {STAGING_PATH: text.encode("utf-8") if text else None}
@@ -203,6 +242,8 @@ class SkillsBatches:
         plan = plan_consolidation(
             units, reply, maker=self._maker(batch, episode), topics=apps_of(self.tools)
         )
+        if self.review:
+            plan.ops = as_pending(plan.ops, units)
         applier = MemoryApplier(self.ws, GLOBAL_SCOPE)
         applied = applier.apply(plan.ops, units)
         commit = None

@@ -24,6 +24,7 @@ from typing import Any
 
 from evolve._io import sha256_hex
 from evolve.memory import MemoryUnit, Status, learned_time
+from evolve.memory._similarity import normalize
 from evolve.ops import Op, Refusal
 from evolve.skills._filter import TaskSpecifics, screen
 from evolve.skills._reflect import MAX_LESSON, MAX_TRIGGER, Candidate
@@ -60,10 +61,15 @@ def live_skills(units: Sequence[MemoryUnit], scope: str = "global") -> dict[str,
 
 
 def occupancy(skills: Mapping[str, MemoryUnit]) -> dict[str, int]:
+    """Slots taken per shelf (a pending proposed change stands in its original's slot)."""
     out: dict[str, int] = {}
     for unit in skills.values():
         key = shelf_key(unit)
-        if key is not None and unit.status in _LIVE:
+        if (
+            key is not None
+            and unit.status in _LIVE
+            and not (unit.status == "pending" and unit.supersedes)
+        ):
             out[key] = out.get(key, 0) + 1
     return out
 
@@ -121,6 +127,15 @@ class BatchPlan:
     promoted: list[tuple[str, str]] = field(default_factory=list)  # (shape, skill id)
     staging: Staging = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # normalized text -> id of a skill the scoreboard retired: never learned again
+    retired: dict[str, str] = field(default_factory=dict)
+
+    def retired_by(self, *texts: str | None) -> str | None:
+        for text in texts:
+            ident = self.retired.get(normalize(text)) if text else None
+            if ident is not None:
+                return f"the scoreboard retired this lesson ({ident}); it is not learned again"
+        return None
 
     def trailer_ops(self) -> list[tuple[str, str]]:
         """`Evolve-Ops` pairs: add/merge/revise=<skill id>, skip/refuse=<candidate>,
@@ -185,6 +200,7 @@ def plan_batch(
     of the environment, which a general lesson may not name.
     """
     plan = BatchPlan()
+    plan.retired = {normalize(u.text): u.id for u in units if u.status == "retired" and u.shelf}
     before = live_skills(units, maker.scope)
     state = dict(before)
     by_ref = {c.ref: c for c in candidates}
@@ -276,6 +292,9 @@ def _verdict(
         bad = screen(text, cand.task) if text else None
         if bad is not None:
             return _refuse(plan, cand, verdict, shape, text or "", f"the evolver's text {bad}")
+    retired = plan.retired_by(lesson or (cand.lesson if verdict == "ADD" else None))
+    if retired is not None:
+        return _refuse(plan, cand, verdict, shape, lesson or cand.lesson, retired)
     if verdict == "ADD":
         shelf = f"topics/{cand.topic}"
         used = occupancy(state).get(shelf, 0)
@@ -362,9 +381,7 @@ def _promote(
         shape = entry.get("shape")
         if isinstance(shape, str) and _SLUG.match(shape) and shape not in general:
             general[shape] = entry
-    out: Staging = {
-        k: Sighting(v.count, list(v.topics), list(v.evidence)) for k, v in staging.items()
-    }
+    out: Staging = {k: Sighting(dict(v.by_topic), list(v.evidence)) for k, v in staging.items()}
     for shape, cands in sorted(shapes.items()):
         seen = Sighting()
         for cand in cands:
@@ -406,6 +423,10 @@ def _general(
     trigger = _text(entry.get("trigger"), MAX_TRIGGER)
     if lesson is None or trigger is None:
         plan.refused.append(Refusal(op="promote", what=shape, reason="no lesson or trigger"))
+        return None
+    retired = plan.retired_by(lesson)
+    if retired is not None:
+        plan.refused.append(Refusal(op="promote", what=lesson[:80], reason=retired))
         return None
     task = cands[0].task
     for cand in cands[1:]:

@@ -6,8 +6,7 @@ in a batch and not promoted is counted in `memory/skills/_staging.yaml` (written
 applier with the batch, so a revert of the batch takes its sightings back too)::
 
     verify-final-state:
-      count: 2                 # candidates of this shape so far
-      topics: [gmail, venmo]   # the topics they came from
+      topics: {gmail: 1, venmo: 2}   # sightings per topic so far
       evidence: [episode 3 (pay_back-1), ...]
 
 and a shape is promoted once its sightings (batch + staging) reach `skills.staging_threshold`
@@ -31,24 +30,30 @@ _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 @dataclass
 class Sighting:
-    count: int = 0
-    topics: list[str] = field(default_factory=list)
+    """How often a failure shape was seen, per topic, and the episodes it was seen in."""
+
+    by_topic: dict[str, int] = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)
 
+    @property
+    def count(self) -> int:
+        return sum(self.by_topic.values())
+
+    @property
+    def topics(self) -> list[str]:
+        return sorted(t for t, n in self.by_topic.items() if n > 0)
+
     def add(self, topic: str, evidence: str) -> None:
-        self.count += 1
-        if topic not in self.topics:
-            self.topics = sorted({*self.topics, topic})
+        self.by_topic[topic] = self.by_topic.get(topic, 0) + 1
         if evidence and evidence not in self.evidence:
             self.evidence = [*self.evidence, evidence][-MAX_EVIDENCE:]
 
     def joined(self, other: Sighting) -> Sighting:
-        out = Sighting(self.count, list(self.topics), list(self.evidence))
-        out.count += other.count
-        out.topics = sorted({*out.topics, *other.topics})
-        out.evidence = [*out.evidence, *(e for e in other.evidence if e not in out.evidence)]
-        out.evidence = out.evidence[-MAX_EVIDENCE:]
-        return out
+        by_topic = dict(self.by_topic)
+        for topic, n in other.by_topic.items():
+            by_topic[topic] = by_topic.get(topic, 0) + n
+        evidence = [*self.evidence, *(e for e in other.evidence if e not in self.evidence)]
+        return Sighting(by_topic, evidence[-MAX_EVIDENCE:])
 
 
 Staging = dict[str, Sighting]
@@ -74,20 +79,21 @@ def parse_staging(raw: str | None) -> Staging:
     for shape, entry in data.items():
         if not isinstance(shape, str) or not isinstance(entry, dict):
             raise EvolveError(f"{STAGING_PATH}: entry {shape!r} must be a mapping.")
-        count, topics, evidence = entry.get("count"), entry.get("topics"), entry.get("evidence", [])
+        topics, evidence = entry.get("topics"), entry.get("evidence", [])
         if (
-            not isinstance(count, int)
-            or isinstance(count, bool)
-            or count < 0
-            or not isinstance(topics, list)
-            or not all(isinstance(t, str) for t in topics)
+            not isinstance(topics, dict)
+            or not all(
+                isinstance(t, str) and isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                for t, n in topics.items()
+            )
             or not isinstance(evidence, list)
             or not all(isinstance(e, str) for e in evidence)
         ):
             raise EvolveError(
-                f"{STAGING_PATH}: entry {shape!r} needs a count, a list of topics and of evidence."
+                f"{STAGING_PATH}: entry {shape!r} needs topics (topic: sightings) and a list of "
+                "evidence."
             )
-        out[shape] = Sighting(count, sorted(set(topics)), list(evidence))
+        out[shape] = Sighting(dict(topics), list(evidence))
     return out
 
 
@@ -95,10 +101,44 @@ def dump_staging(staging: Staging) -> str:
     """Canonical text (sorted shapes); "" when nothing is staged."""
     kept = sorted(staging.items(), key=lambda kv: (-kv[1].count, kv[0]))[:MAX_SHAPES]
     data = {
-        shape: {"count": s.count, "topics": list(s.topics), "evidence": list(s.evidence)}
+        shape: {
+            "topics": {t: n for t, n in sorted(s.by_topic.items()) if n > 0},
+            "evidence": list(s.evidence),
+        }
         for shape, s in sorted(kept)
         if s.count > 0
     }
     if not data:
         return ""
     return str(yaml.dump(data, Dumper=_DUMPER, sort_keys=True, allow_unicode=True, width=10_000))
+
+
+def take_back(before: bytes | None, after: bytes | None, now: bytes | None) -> bytes | None:
+    """The staging area `now` less what one commit changed from `before` to `after` (for
+    `evolve revert`): sightings are evidence, so later batches' sightings are kept and a
+    revert never conflicts on this file. A shape the commit promoted (took out) comes back
+    with the sightings it had."""
+
+    def read(data: bytes | None) -> Staging:
+        return parse_staging(data.decode("utf-8") if data else None)
+
+    b, a, n = read(before), read(after), read(now)
+    out: Staging = {}
+    for shape in sorted({*b, *a, *n}):
+        was, left, cur = (
+            b.get(shape, Sighting()),
+            a.get(shape, Sighting()),
+            n.get(shape, Sighting()),
+        )
+        by_topic = {}
+        for topic in {*was.by_topic, *left.by_topic, *cur.by_topic}:
+            moved = left.by_topic.get(topic, 0) - was.by_topic.get(topic, 0)
+            by_topic[topic] = max(0, cur.by_topic.get(topic, 0) - moved)
+        new_ev = [e for e in left.evidence if e not in was.evidence]
+        evidence = [e for e in cur.evidence if e not in new_ev]
+        evidence += [e for e in was.evidence if e not in left.evidence and e not in evidence]
+        kept = Sighting({t: k for t, k in by_topic.items() if k > 0}, evidence[-MAX_EVIDENCE:])
+        if kept.count > 0:
+            out[shape] = kept
+    text = dump_staging(out)
+    return text.encode("utf-8") if text else None

@@ -465,6 +465,8 @@ def _train(
                     applied, generation,
                 )  # fmt: skip
             applier.done()
+        elif batches is not None:  # skills.near_misses: a pass after retries may teach too
+            batches.near_miss(k, task, result, updater_llm, derive_seed(sid, k, "update"))
         if batches is not None:
             outcome.commit = batches.end_episode(k, total, clock) or outcome.commit
         if result.record.skills_injected or result.record.skills_held_out:

@@ -52,7 +52,8 @@ def words(text: str) -> frozenset[str]:
 def rank_triggers(task_text: str, triggers: Sequence[tuple[str, str]]) -> list[str]:
     """The ids of `(id, trigger)` pairs whose trigger shares a content word with the task,
     best first: by the share of the trigger's words the task has, then the number shared,
-    then id."""
+    then id. A trigger with no content word (a hand-written skill that gives none) applies to
+    every task, after all the others."""
     have = words(task_text)
     ranked: list[tuple[float, int, str]] = []
     for ident, trigger in triggers:
@@ -60,5 +61,7 @@ def rank_triggers(task_text: str, triggers: Sequence[tuple[str, str]]) -> list[s
         shared = len(want & have)
         if shared:
             ranked.append((-shared / len(want), -shared, ident))
+        elif not want:
+            ranked.append((0.0, 0, ident))
     ranked.sort()
     return [r[2] for r in ranked]

@@ -190,3 +190,19 @@ def test_the_sim_selector_role_answers_what_the_lexical_matcher_picks() -> None:
         "pay",
         "any",
     )
+
+
+def test_a_skill_without_trigger_applies_to_its_topic_or_to_every_task() -> None:
+    from evolve.skills._select import skill_of
+
+    class U:
+        def __init__(self, ident: str, shelf: str, topic: str | None) -> None:
+            self.id, self.kind, self.text, self.status = ident, "skill", "Be careful.", "active"
+            self.trigger, self.shelf, self.topic = None, shelf, topic
+
+    venmo, anywhere = skill_of(U("v", "topic", "venmo")), skill_of(U("g", "general", None))
+    assert venmo is not None and anywhere is not None
+    pay_skill = Skill("pay", "paying someone", "x")
+    assert lexical_matches(PAY, [anywhere, venmo, pay_skill]) == [venmo, pay_skill, anywhere]
+    assert lexical_matches(TEXT, [anywhere, venmo, pay_skill]) == [anywhere]
+    assert anywhere.line() == "[g] Be careful."

@@ -10,7 +10,9 @@ Two selector roles (`models.selector`):
 - `lexical` (the offline default): a skill matches when its trigger shares a content word with
   the task (lower case, stop words dropped, a crude stem, a few synonyms so "Venmo" meets
   "payment"); matches are ranked by the share of the trigger's words the task has, then by
-  the number shared, then by id. Deterministic.
+  the number shared, then by id. Deterministic. A skill written without a trigger applies to
+  its topic's tasks (the topic's name is its trigger) or, on the general shelf, to every task
+  (ranked after the matches). The matching itself is `evolve._triggers` (pure text).
 - any model name: one call showing the task and the candidates' `[id] trigger` lines, asking
   for at most `b` ids as JSON (`{"skills": [...]}`). The reply is hostile input: unknown ids,
   duplicates and anything past `b` are dropped; an unusable reply selects nothing.
@@ -73,9 +75,12 @@ def skill_of(unit: Any) -> Skill | None:
     """The :class:`Skill` view of a memory unit, or None if it is not a skill."""
     if getattr(unit, "kind", None) != "skill":
         return None
+    # A skill written with no trigger (a plain hand-written file): a topic skill applies to
+    # its topic's tasks (the topic's name is its trigger), a general one to every task.
+    topic = getattr(unit, "topic", None)
     return Skill(
         id=str(unit.id),
-        trigger=str(getattr(unit, "trigger", None) or ""),
+        trigger=str(getattr(unit, "trigger", None) or topic or ""),
         text=str(unit.text),
         shelf=str(getattr(unit, "shelf", None) or "general"),
         topic=getattr(unit, "topic", None),

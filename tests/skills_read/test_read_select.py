@@ -206,3 +206,24 @@ def test_a_skill_without_trigger_applies_to_its_topic_or_to_every_task() -> None
     assert lexical_matches(PAY, [anywhere, venmo, pay_skill]) == [venmo, pay_skill, anywhere]
     assert lexical_matches(TEXT, [anywhere, venmo, pay_skill]) == [anywhere]
     assert anywhere.line() == "[g] Be careful."
+
+
+def test_make_picker_reads_the_config_and_builds_the_selector_role(tmp_path: Path) -> None:
+    from evolve.envs.persona_world import PersonaWorldEnv
+    from evolve.skills._select import make_picker
+    from evolve.workspace import parse_config
+
+    env = PersonaWorldEnv(Path(__file__).resolve().parents[2] / "evalset")
+    off = parse_config("persona: alex\n")
+    assert make_picker(off, [], training=True, env=env) is None
+    on = parse_config(
+        "skills: {enabled: true, max_injected: 2, budget_tokens: 50, holdout_share: 0.3}\n"
+        "models: {selector: sim}\n"
+    )
+    train = make_picker(on, [], training=True, env=env)
+    assert train is not None and train.selector is not None and train.selector.name == "sim"
+    assert (train.max_injected, train.budget_tokens, train.holdout_share) == (2, 50, 0.3)
+    evaluation = make_picker(on, [], training=False, env=env)
+    assert evaluation is not None and evaluation.holdout_share == 0.0
+    by_recipe = make_picker(parse_config("train: {recipe: skills}\n"), [], training=False)
+    assert by_recipe is not None and by_recipe.selector is None  # lexical by default

@@ -102,7 +102,7 @@ def lexical_matches(task_text: str, skills: Sequence[Skill]) -> list[Skill]:
 
 def selection_prompt(task_text: str, skills: Sequence[Skill], b: int) -> list[Message]:
     """The selector's request: the task and each candidate's `[id] trigger` line."""
-    lines = "\n".join(f"[{s.id}] {' '.join(s.trigger.split())}" for s in skills)
+    lines = "\n".join(f"[{s.id}] {' '.join(s.trigger.split()) or '(any task)'}" for s in skills)
     return [
         Message(
             "system",
@@ -257,9 +257,9 @@ def make_picker(
         return None
     selector: LLM | None = None
     if s.selector.strip() != LEXICAL:
-        from evolve.llm import make_llm
+        from evolve.llm import make_role_llm  # the selector role: its cache, timeouts, price
 
-        selector = make_llm(s.selector, env=env)
+        selector = make_role_llm(config, "selector", env=env)
     return SkillPicker(
         skills=skills_of(units),
         max_injected=s.max_injected,

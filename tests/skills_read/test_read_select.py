@@ -227,3 +227,12 @@ def test_make_picker_reads_the_config_and_builds_the_selector_role(tmp_path: Pat
     assert evaluation is not None and evaluation.holdout_share == 0.0
     by_recipe = make_picker(parse_config("train: {recipe: skills}\n"), [], training=False)
     assert by_recipe is not None and by_recipe.selector is None  # lexical by default
+
+
+def test_a_run_given_the_skills_recipe_injects_whatever_the_file_says() -> None:
+    from evolve.skills._select import make_picker
+    from evolve.workspace import parse_config
+
+    config = parse_config("train: {recipe: ace}\n")
+    assert make_picker(config, [], training=True) is None
+    assert make_picker(config, [], training=True, recipe="skills") is not None

@@ -227,12 +227,13 @@ class SkillSettings:
     selector: str = LEXICAL
 
 
-def settings_of(config: Any) -> SkillSettings:
+def settings_of(config: Any, recipe: str | None = None) -> SkillSettings:
     """The skill settings of an `EvolveConfig`: on when `skills.enabled` is true, the training
-    recipe is `skills`, or `skills` is among the rendered recipes."""
+    recipe is `skills` (in the file, or `recipe`: the one a run was given), or `skills` is
+    among the rendered recipes."""
     section = getattr(config, "skills", None)
     base = SkillSettings()
-    recipes = set(config.rendered_recipes()) | {config.train.recipe}
+    recipes = set(config.rendered_recipes()) | {config.train.recipe, recipe or ""}
     enabled = bool(getattr(section, "enabled", False)) or "skills" in recipes
     return SkillSettings(
         enabled=enabled,
@@ -245,14 +246,19 @@ def settings_of(config: Any) -> SkillSettings:
 
 
 def make_picker(
-    config: Any, units: Iterable[Any], *, training: bool, env: Any = None
+    config: Any,
+    units: Iterable[Any],
+    *,
+    training: bool,
+    env: Any = None,
+    recipe: str | None = None,
 ) -> SkillPicker | None:
     """The picker a run uses, or None when skills are off (then no `<skills>` section).
 
     `training` turns the seeded hold-out on (evaluation holds nothing out). A model selector
     is built by name (`models.selector`); `lexical` needs no model.
     """
-    s = settings_of(config)
+    s = settings_of(config, recipe)
     if not s.enabled:
         return None
     selector: LLM | None = None

@@ -401,7 +401,7 @@ def _train(
             verifier=make_verifier(visible, (name,)),
             max_attempts=MAX_ATTEMPTS,
             redactor=redactor,
-            skills=make_picker(ws.config, units, training=True, env=env),  # issue 13
+            skills=make_picker(ws.config, units, training=True, env=env, recipe=name),  # issue 13
         )
         # The persona's preferences (and their scheduled drift) are read at the persona's own
         # clock, which runs across every stream the workspace trained for it.

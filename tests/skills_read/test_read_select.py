@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evolve._triggers import words
 from evolve.agent import build_system_prompt, section
@@ -236,3 +238,31 @@ def test_a_run_given_the_skills_recipe_injects_whatever_the_file_says() -> None:
     config = parse_config("train: {recipe: ace}\n")
     assert make_picker(config, [], training=True) is None
     assert make_picker(config, [], training=True, recipe="skills") is not None
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["paying on venmo", "texting", "any write", "", "note saving"]),
+            st.text(min_size=1, max_size=300),
+        ),
+        max_size=12,
+    ),
+    st.integers(0, 6),
+    st.integers(0, 200),
+    st.floats(0.0, 1.0),
+    st.integers(0, 2**31),
+)
+def test_selection_never_exceeds_b_or_the_budget(
+    specs: list[tuple[str, str]], b: int, budget: int, share: float, seed: int
+) -> None:
+    from evolve.llm import estimate_tokens
+
+    skills = [Skill(f"s{i}", trigger, text) for i, (trigger, text) in enumerate(specs)]
+    picker = SkillPicker(skills, max_injected=b, budget_tokens=budget, holdout_share=share)
+    picked = picker.pick(PAY, seed)
+    assert len(picked.injected) + len(picked.held_out) <= b
+    assert not set(picked.injected) & set(picked.held_out)
+    lines = picked.section.splitlines() if picked.section else []
+    assert sum(estimate_tokens(line + "\n") for line in lines) <= budget or not lines
+    assert len(lines) >= len(picked.injected)

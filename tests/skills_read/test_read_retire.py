@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 import yaml
 
 from conftest import GitRunner
@@ -131,6 +130,3 @@ def test_a_harmless_skill_is_not_retired(workspace: Workspace, run_git: GitRunne
     assert {u.id: u for u in load_units(ws.root)}["skip-lookup"].status == "active"
     records = _record(ws)
     assert any(r["skills_held_out"] for r in records) and any(r["skills_injected"] for r in records)
-
-
-pytestmark = pytest.mark.slow

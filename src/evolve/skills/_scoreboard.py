@@ -13,7 +13,11 @@ only by the applier's `count` op:
 persona's preferences (which memory learns, not skills) would otherwise drown the signal.
 Only training episodes count: `evolve run` and the gate evaluate the whole library with
 nothing held out, and counting their dev episodes would let the scoreboard fit the split the
-gate accepts on.
+gate accepts on. With the `skills` recipe a batch's episodes are counted in the batch's own
+commit (`count_ops_after`, applied with the batch's verdicts); with any other recipe (and
+`skills.enabled`) each eligible episode is counted in a commit of its own
+(`Evolve-Kind: skill count`). Either carries the episode number, so a resumed stream never
+counts an episode twice. Retirement is checked after each count.
 
 The lift is `injected_pass/injected - held_out_pass/held_out`, with Newcombe's hybrid
 score interval for a difference of two independent proportions (method 10 of Newcombe 1998:
@@ -322,3 +326,35 @@ def settle(
         result.retired.append((op.id, commit))
         units = load_units(ws.root)
     return result
+
+
+def count_ops_after(
+    ops: Sequence[Any],
+    units: Iterable[Any],
+    outcomes: Iterable[tuple[Sequence[str], Sequence[str], bool]],
+) -> list[Any]:
+    """`count` ops for `outcomes` that go in the same apply as `ops` (a skills batch): each
+    counts on top of the unit as the last of `ops` on its id leaves it (so the applier, which
+    walks the ops in order, sees only the counters change), and skips an evicted unit."""
+    final = {u.id: u for u in units if getattr(u, "kind", None) == "skill"}
+    for op in ops:
+        if op.op == "evict":
+            final.pop(op.id, None)
+        elif getattr(op.unit, "kind", None) == "skill":
+            final[op.id] = op.unit
+    return count_ops(final.values(), outcomes)
+
+
+def retire_pass(
+    ws: Any,
+    *,
+    episodes: str,
+    recipe: str,
+    confidence: float,
+    extra_trailers: Sequence[tuple[str, str]] = (),
+) -> ScoreboardResult:
+    """Retire every confidently harmful skill (one commit each); nothing to count."""
+    return settle(
+        ws, [], episodes=episodes, recipe=recipe, confidence=confidence,
+        extra_trailers=extra_trailers,
+    )  # fmt: skip

@@ -314,8 +314,9 @@ def score_episodes(
     clock: int,
     generation: int | None,
 ) -> None:
-    """Count training episodes on the skills scoreboard (see evolve.skills._scoreboard);
-    the commits carry episode `k` (the last of them) like the episode or batch commit."""
+    """Count training episodes on the skills scoreboard (see evolve.skills._scoreboard) and
+    retire what is then confidently harmful; the commits carry episode `k`, like the
+    episode or batch commit (`outcomes` empty: a skills batch counted them already)."""
     from evolve.skills._scoreboard import settle
 
     extra = [(PERSONA, persona), (STREAM, sid), (CLOCK, str(clock))]
@@ -387,7 +388,6 @@ def _train(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # skills (issue 13): failed episodes feed a batch; the batch, not the episode, commits.
     batches = skills_batches(ws, name, sid, persona, env, review, generation, evolver_llm)
-    scored: list[tuple[list[str], list[str], bool]] = []  # the skills scoreboard's pending
     for k in range(start, total):
         task = tasks[k]
         units = reader.load()
@@ -467,18 +467,17 @@ def _train(
             applier.done()
         elif batches is not None:  # skills.near_misses: a pass after retries may teach too
             batches.near_miss(k, task, result, updater_llm, derive_seed(sid, k, "update"))
+        seen = (result.record.skills_injected, result.record.skills_held_out)
         if batches is not None:
+            if seen[0] or seen[1]:  # counted in the batch's own commit
+                batches.counts.append((*seen, result.record.task_success))
             outcome.commit = batches.end_episode(k, total, clock) or outcome.commit
-        if result.record.skills_injected or result.record.skills_held_out:
-            scored.append(
-                (result.record.skills_injected, result.record.skills_held_out,
-                 result.record.task_success)
-            )  # fmt: skip
-        if scored and (batches is None or batch_end(ws, k, total)):
-            # The skills scoreboard: count the episodes (per episode, or per batch after its
-            # commit), then retire what is confidently harmful (evolve.skills._scoreboard).
-            score_episodes(ws, scored, k, name, persona, sid, clock, generation)
-            scored = []
+            if batch_end(ws, k, total):  # then retire what is confidently harmful
+                score_episodes(ws, [], k, name, persona, sid, clock, generation)
+        elif seen[0] or seen[1]:
+            # The skills scoreboard: count the episode, retire what is confidently harmful.
+            outcome_of = [(*seen, result.record.task_success)]
+            score_episodes(ws, outcome_of, k, name, persona, sid, clock, generation)
         logged = result.record.model_copy(
             update={"commit": outcome.commit, "refused": outcome.refused, "episode": k}
         )

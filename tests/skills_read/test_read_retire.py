@@ -130,3 +130,26 @@ def test_a_harmless_skill_is_not_retired(workspace: Workspace, run_git: GitRunne
     assert {u.id: u for u in load_units(ws.root)}["skip-lookup"].status == "active"
     records = _record(ws)
     assert any(r["skills_held_out"] for r in records) and any(r["skills_injected"] for r in records)
+
+
+def test_with_the_skills_recipe_counts_ride_in_the_batch_commits(
+    workspace: Workspace, run_git: GitRunner
+) -> None:
+    _plant(workspace, run_git)
+    ws = Workspace(workspace.root)
+    train(ws, recipe="skills", episodes=BOUND)
+    assert {u.id: u for u in load_units(ws.root)}["skip-lookup"].status == "retired"
+    kinds = run_git(ws.root, "log", "--format=%(trailers:key=Evolve-Kind,valueonly)").split("\n")
+    kinds = [k.strip() for k in kinds if k.strip()]
+    assert "skill count" not in kinds and "skill retire" in kinds
+    batches = run_git(ws.root, "log", "--format=%H", "--grep=Evolve-Kind: skills batch").split()
+    touched = {
+        path
+        for sha in batches
+        for path in run_git(ws.root, "show", "--name-only", "--format=", sha).split()
+    }
+    assert "memory/skills/general/_counters.yaml" in touched
+    # The retirement comes right after a batch commit and carries its last episode.
+    retire = run_git(ws.root, "log", "-1", "--format=%B", "--grep=retire=skip-lookup")
+    episode = int(retire.split("Evolve-Episode: ")[1].split()[0])
+    assert (episode + 1) % ws.config.skills.batch_size == 0

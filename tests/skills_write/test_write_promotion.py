@@ -119,3 +119,19 @@ def test_a_revert_takes_back_one_batchs_sightings_and_keeps_the_later_ones() -> 
         )
         is None
     )
+
+
+def test_a_general_lesson_may_say_note_but_not_name_the_note_app() -> None:
+    cands = [candidate("c1", "simple_note", "Read the note back."),
+             candidate("c2", "gmail", "Read the mail back.", task_id="email_thanks-1")]  # fmt: skip
+    for lesson, ok in [
+        ("After saving a note or sending a mail, read it back.", True),
+        ("After a simple_note write, read it back.", False),
+        ("After a Simple Note write, read it back.", False),
+    ]:
+        reply = _reply("c1", "c2", general=False)
+        reply["general"] = [{"shape": "verify-final-state", "lesson": lesson, "trigger": "a write"}]
+        plan = plan_batch(
+            [], cands, reply, caps=ShelfCaps(), maker=maker(), staging={}, topics=APPS
+        )
+        assert bool(plan.promoted) is ok, (lesson, plan.refused)

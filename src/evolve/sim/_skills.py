@@ -68,7 +68,7 @@ SHAPES: tuple[Shape, ...] = (
         "a {app} task that changes stored state",
         "After the last write, read the changed item back and confirm it matches the request "
         "before completing the task.",
-        "a task that changes stored state (sends, pays, saves or edits something)",
+        "a task that changes stored state (send, pay, text, email, save, note)",
     ),
     Shape(
         "lookup-before-write",
@@ -82,7 +82,7 @@ SHAPES: tuple[Shape, ...] = (
         "a {app} task that sends something to a person",
         "Look up the record you write to with a search call and use the identifier it "
         "returns; never type an identifier from memory.",
-        "a task that sends or writes something to a named person or record",
+        "a task that sends or writes to a person (pay, text, email)",
     ),
     Shape(
         "complete-task",
@@ -90,7 +90,7 @@ SHAPES: tuple[Shape, ...] = (
         "End every {app} task by calling complete_task once the work is done.",
         "any {app} task",
         "End every task by calling complete_task once the work is done.",
-        "any task",
+        "any task (pay, text, email, note)",
     ),
 )
 WRONG = Shape(
@@ -99,7 +99,7 @@ WRONG = Shape(
     "Skip the final check: once the {app} write call returns success, complete the task at once.",
     "a {app} task that changes stored state",
     "Skip the final check: once a write call returns success, complete the task at once.",
-    "a task that changes stored state",
+    "a task that changes stored state (send, pay, text, email, save, note)",
 )
 FIELD_WORDS = {
     "signoff": "sign-off",
@@ -122,6 +122,21 @@ _FIELD_GENERAL = (
     "never leave it at the default."
 )
 _FIELD = re.compile(r"set the (.+?) explicitly")
+
+
+# The words a task of each app is asked in: triggers carry them so that a lexical selector
+# can match a trigger against a task's text.
+APP_WORDS = {
+    "venmo": "pay, payment, venmo",
+    "phone": "text, message",
+    "gmail": "email, mail",
+    "simple_note": "note, list",
+}
+
+
+def _words(app: str) -> str:
+    words = APP_WORDS.get(app)
+    return f" ({words})" if words else ""
 
 
 def _user(messages: Sequence[Message]) -> str:
@@ -149,7 +164,7 @@ def _reflect(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> An
         shape = WRONG
     if shape is not None:
         lesson = shape.lesson.format(app=app)
-        trigger = shape.trigger.format(app=app)
+        trigger = shape.trigger.format(app=app) + _words(app)
     else:
         proposals = proposals_from_complaint(verifier)
         if proposals:
@@ -161,7 +176,7 @@ def _reflect(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> An
                 f"Before the final {app} call, re-read the request and check every field of "
                 "the call against it."
             )
-        trigger = f"a {app} task"
+        trigger = f"a {app} task" + _words(app)
     if rng.random() < NAME_LEAK_RATE:
         name = _contact(instruction)
         if name is not None:
@@ -215,7 +230,8 @@ def shape_of(lesson: str, app: str) -> tuple[str, str | None, str | None]:
     if m := _FIELD.search(lesson):
         field = m.group(1)
         name = "explicit-" + "-".join(re.findall(r"[a-z0-9]+", field.lower()))
-        return name[:48], _FIELD_GENERAL.format(field=field), "a task that writes for the user"
+        trigger = "a task that writes for the user (pay, text, email, note)"
+        return name[:48], _FIELD_GENERAL.format(field=field), trigger
     words = re.findall(r"[a-z0-9]+", lesson.lower())[:5]
     return "-".join(words)[:48] or "shape", None, None
 

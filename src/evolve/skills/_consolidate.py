@@ -134,8 +134,10 @@ def _checked(
 ) -> tuple[str, str] | None:
     lesson = _text(entry.get("lesson"), MAX_LESSON) or unit.text
     trigger = _text(entry.get("trigger"), MAX_TRIGGER) or unit.trigger or ""
-    words = frozenset(topics) if unit.shelf == "general" else frozenset()
-    context = TaskSpecifics("", words, frozenset(), frozenset())
+    general = unit.shelf == "general"
+    words = frozenset(topics) if general else frozenset()
+    spaced = frozenset(n for t in words if "_" in t for n in (t, t.replace("_", " ")))
+    context = TaskSpecifics("", words, spaced, frozenset())
     for text in (lesson, trigger):
         bad = screen(text, context) if text else None
         if bad is not None:

@@ -432,9 +432,10 @@ def _general(
     for cand in cands[1:]:
         task = task.merged(cand.task)
     names = topics | frozenset(seen.topics) | task.topics
-    app_words = {part for t in names for part in t.split("_") if len(part) > 2} | set(names)
+    # the apps' names, whole ("note" alone is an ordinary word; "simple_note" is the app)
+    spaced = frozenset(n for t in names if "_" in t for n in (t, t.replace("_", " ")))
     context = TaskSpecifics(
-        task.task_id, task.words | frozenset(app_words), task.phrases, task.numbers
+        task.task_id, task.words | frozenset(names), task.phrases | spaced, task.numbers
     )
     for text in (lesson, trigger):
         bad = screen(text, context)

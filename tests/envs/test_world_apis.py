@@ -44,6 +44,11 @@ EXPECTED_PARAMS: dict[str, list[str]] = {
     ],
     "simple_note__create_note": ["title", "content"],
     "gmail__send_email": ["to", "subject", "body", "cc"],
+    # read-back APIs of the procedure tasks (issue 13, envs/persona_world/_procedures.py)
+    "phone__show_text_messages": [],
+    "venmo__show_sent_payments": ["access_token"],
+    "simple_note__show_notes": [],
+    "gmail__show_sent_emails": [],
 }
 
 

@@ -1,4 +1,4 @@
-"""The prompt builder: prompt files, then `<api_docs>`, `<memory>` and `<stats>`.
+"""The prompt builder: prompt files, then `<api_docs>`, `<memory>`, `<skills>` and `<stats>`.
 
 Memory (sentences written by a learner) and stats (counts the harness computed) are kept in
 separate sections on purpose: they are different kinds of claims, and the prompt says so.
@@ -37,10 +37,15 @@ def build_system_prompt(
     api_docs: str,
     memory: str,
     stats: Sequence[str] = (),
+    skills: str = "",
 ) -> str:
     parts = [f.text.strip() for f in prompt_files if f.text.strip()]
     parts.append(f"<api_docs>\n{api_docs.strip()}\n</api_docs>")
     parts.append(f"<memory>\n{MEMORY_HEADER}\n{memory.strip() or '(nothing yet)'}\n</memory>")
+    if skills.strip():
+        # Selected skills (issue 13): procedures, not facts about the user; only when some
+        # were selected, so a prompt without skills is byte-identical to before.
+        parts.append(f"<skills>\n{skills.strip()}\n</skills>")
     if stats:
         lines = "\n".join(f"- {s}" for s in stats)
         parts.append(f"<stats>\n{STATS_HEADER}\n{lines}\n</stats>")

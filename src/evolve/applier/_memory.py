@@ -111,8 +111,12 @@ class MemoryApplier:
     ) -> tuple[dict[int, str], dict[str, MemoryUnit]]:
         """Check the ops in order over the units; (refusal reasons by index, final state)."""
         existing = {u.id: u for u in units if u.scope == self.scope}
+        # A skill the scoreboard retired refuses its lesson like a tombstone (issue 13).
         tombstones = [
-            u for u in units if u.status == "tombstoned" and u.scope in (self.scope, "global")
+            u
+            for u in units
+            if (u.status == "tombstoned" or (u.status == "retired" and u.kind == "skill"))
+            and u.scope in (self.scope, "global")
         ]
         reasons: dict[int, str] = {}
         for i, op in enumerate(ops):
@@ -302,6 +306,8 @@ def _extra_files(ws: Workspace, files: Mapping[str, bytes | None]) -> dict[str, 
 
 def _stone_reason(stone: MemoryUnit) -> str:
     why = f" ({stone.reason})" if stone.reason else ""
+    if stone.status == "retired":
+        return f"a retired skill says this{why}: {stone.id}"
     where = f" by {stone.reverted_commit[:10]}" if stone.reverted_commit else ""
     return f"tombstoned{where}{why}: {stone.id}"
 

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("evolve.cli._reading:log_cmd", "Memory and prompt history, newest first."),
     "show": ("evolve.cli._reading:show_cmd", "A memory unit and every commit that touched it."),
     "memory": ("evolve.cli._reading:memory_cmd", "Memory exactly as the agent receives it."),
+    "skills": ("evolve.cli._skills:skills_cmd", "Skills with their scoreboard: lift, interval."),
     "revert": ("evolve.cli._history:revert_cmd", "Undo a memory or prompt commit; tombstone it."),
     "review": ("evolve.cli._history:review_group", "Approve or reject units left pending."),
     "report": ("evolve.cli._history:report_cmd", "Write a self-contained HTML report."),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evolve._text import printable
 from evolve.agent import PromptFile, Trace, Turn, build_system_prompt, run_agent, task_message
@@ -13,6 +13,9 @@ from evolve.envs import ApiCall, Environment, Judgement, Task, Violation
 from evolve.episode._records import CallRecord, EpisodeRecord, TurnRecord
 from evolve.llm import LLM
 from evolve.redact import DEFAULT_REDACTOR, Redactor
+
+if TYPE_CHECKING:
+    from evolve.skills._select import SkillPicker
 
 # How much of a reply that could not be used is kept in the record (redacted, escaped).
 REPLY_EXCERPT = 300
@@ -32,6 +35,8 @@ class EpisodeSetup:
     max_attempts: int = 3
     # Secrets to hide by value beyond the built-in shapes (from `redact:` in evolve.yaml).
     redactor: Redactor = field(default=DEFAULT_REDACTOR)
+    # Skills (issue 13): picks each task's `<skills>` section; None: no skills section.
+    skills: SkillPicker | None = None
 
 
 @dataclass(frozen=True)
@@ -161,8 +166,13 @@ def _attempt(
     world = env.new_world(task, setup.persona, history)
     stats = env.stats(task, setup.persona, history) if setup.stats else []
     memory = setup.memory if not extra_memory else f"{setup.memory}\n{extra_memory}".strip()
+    picked = setup.skills.pick(task.instruction, seed) if setup.skills is not None else None
     system = build_system_prompt(
-        setup.prompt_files, api_docs=env.api_docs(), memory=memory, stats=stats
+        setup.prompt_files,
+        api_docs=env.api_docs(),
+        memory=memory,
+        stats=stats,
+        skills=picked.section if picked is not None else "",
     )
     trace = run_agent(
         llm,
@@ -202,5 +212,7 @@ def _attempt(
         cost=round(trace.usage.cost, 8),
         prompt_chars=len(system),
         duration_s=round(time.perf_counter() - started, 6),
+        skills_injected=list(picked.injected) if picked is not None else [],
+        skills_held_out=list(picked.held_out) if picked is not None else [],
     )
     return EpisodeResult(record, judgement, trace, system), live

@@ -9,6 +9,7 @@ from evolve.agent import read_prompt_files
 from evolve.envs import ApiCall, Environment
 from evolve.episode import EpisodeSetup, Redactor
 from evolve.memory import MemoryUnit, fixed_block, in_scope, load_units, scope_for
+from evolve.skills._select import make_picker
 from evolve.updaters import MAX_ATTEMPTS, RECIPES, get_recipe, render_for
 from evolve.workspace import Workspace, max_turns
 
@@ -84,4 +85,8 @@ def episode_setup(
         verifier=make_verifier(units, cfg.rendered_recipes()),
         max_attempts=MAX_ATTEMPTS,
         redactor=Redactor.from_settings(cfg.redact.values, cfg.redact.env),
+        # The same `<skills>` section the agent gets in training, with nothing held out.
+        skills=make_picker(cfg, load_units(ws.root), training=False, env=env)
+        if mode == "recipe"
+        else None,
     )

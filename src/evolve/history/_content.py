@@ -15,13 +15,9 @@ from evolve.memory import MalformedUnit, MemoryUnit, parse_unit
 # A skill's `evidence` (the episodes it came from) grows as later batches confirm it: like the
 # counters, more evidence does not change what the skill says.
 COUNTER_FIELDS: tuple[str, ...] = (
-    "helpful",
-    "harmful",
-    "alpha",
-    "beta",
-    "updated_episode",
-    "evidence",
-)
+    "helpful", "harmful", "alpha", "beta", "updated_episode", "evidence",
+    "injected", "injected_pass", "held_out", "held_out_pass",  # the skills scoreboard
+)  # fmt: skip
 COUNTERS_FILE = "_counters.yaml"
 
 

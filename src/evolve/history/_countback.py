@@ -35,7 +35,9 @@ from evolve.memory._counters import COUNTER_DEFAULTS, scope_of_counters
 from evolve.store import CommitInfo, GitStore
 
 TRACKED = ["memory"]
-_INT_FIELDS = frozenset({"helpful", "harmful"})
+_INT_FIELDS = frozenset(
+    {"helpful", "harmful", "injected", "injected_pass", "held_out", "held_out_pass"}
+)
 Key = tuple[str, str]  # (scope, unit id)
 Deltas = dict[Key, dict[str, float]]
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from evolve.envs import Environment
     from evolve.workspace import EvolveConfig
 
-RoleName = Literal["agent", "updater", "reflector", "evolver"]
+RoleName = Literal["agent", "updater", "reflector", "evolver", "selector"]
 ROLES: tuple[RoleName, ...] = ("agent", "updater", "reflector")
 _HTTP = ("openai/", "anthropic/")
 

@@ -29,10 +29,19 @@ import yaml
 from evolve.memory._unit import GLOBAL_SCOPE, SKILLS_FOLDER, MalformedUnit, MemoryUnit
 
 COUNTERS_NAME = "_counters.yaml"
-COUNTER_FIELDS: tuple[str, ...] = ("helpful", "harmful", "alpha", "beta")
+COUNTER_FIELDS: tuple[str, ...] = (
+    "helpful", "harmful", "alpha", "beta",
+    # the skills scoreboard (evolve.skills._scoreboard)
+    "injected", "injected_pass", "held_out", "held_out_pass",
+)  # fmt: skip
 # What an unset counter means; the sidecar records only counters that moved off it.
-COUNTER_DEFAULTS: dict[str, float | int] = {"helpful": 0, "harmful": 0, "alpha": 1.0, "beta": 1.0}
-_INT_FIELDS = frozenset({"helpful", "harmful"})
+COUNTER_DEFAULTS: dict[str, float | int] = {
+    "helpful": 0, "harmful": 0, "alpha": 1.0, "beta": 1.0,
+    "injected": 0, "injected_pass": 0, "held_out": 0, "held_out_pass": 0,
+}  # fmt: skip
+_INT_FIELDS = frozenset(
+    {"helpful", "harmful", "injected", "injected_pass", "held_out", "held_out_pass"}
+)
 _LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 

@@ -67,6 +67,12 @@ class MemoryUnit(BaseModel):
     # ACE
     helpful: int | None = Field(default=None, ge=0)
     harmful: int | None = Field(default=None, ge=0)
+    # skills scoreboard (evolve.skills._scoreboard): training episodes with the skill injected
+    # or held out, and how many of each passed
+    injected: int | None = Field(default=None, ge=0)
+    injected_pass: int | None = Field(default=None, ge=0)
+    held_out: int | None = Field(default=None, ge=0)
+    held_out_pass: int | None = Field(default=None, ge=0)
     # TEPA
     key: str | None = None
     revoked_at: int | None = None
@@ -193,7 +199,18 @@ _ORDER = [name for name in MemoryUnit.model_fields if name != "text"]
 # Evidence counters live in the scope's `_counters.yaml` sidecar (evolve.memory._counters),
 # never in the unit file: a unit file changes only when what it says or its status changes.
 # They stay fields of the model so that old files that still carry them are read.
-FILE_EXCLUDED = frozenset({"helpful", "harmful", "alpha", "beta"})
+FILE_EXCLUDED = frozenset(
+    {
+        "helpful",
+        "harmful",
+        "alpha",
+        "beta",
+        "injected",
+        "injected_pass",
+        "held_out",
+        "held_out_pass",
+    }
+)
 
 
 def dump_unit(unit: MemoryUnit) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 from evolve._io import atomic_write
 from evolve.history import history
+from evolve.report._skills import skills_table
 from evolve.report._svg import line_chart
 from evolve.workspace import Workspace
 
@@ -199,6 +200,7 @@ def build_report(ws: Workspace, *, commits: int = 10) -> str:
             )
         html.append("</table>")
     html += _usage_section(ws)
+    html += skills_table(ws)  # issue 13: the skills scoreboard
     html += [
         '<h2 id="memory-size">Memory size over time</h2>',
         line_chart("unit files in memory/", size, y_label="files", x_label="memory commit"),

@@ -1,6 +1,10 @@
 """`sim`: the offline, seeded model simulator (docs/sim.md)."""
 
-from evolve.sim import _roles, _skills  # noqa: F401  (registers the recipe and skills roles)
+from evolve.sim import (  # noqa: F401  (these register roles)
+    _roles,
+    _selector,
+    _skills,
+)
 from evolve.sim._agent import SimAgent, read_directives, read_stats
 from evolve.sim._model import ROLES, SimLLM, role
 from evolve.sim._rates import SimRates

@@ -38,6 +38,7 @@ from evolve.envs.persona_world._rules import Rule
 from evolve.llm import Message
 from evolve.sim._parse import PromptCache, recognized
 from evolve.sim._rates import SimRates
+from evolve.sim._skills_agent import SENT_PAYMENTS, follow_skills
 
 _COMPUTED_RATES = {
     "payment.card": ("habitual_card_stated", "habitual_card_given"),
@@ -150,7 +151,7 @@ class SimAgent:
         directives = read_directives(system)
         stats = read_stats(system)
         need_history = self._needs_history(task, directives, stats)
-        steps = _plan(task, need_history)
+        steps = follow_skills(_plan(task, need_history), task, system)  # `<skills>` only
         turn = sum(1 for m in messages if m.role == "assistant")
         if turn >= len(steps):
             return {"tool": "supervisor__complete_task", "arguments": {}}
@@ -190,7 +191,7 @@ class SimAgent:
                 (p["password"] for p in passwords if p.get("account_name") == "venmo"), ""
             )
             return {"username": profile.get("email", ""), "password": password}
-        if tool in ("venmo__show_payment_cards", "venmo__show_transactions"):
+        if tool in ("venmo__show_payment_cards", "venmo__show_transactions", SENT_PAYMENTS):
             return {"access_token": token}
         if tool == "phone__search_contacts":
             contact = contact_of(task)

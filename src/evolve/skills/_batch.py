@@ -39,6 +39,7 @@ from evolve.skills._consolidate import plan_consolidation
 from evolve.skills._evolver import ask_consolidator, ask_evolver
 from evolve.skills._plan import BatchPlan, Maker, plan_batch
 from evolve.skills._reflect import Candidate, apps_of, reflect
+from evolve.skills._scoreboard import count_ops_after
 from evolve.skills._staging import STAGING_PATH, dump_staging, parse_staging
 from evolve.store import EPISODE, GENERATION, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
 from evolve.updaters import Update, summarize_actions
@@ -87,6 +88,9 @@ class SkillsBatches:
     candidates: list[Candidate] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
     episodes: list[int] = field(default_factory=list)
+    # the skills scoreboard (evolve.skills._scoreboard): the batch's episodes' (injected,
+    # held out, passed), counted in the batch's own commit
+    counts: list[tuple[list[str], list[str], bool]] = field(default_factory=list)
     results: list[BatchResult] = field(default_factory=list)
     turns_seen: list[int] = field(default_factory=list)
 
@@ -150,7 +154,7 @@ class SkillsBatches:
         every = self.config.consolidate_every
         if every and (episode // size + 1) % every == 0:
             result.consolidation = self._consolidate(episode // size, episode)
-        self.candidates, self.refused, self.episodes = [], [], []
+        self.candidates, self.refused, self.episodes, self.counts = [], [], [], []
         self.results.append(result)
         return result.commit
 
@@ -178,7 +182,7 @@ class SkillsBatches:
         episodes = list(self.episodes)
         last = episodes[-1]
         result = BatchResult(batch, episodes)
-        if not self.candidates and not self.refused:
+        if not self.candidates and not self.refused and not self.counts:
             return result
         cfg = self.config
         units = self._units()
@@ -216,7 +220,8 @@ class SkillsBatches:
         files = {STAGING_PATH: text.encode("utf-8") if text else None}
         if (raw or "") == text:
             files = {}
-        applied = applier.apply(plan.ops, units, extra_files=files)
+        counted = count_ops_after(plan.ops, units, self.counts)  # scoreboard counters
+        applied = applier.apply([*plan.ops, *counted], units, extra_files=files)
         all_refused = [*refused, *plan.refused, *applied.refused]
         subject = self._subject(batch, episodes, plan, applied)
         body = self._body(batch, episodes, plan, applied, all_refused)

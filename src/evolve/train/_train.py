@@ -42,6 +42,7 @@ from evolve.llm import LLM, make_role_llm
 from evolve.memory import UnitReader, in_scope, scope_for
 from evolve.ops import Op
 from evolve.recovery import recover_workspace
+from evolve.skills._select import make_picker, settings_of
 from evolve.store import (
     EPISODE,
     GENERATION,
@@ -305,6 +306,39 @@ def train(
             lock.release()
 
 
+def batch_end(ws: Workspace, k: int, total: int) -> bool:
+    """Whether episode `k` ends a skills batch (as `SkillsBatches.end_episode` decides)."""
+    return (k + 1) % ws.config.skills.batch_size == 0 or k + 1 >= total
+
+
+def score_episodes(
+    ws: Workspace,
+    outcomes: list[tuple[list[str], list[str], bool]],
+    k: int,
+    recipe: str,
+    persona: str,
+    sid: str,
+    clock: int,
+    generation: int | None,
+) -> None:
+    """Count training episodes on the skills scoreboard (see evolve.skills._scoreboard) and
+    retire what is then confidently harmful; the commits carry episode `k`, like the
+    episode or batch commit (`outcomes` empty: a skills batch counted them already)."""
+    from evolve.skills._scoreboard import settle
+
+    extra = [(PERSONA, persona), (STREAM, sid), (CLOCK, str(clock))]
+    if generation is not None:
+        extra.append((GENERATION, str(generation)))
+    settle(
+        ws,
+        outcomes,
+        episodes=str(k),
+        recipe=recipe,
+        confidence=settings_of(ws.config).retire_confidence,
+        extra_trailers=extra,
+    )
+
+
 def _train(
     ws: Workspace,
     env: Environment,
@@ -374,6 +408,7 @@ def _train(
             verifier=make_verifier(visible, (name,)),
             max_attempts=MAX_ATTEMPTS,
             redactor=redactor,
+            skills=make_picker(ws.config, units, training=True, env=env, recipe=name),  # issue 13
         )
         # The persona's preferences (and their scheduled drift) are read at the persona's own
         # clock, which runs across every stream the workspace trained for it.
@@ -439,8 +474,17 @@ def _train(
             applier.done()
         elif batches is not None:  # skills.near_misses: a pass after retries may teach too
             batches.near_miss(k, task, result, updater_llm, derive_seed(sid, k, "update"))
+        seen = (result.record.skills_injected, result.record.skills_held_out)
         if batches is not None:
+            if seen[0] or seen[1]:  # counted in the batch's own commit
+                batches.counts.append((*seen, result.record.task_success))
             outcome.commit = batches.end_episode(k, total, clock) or outcome.commit
+            if batch_end(ws, k, total):  # then retire what is confidently harmful
+                score_episodes(ws, [], k, name, persona, sid, clock, generation)
+        elif seen[0] or seen[1]:
+            # The skills scoreboard: count the episode, retire what is confidently harmful.
+            outcome_of = [(*seen, result.record.task_success)]
+            score_episodes(ws, outcome_of, k, name, persona, sid, clock, generation)
         logged = result.record.model_copy(
             update={"commit": outcome.commit, "refused": outcome.refused, "episode": k}
         )

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evolve.envs._protocol import SPLITS, Feedback, Judgement, Split, Task, Tier, Violation
 from evolve.envs.persona_world._personas import Persona, load_personas
+from evolve.envs.persona_world._procedures import load_procedure_specs, procedure_failure
 from evolve.envs.persona_world._rules import (
     RULES,
     RULES_BY_NAME,
@@ -49,6 +50,10 @@ class _TaskSpec(BaseModel):
     id: str
     family: str
     params: dict[str, Any]
+
+
+class _ProcedureSpec(_TaskSpec):
+    split: Split
 
 
 class _Splits(BaseModel):
@@ -89,6 +94,12 @@ class PersonaWorldEnv:
                 f"{evalset} has a malformed tasks.yaml or splits.yaml: {exc}"
             ) from exc
         split_of: dict[str, Split] = {}
+        try:  # procedure-shaped tasks (issue 13), only when evalset/procedures.yaml exists
+            extra = [_ProcedureSpec.model_validate(t) for t in load_procedure_specs(evalset)]
+        except (ValidationError, TypeError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{evalset} has a malformed procedures.yaml: {exc}") from exc
+        specs += [_TaskSpec(id=t.id, family=t.family, params=t.params) for t in extra]
+        split_of.update({t.id: t.split for t in extra})
         for split in SPLITS:
             for task_id in getattr(splits, split):
                 if task_id in split_of:
@@ -193,7 +204,9 @@ class PersonaWorldEnv:
         """
         p = self.persona(persona)
         ctx = self.context(task, persona, history)
-        failure = functional_failure(task, world.calls, world.completed)
+        failure = functional_failure(task, world.calls, world.completed) or procedure_failure(
+            task, world.calls
+        )
         call = main_call(task, world.calls)
         applicable: list[str] = []
         violations: list[Violation] = []

@@ -1,0 +1,67 @@
+"""Lexical trigger matching (the `lexical` skill selector, `evolve.skills._select`).
+
+Pure text functions with no imports from evolve, so that the sim's selector role (a proposer)
+can use them without loading the skills package's write path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+_STOP = frozenset(
+    """a an the and or but of to in on at for with by from as is are be been being it its this
+    that these those any every each some all when whenever where which who whom what how why
+    if then than so do does did doing done task tasks user users my me i you your we our
+    they them their he she his her about into over after before up down out off just only
+    also not no can could should would will shall may might must one two new""".split()  # noqa: SIM905
+)
+# A few words the tasks and triggers use for the same thing (before stemming).
+_SYNONYMS = {
+    "venmo": "pay",
+    "sms": "text",
+    "phone": "text",
+    "message": "text",
+    "messages": "text",
+    "mail": "email",
+    "gmail": "email",
+    "simple_note": "note",
+}
+_WORD = re.compile(r"[a-z0-9_]+")
+
+
+def _stem(word: str) -> str:
+    """A crude stem: a common suffix off, then a final "e" (save, saving, saved -> sav)."""
+    for suffix in ("ments", "ment", "ings", "ing", "ies", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+def words(text: str) -> frozenset[str]:
+    """The content words of `text` the lexical selector compares (lower case, stemmed)."""
+    out = set()
+    for raw in _WORD.findall(text.lower().replace("e-mail", "email")):
+        if raw in _STOP or raw.isdigit():
+            continue
+        out.add(_stem(_SYNONYMS.get(raw, raw)))
+    return frozenset(out)
+
+
+def rank_triggers(task_text: str, triggers: Sequence[tuple[str, str]]) -> list[str]:
+    """The ids of `(id, trigger)` pairs whose trigger shares a content word with the task,
+    best first: by the share of the trigger's words the task has, then the number shared,
+    then id. A trigger with no content word (a hand-written skill that gives none) applies to
+    every task, after all the others."""
+    have = words(task_text)
+    ranked: list[tuple[float, int, str]] = []
+    for ident, trigger in triggers:
+        want = words(trigger)
+        shared = len(want & have)
+        if shared:
+            ranked.append((-shared / len(want), -shared, ident))
+        elif not want:
+            ranked.append((0.0, 0, ident))
+    ranked.sort()
+    return [r[2] for r in ranked]

@@ -1,0 +1,48 @@
+"""The report's skills table: each skill's shelf, status, injections, pass rates and lift."""
+
+from __future__ import annotations
+
+from html import escape
+
+from evolve.workspace import Workspace
+
+
+def _pct(x: float | None) -> str:
+    return "" if x is None else f"{x:.0%}"
+
+
+def skills_table(ws: Workspace) -> list[str]:
+    """HTML lines: a heading and the scoreboard table; nothing when the workspace has no skills
+    (a report of a workspace that does not use skills stays as it was)."""
+    from evolve.memory import load_units
+    from evolve.skills._scoreboard import board
+    from evolve.skills._select import settings_of
+
+    confidence = settings_of(ws.config).retire_confidence
+    rows = board(load_units(ws.root), confidence)
+    if not rows:
+        return []
+    html = ['<h2 id="skills">Skills and their scoreboard</h2>']
+    html.append(
+        f"<p>Pass rate of training episodes whose trigger matched, with the skill injected and "
+        f"held out; lift with Newcombe's {confidence:.0%} interval. A skill whose interval lies "
+        f"below 0 is retired.</p>"
+    )
+    html.append(
+        "<table><tr><th>skill</th><th>shelf</th><th>status</th><th>trigger</th>"
+        "<th>injected</th><th>pass (injected)</th><th>held out</th><th>pass (held out)</th>"
+        "<th>lift</th><th>interval</th></tr>"
+    )
+    for r in rows:
+        iv = r["interval"]
+        shown = f"[{iv[0]:+.2f}, {iv[1]:+.2f}]" if iv else ""
+        lift = "" if r["lift"] is None else f"{r['lift']:+.2f}"
+        html.append(
+            f"<tr><td><code>{escape(r['id'])}</code></td><td>{escape(r['where'])}</td>"
+            f"<td>{escape(str(r['status']))}</td><td>{escape(r['trigger'])}</td>"
+            f"<td>{r['injections']}</td><td>{_pct(r['pass_rate_injected'])}</td>"
+            f"<td>{r['held_out']}</td><td>{_pct(r['pass_rate_held_out'])}</td>"
+            f"<td>{lift}</td><td>{shown}</td></tr>"
+        )
+    html.append("</table>")
+    return html

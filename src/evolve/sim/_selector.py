@@ -1,0 +1,36 @@
+"""The sim's selector role (issue 13): which skills apply to a task, from the prompt alone.
+
+It reads the `<task>` and `<triggers>` sections of the request (`[id] trigger` lines) and the
+"at most N ids" of its instructions, and answers with the lexical matcher's choice
+(`evolve._triggers.rank_triggers`): the same skills `models.selector: lexical` picks, so
+`selector: sim` exercises the model path (the request, the JSON reply, its checks) offline.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from evolve._triggers import rank_triggers
+from evolve.agent import section
+from evolve.llm import Message
+from evolve.sim._model import SimLLM, role
+
+_LINE = re.compile(r"^\[([^\]\s]+)\]\s*(.*)$")
+_B = re.compile(r"at most (\d+) ids")
+
+
+@role("skill_selection")
+def _select(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+    text = "\n".join(m.content for m in messages)
+    task = section(text, "task") or ""
+    triggers = []
+    for line in (section(text, "triggers") or "").splitlines():
+        match = _LINE.match(line.strip())
+        if match:
+            triggers.append((match.group(1), match.group(2)))
+    found = _B.search(text)
+    b = int(found.group(1)) if found else 3
+    return {"skills": rank_triggers(task, triggers)[:b]}

@@ -1,0 +1,360 @@
+"""The skills scoreboard (issue 13, item 4): does a skill help when it is injected?
+
+Per skill, four counters kept in its shelf's counter sidecar
+(`memory/skills/general/_counters.yaml`, `memory/skills/topics/<t>/_counters.yaml`), moved
+only by the applier's `count` op:
+
+- `injected`, `injected_pass`: training episodes whose prompt carried the skill, and how many
+  of them passed;
+- `held_out`, `held_out_pass`: training episodes where the skill was selected (its trigger
+  matched) but the seeded hold-out (`skills.holdout_share`) kept it out, and how many passed.
+
+"Passed" is the task's own verdict (`task_success`): skills are procedures, and the
+persona's preferences (which memory learns, not skills) would otherwise drown the signal.
+Only training episodes count: `evolve run` and the gate evaluate the whole library with
+nothing held out, and counting their dev episodes would let the scoreboard fit the split the
+gate accepts on. With the `skills` recipe a batch's episodes are counted in the batch's own
+commit (`count_ops_after`, applied with the batch's verdicts); with any other recipe (and
+`skills.enabled`) each eligible episode is counted in a commit of its own
+(`Evolve-Kind: skill count`). Either carries the episode number, so a resumed stream never
+counts an episode twice. Retirement is checked after each count.
+
+The lift is `injected_pass/injected - held_out_pass/held_out`, with Newcombe's hybrid
+score interval for a difference of two independent proportions (method 10 of Newcombe 1998:
+each rate's Wilson score interval, combined). Wilson intervals behave at 0 and 100 % and with
+a handful of episodes, which is where a skill's record starts. The hold-out is randomized per
+(episode, skill), so the comparison is a small randomized experiment per skill: the other
+skills' injections are independent of it.
+
+A skill is retired when the two-sided interval at `skills.retire_confidence` lies wholly
+below 0 and each arm has at least `MIN_EACH` episodes: its status becomes `retired` (never
+rendered nor injected again) with the evidence in `reason`, in one commit of its own
+(`Evolve-Kind: skill retire`).
+
+Bound (tested): a skill that makes every eligible episode fail while held-out episodes pass
+is retired as soon as it has `MIN_EACH` held-out and `MIN_EACH` injected episodes at the
+default confidence 0.9 (then the upper end is below 0): with `holdout_share` 0.2 that is a
+median of about 10 eligible episodes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any
+
+SKILL_COUNTERS: tuple[str, ...] = ("injected", "injected_pass", "held_out", "held_out_pass")
+MIN_EACH = 2
+
+
+def wilson(passes: int, n: int, z: float) -> tuple[float, float]:
+    """Wilson's score interval for `passes` of `n` (0..1 when n is 0)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = passes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def newcombe(x1: int, n1: int, x0: int, n0: int, confidence: float) -> tuple[float, float] | None:
+    """Newcombe's hybrid score interval for p1 - p0 (None while an arm is empty)."""
+    if n1 <= 0 or n0 <= 0:
+        return None
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    p1, p0 = x1 / n1, x0 / n0
+    l1, u1 = wilson(x1, n1, z)
+    l0, u0 = wilson(x0, n0, z)
+    d = p1 - p0
+    lo = d - math.sqrt((p1 - l1) ** 2 + (u0 - p0) ** 2)
+    hi = d + math.sqrt((u1 - p1) ** 2 + (p0 - l0) ** 2)
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class Score:
+    """One skill's record on the scoreboard."""
+
+    injected: int = 0
+    injected_pass: int = 0
+    held_out: int = 0
+    held_out_pass: int = 0
+    confidence: float = 0.9
+
+    @property
+    def rate_injected(self) -> float | None:
+        return self.injected_pass / self.injected if self.injected else None
+
+    @property
+    def rate_held_out(self) -> float | None:
+        return self.held_out_pass / self.held_out if self.held_out else None
+
+    @property
+    def lift(self) -> float | None:
+        a, b = self.rate_injected, self.rate_held_out
+        return None if a is None or b is None else a - b
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return newcombe(
+            self.injected_pass, self.injected, self.held_out_pass, self.held_out, self.confidence
+        )
+
+    @property
+    def harmful(self) -> bool:
+        """Confidently negative: enough episodes in each arm and the interval below 0."""
+        if self.injected < MIN_EACH or self.held_out < MIN_EACH:
+            return False
+        iv = self.interval
+        return iv is not None and iv[1] < 0
+
+    def as_dict(self) -> dict[str, Any]:
+        iv = self.interval
+        return {
+            "injections": self.injected,
+            "injected_passes": self.injected_pass,
+            "held_out": self.held_out,
+            "held_out_passes": self.held_out_pass,
+            "pass_rate_injected": _round(self.rate_injected),
+            "pass_rate_held_out": _round(self.rate_held_out),
+            "lift": _round(self.lift),
+            "interval": [round(iv[0], 4), round(iv[1], 4)] if iv is not None else None,
+            "confidence": self.confidence,
+        }
+
+    def evidence(self) -> str:
+        """One line: the numbers a retirement is based on."""
+        iv = self.interval
+        shown = f"[{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv is not None else "n/a"
+        return (
+            f"injected {self.injected} (passed {self.injected_pass}, rate "
+            f"{_pct(self.rate_injected)}), held out {self.held_out} (passed "
+            f"{self.held_out_pass}, rate {_pct(self.rate_held_out)}), lift "
+            f"{_signed(self.lift)}, {self.confidence:.0%} interval {shown}"
+        )
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0%}"
+
+
+def _signed(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.3f}"
+
+
+def score_of(unit: Any, confidence: float = 0.9) -> Score:
+    """The scoreboard record a unit's counters give (0 for counters it does not carry)."""
+    a, b, c, d = (int(getattr(unit, name, None) or 0) for name in SKILL_COUNTERS)
+    return Score(a, b, c, d, confidence=confidence)
+
+
+def tally(
+    outcomes: Iterable[tuple[Sequence[str], Sequence[str], bool]],
+) -> dict[str, dict[str, int]]:
+    """Counter increments per skill id from episodes' (injected, held_out, passed)."""
+    out: dict[str, dict[str, int]] = {}
+    for injected, held, passed in outcomes:
+        for ids, arm in ((injected, "injected"), (held, "held_out")):
+            for ident in dict.fromkeys(ids):
+                entry = out.setdefault(ident, dict.fromkeys(SKILL_COUNTERS, 0))
+                entry[arm] += 1
+                entry[f"{arm}_pass"] += int(bool(passed))
+    return out
+
+
+def counted(unit: Any, increments: Mapping[str, int]) -> dict[str, int]:
+    """The unit's skill counters after `increments`."""
+    return {
+        name: int(getattr(unit, name, None) or 0) + int(increments.get(name, 0))
+        for name in SKILL_COUNTERS
+    }
+
+
+def board(units: Iterable[Any], confidence: float = 0.9) -> list[dict[str, Any]]:
+    """Every skill unit (any status) with its scoreboard record, by shelf then id."""
+    rows: list[dict[str, Any]] = []
+    for unit in units:
+        if getattr(unit, "kind", None) != "skill":
+            continue
+        shelf = str(getattr(unit, "shelf", None) or "general")
+        topic = getattr(unit, "topic", None)
+        rows.append(
+            {
+                "id": unit.id,
+                "shelf": shelf,
+                "topic": topic,
+                "where": f"topics/{topic}" if shelf == "topic" and topic else "general",
+                "status": unit.status,
+                "recipe": unit.recipe,
+                "trigger": str(getattr(unit, "trigger", None) or ""),
+                "lesson": unit.text,
+                **score_of(unit, confidence).as_dict(),
+            }
+        )
+    rows.sort(key=lambda r: (r["where"] != "general", r["where"], r["id"]))
+    return rows
+
+
+# --- proposals (pure: ops for the applier) ------------------------------------------------
+def count_ops(
+    units: Iterable[Any], outcomes: Iterable[tuple[Sequence[str], Sequence[str], bool]]
+) -> list[Any]:
+    """`count` ops moving the scoreboard counters of the skills in `outcomes` (episodes'
+    injected ids, held-out ids, passed). Ids of units that are not skills are ignored."""
+    from evolve.ops import Op
+
+    by_id = {u.id: u for u in units if getattr(u, "kind", None) == "skill"}
+    ops = []
+    for ident, inc in sorted(tally(outcomes).items()):
+        unit = by_id.get(ident)
+        if unit is None:
+            continue
+        ops.append(Op(op="count", unit=unit.with_(**counted(unit, inc)), reason="scoreboard"))
+    return ops
+
+
+def retire_ops(units: Iterable[Any], confidence: float) -> list[tuple[Any, Score]]:
+    """A retirement op for each active skill whose lift is confidently negative, with its
+    score. The op is a `revoke` whose unit has status `retired` and the evidence as reason."""
+    from evolve.ops import Op
+
+    out = []
+    for unit in sorted(units, key=lambda u: u.id):
+        if getattr(unit, "kind", None) != "skill" or unit.status != "active":
+            continue
+        score = score_of(unit, confidence)
+        if score.harmful:
+            reason = f"retired by the scoreboard: {score.evidence()}"
+            retired = unit.with_(status="retired", reason=reason)
+            out.append((Op(op="revoke", unit=retired, reason=reason), score))
+    return out
+
+
+# --- the driver: apply and commit (train calls it; proposers never do) --------------------
+@dataclass
+class ScoreboardResult:
+    count_commit: str | None = None
+    retired: list[tuple[str, str | None]] = field(default_factory=list)  # (id, commit)
+
+
+def _trailers(
+    kind: str, episodes: str, recipe: str, ops: str, extra: Sequence[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    from evolve.store._trailers import EPISODE, KIND, OPS, RECIPE
+
+    return [(EPISODE, episodes), (RECIPE, recipe), (OPS, ops), (KIND, kind), *extra]
+
+
+def settle(
+    ws: Any,
+    outcomes: Sequence[tuple[Sequence[str], Sequence[str], bool]],
+    *,
+    episodes: str,
+    recipe: str,
+    confidence: float,
+    extra_trailers: Sequence[tuple[str, str]] = (),
+) -> ScoreboardResult:
+    """Count `outcomes` on the scoreboard (one commit, `Evolve-Kind: skill count`) and retire
+    every skill that is then confidently harmful (one commit each, `Evolve-Kind: skill
+    retire`, the evidence in the body). Goes through the applier and the store; the caller
+    holds the writer lock (`evolve.recovery.writer`)."""
+    from evolve.applier import MemoryApplier
+    from evolve.memory import load_units
+    from evolve.store._trailers import format_ops
+
+    result = ScoreboardResult()
+    units = load_units(ws.root)
+    ops = count_ops(units, outcomes)
+    for scope in sorted({op.unit.scope for op in ops}):
+        mine = [op for op in ops if op.unit.scope == scope]
+        applier = MemoryApplier(ws, scope)
+        applied = applier.apply(mine, units)
+        if applied.paths:
+            ids = ", ".join(op.id for op in applied.applied)
+            result.count_commit = ws.store.commit(
+                applied.paths,
+                f"skills: scoreboard counts for episode(s) {episodes}",
+                body=f"Counted {len(applied.applied)} skill(s): {ids}.",
+                trailers=_trailers(
+                    "skill count", episodes, recipe,
+                    format_ops((op.op, op.id) for op in applied.applied), extra_trailers,
+                ),
+            )  # fmt: skip
+        applier.done()
+    units = load_units(ws.root)
+    for op, score in retire_ops(units, confidence):
+        applier = MemoryApplier(ws, op.unit.scope)
+        applied = applier.apply([op], units)
+        commit = None
+        if applied.paths:
+            where = getattr(op.unit, "topic", None) or "general"
+            iv = score.interval or (float("nan"), float("nan"))
+            body = "\n".join(
+                [
+                    f"Retired skill {op.id} ({where}): its lift when injected is confidently "
+                    "negative.",
+                    "",
+                    f"trigger: {getattr(op.unit, 'trigger', '') or ''}",
+                    f"lesson: {op.unit.text}",
+                    "",
+                    f"injections: {score.injected}",
+                    f"pass rate injected: {score.injected_pass}/{score.injected} "
+                    f"({_pct(score.rate_injected)})",
+                    f"pass rate held out: {score.held_out_pass}/{score.held_out} "
+                    f"({_pct(score.rate_held_out)})",
+                    f"lift: {_signed(score.lift)}",
+                    f"interval ({score.confidence:.0%}, Newcombe): [{iv[0]:+.3f}, {iv[1]:+.3f}]",
+                ]
+            )
+            commit = ws.store.commit(
+                applied.paths,
+                f"skills: retire {op.id} (lift {_signed(score.lift)})",
+                body=body,
+                trailers=_trailers(
+                    "skill retire", episodes, recipe, format_ops([("retire", op.id)]),
+                    extra_trailers,
+                ),
+            )  # fmt: skip
+        applier.done()
+        result.retired.append((op.id, commit))
+        units = load_units(ws.root)
+    return result
+
+
+def count_ops_after(
+    ops: Sequence[Any],
+    units: Iterable[Any],
+    outcomes: Iterable[tuple[Sequence[str], Sequence[str], bool]],
+) -> list[Any]:
+    """`count` ops for `outcomes` that go in the same apply as `ops` (a skills batch): each
+    counts on top of the unit as the last of `ops` on its id leaves it (so the applier, which
+    walks the ops in order, sees only the counters change), and skips an evicted unit."""
+    final = {u.id: u for u in units if getattr(u, "kind", None) == "skill"}
+    for op in ops:
+        if op.op == "evict":
+            final.pop(op.id, None)
+        elif getattr(op.unit, "kind", None) == "skill":
+            final[op.id] = op.unit
+    return count_ops(final.values(), outcomes)
+
+
+def retire_pass(
+    ws: Any,
+    *,
+    episodes: str,
+    recipe: str,
+    confidence: float,
+    extra_trailers: Sequence[tuple[str, str]] = (),
+) -> ScoreboardResult:
+    """Retire every confidently harmful skill (one commit each); nothing to count."""
+    return settle(
+        ws, [], episodes=episodes, recipe=recipe, confidence=confidence,
+        extra_trailers=extra_trailers,
+    )  # fmt: skip

@@ -1,0 +1,275 @@
+"""Selecting and injecting skills (issue 13, item 3).
+
+For each task, at most `b` (`skills.max_injected`) active skills whose trigger matches the task
+are picked and rendered in the agent prompt's own `<skills>` section, one line each
+(`[<id>] <trigger>: <lesson>`), under a token budget (`skills.budget_tokens`, about 4
+characters a token, the estimate the rest of evolve uses).
+
+Two selector roles (`models.selector`):
+
+- `lexical` (the offline default): a skill matches when its trigger shares a content word with
+  the task (lower case, stop words dropped, a crude stem, a few synonyms so "Venmo" meets
+  "payment"); matches are ranked by the share of the trigger's words the task has, then by
+  the number shared, then by id. Deterministic. A skill written without a trigger applies to
+  its topic's tasks (the topic's name is its trigger) or, on the general shelf, to every task
+  (ranked after the matches). The matching itself is `evolve._triggers` (pure text).
+- any model name: one call showing the task and the candidates' `[id] trigger` lines, asking
+  for at most `b` ids as JSON (`{"skills": [...]}`). The reply is hostile input: unknown ids,
+  duplicates and anything past `b` are dropped; an unusable reply selects nothing.
+
+The hold-out (for the scoreboard, :mod:`evolve.skills._scoreboard`): in training episodes each
+selected skill is, independently, held out with probability `skills.holdout_share`, decided by
+a hash of (episode seed, skill id), so a run is reproducible. A held-out skill is not injected
+and nothing is put in its place (so the other skills' injections do not depend on it); the
+episode records it in `skills_held_out`. Evaluation (`evolve run`, the gate's scoring) holds
+nothing out: it measures the library as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evolve._text import ReplyError, loads_reply, printable
+from evolve._triggers import rank_triggers
+from evolve.llm import LLM, JsonSchema, Message, estimate_tokens
+
+SELECTION_SCHEMA = JsonSchema(
+    name="skill_selection",
+    schema={
+        "type": "object",
+        "properties": {"skills": {"type": "array", "items": {"type": "string"}}},
+        "required": ["skills"],
+    },
+)
+LEXICAL = "lexical"
+_LIVE = "active"
+
+
+@dataclass(frozen=True)
+class Skill:
+    """What selection needs of a skill unit (see SKILLS.md)."""
+
+    id: str
+    trigger: str
+    text: str
+    shelf: str = "general"
+    topic: str | None = None
+    status: str = _LIVE
+
+    @property
+    def where(self) -> str:
+        """`general`, or `topics/<topic>`."""
+        return f"topics/{self.topic}" if self.shelf == "topic" and self.topic else "general"
+
+    def line(self) -> str:
+        """The skill as the agent sees it: `[<id>] <trigger>: <lesson>` on one line."""
+        lesson = " ".join(self.text.split())
+        trigger = " ".join(self.trigger.split()).rstrip(":")
+        return f"[{self.id}] {trigger}: {lesson}" if trigger else f"[{self.id}] {lesson}"
+
+
+def skill_of(unit: Any) -> Skill | None:
+    """The :class:`Skill` view of a memory unit, or None if it is not a skill."""
+    if getattr(unit, "kind", None) != "skill":
+        return None
+    # A skill written with no trigger (a plain hand-written file): a topic skill applies to
+    # its topic's tasks (the topic's name is its trigger), a general one to every task.
+    topic = getattr(unit, "topic", None)
+    return Skill(
+        id=str(unit.id),
+        trigger=str(getattr(unit, "trigger", None) or topic or ""),
+        text=str(unit.text),
+        shelf=str(getattr(unit, "shelf", None) or "general"),
+        topic=getattr(unit, "topic", None),
+        status=str(unit.status),
+    )
+
+
+def skills_of(units: Iterable[Any]) -> list[Skill]:
+    """The active skills among `units`, by id (retired, revoked, pending ones are never picked)."""
+    out = [s for u in units if (s := skill_of(u)) is not None and s.status == _LIVE]
+    return sorted(out, key=lambda s: s.id)
+
+
+def lexical_matches(task_text: str, skills: Sequence[Skill]) -> list[Skill]:
+    """The skills whose trigger shares a content word with the task, best first."""
+    by_id = {s.id: s for s in skills}
+    return [by_id[i] for i in rank_triggers(task_text, [(s.id, s.trigger) for s in skills])]
+
+
+def selection_prompt(task_text: str, skills: Sequence[Skill], b: int) -> list[Message]:
+    """The selector's request: the task and each candidate's `[id] trigger` line."""
+    lines = "\n".join(f"[{s.id}] {' '.join(s.trigger.split()) or '(any task)'}" for s in skills)
+    return [
+        Message(
+            "system",
+            "You pick which skills apply to a task. A skill applies when its trigger "
+            f'describes the task. Reply with JSON {{"skills": [ids]}}, at most {b} ids, best '
+            "first; an empty list when none applies.",
+        ),
+        Message("user", f"<task>\n{task_text}\n</task>\n<triggers>\n{lines}\n</triggers>"),
+    ]
+
+
+def parse_selection(reply: str, skills: Sequence[Skill], b: int) -> list[Skill]:
+    """The skills a selector's reply names (known ids only, no repeats, at most `b`)."""
+    try:
+        data = loads_reply(reply.strip())
+    except ReplyError:
+        return []
+    ids = data.get("skills") if isinstance(data, dict) else None
+    if not isinstance(ids, list):
+        return []
+    by_id = {s.id: s for s in skills}
+    out: list[Skill] = []
+    for ident in ids:
+        skill = by_id.get(ident) if isinstance(ident, str) else None
+        if skill is not None and skill not in out:
+            out.append(skill)
+        if len(out) >= b:
+            break
+    return out
+
+
+def held_out(seed: int, skill_id: str, share: float) -> bool:
+    """Whether `skill_id` is held out of the episode seeded `seed` (probability `share`)."""
+    if share <= 0:
+        return False
+    digest = hashlib.sha256(f"{seed}|holdout|{skill_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < share
+
+
+def within_budget(skills: Sequence[Skill], budget_tokens: int) -> list[Skill]:
+    """The skills, in order, whose lines fit in `budget_tokens` together (a line that does not
+    fit is skipped; a shorter one after it may still fit)."""
+    out: list[Skill] = []
+    used = 0
+    for skill in skills:
+        cost = estimate_tokens(skill.line() + "\n")
+        if used + cost <= budget_tokens:
+            out.append(skill)
+            used += cost
+    return out
+
+
+def render_skills(skills: Sequence[Skill]) -> str:
+    """The body of the `<skills>` section (empty: no section)."""
+    return "\n".join(s.line() for s in skills)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What one episode was given: the injected skills, the held-out ones, and the section."""
+
+    injected: tuple[str, ...] = ()
+    held_out: tuple[str, ...] = ()
+    section: str = ""
+    note: str = ""  # why a model selector's reply was not used, if it was not
+
+
+@dataclass
+class SkillPicker:
+    """Picks the skills for each task of a run (the same for every attempt of an episode)."""
+
+    skills: Sequence[Skill]
+    max_injected: int = 3
+    budget_tokens: int = 400
+    holdout_share: float = 0.0  # training only; evaluation holds nothing out
+    selector: LLM | None = None  # None: the lexical matcher
+    _cache: dict[tuple[str, int], Selection] = field(default_factory=dict, repr=False)
+
+    def candidates(self, task_text: str, seed: int) -> list[Skill]:
+        """At most `b` matching skills, best first (before the hold-out and the budget)."""
+        b = max(0, self.max_injected)
+        if not self.skills or b == 0:
+            return []
+        if self.selector is None:
+            return lexical_matches(task_text, self.skills)[:b]
+        reply = self.selector.complete(
+            selection_prompt(task_text, self.skills, b),
+            json_schema=SELECTION_SCHEMA,
+            temperature=0.0,
+            seed=seed,
+        )
+        return parse_selection(reply.text, self.skills, b)
+
+    def pick(self, task_text: str, seed: int) -> Selection:
+        key = (task_text, seed)
+        if key not in self._cache:
+            chosen = self.candidates(task_text, seed)
+            out = [s for s in chosen if held_out(seed, s.id, self.holdout_share)]
+            kept = within_budget([s for s in chosen if s not in out], self.budget_tokens)
+            self._cache[key] = Selection(
+                tuple(s.id for s in kept), tuple(s.id for s in out), render_skills(kept)
+            )
+        return self._cache[key]
+
+
+def describe(selection: Selection) -> str:
+    """One line for logs: which skills were injected and which held out."""
+    inj = ", ".join(selection.injected) or "none"
+    out = ", ".join(selection.held_out) or "none"
+    return printable(f"skills injected: {inj}; held out: {out}", 300)
+
+
+@dataclass(frozen=True)
+class SkillSettings:
+    """The `skills:` section of evolve.yaml as selection reads it (defaults per SKILLS.md)."""
+
+    enabled: bool = False
+    max_injected: int = 3
+    budget_tokens: int = 400
+    holdout_share: float = 0.2
+    retire_confidence: float = 0.9
+    selector: str = LEXICAL
+
+
+def settings_of(config: Any, recipe: str | None = None) -> SkillSettings:
+    """The skill settings of an `EvolveConfig`: on when `skills.enabled` is true, the training
+    recipe is `skills` (in the file, or `recipe`: the one a run was given), or `skills` is
+    among the rendered recipes."""
+    section = getattr(config, "skills", None)
+    base = SkillSettings()
+    recipes = set(config.rendered_recipes()) | {config.train.recipe, recipe or ""}
+    enabled = bool(getattr(section, "enabled", False)) or "skills" in recipes
+    return SkillSettings(
+        enabled=enabled,
+        max_injected=int(getattr(section, "max_injected", base.max_injected)),
+        budget_tokens=int(getattr(section, "budget_tokens", base.budget_tokens)),
+        holdout_share=float(getattr(section, "holdout_share", base.holdout_share)),
+        retire_confidence=float(getattr(section, "retire_confidence", base.retire_confidence)),
+        selector=str(getattr(config.models, "selector", LEXICAL) or LEXICAL),
+    )
+
+
+def make_picker(
+    config: Any,
+    units: Iterable[Any],
+    *,
+    training: bool,
+    env: Any = None,
+    recipe: str | None = None,
+) -> SkillPicker | None:
+    """The picker a run uses, or None when skills are off (then no `<skills>` section).
+
+    `training` turns the seeded hold-out on (evaluation holds nothing out). A model selector
+    is built by name (`models.selector`); `lexical` needs no model.
+    """
+    s = settings_of(config, recipe)
+    if not s.enabled:
+        return None
+    selector: LLM | None = None
+    if s.selector.strip() != LEXICAL:
+        from evolve.llm import make_role_llm  # the selector role: its cache, timeouts, price
+
+        selector = make_role_llm(config, "selector", env=env)
+    return SkillPicker(
+        skills=skills_of(units),
+        max_injected=s.max_injected,
+        budget_tokens=s.budget_tokens,
+        holdout_share=s.holdout_share if training else 0.0,
+        selector=selector,
+    )

@@ -1,0 +1,96 @@
+"""The scoreboard's statistics, counters and board rows (no git needed)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evolve.skills._scoreboard import (
+    MIN_EACH,
+    SKILL_COUNTERS,
+    Score,
+    board,
+    counted,
+    newcombe,
+    tally,
+    wilson,
+)
+
+
+def test_wilson_matches_known_values() -> None:
+    lo, hi = wilson(0, 10, 1.959964)
+    assert lo == 0.0 and hi == pytest.approx(0.2775, abs=1e-4)
+    lo, hi = wilson(5, 10, 1.959964)
+    assert lo == pytest.approx(0.2366, abs=1e-4) and hi == pytest.approx(0.7634, abs=1e-4)
+
+
+def test_newcombe_matches_the_published_example() -> None:
+    # Newcombe (1998), example (a): 56/70 vs 48/80, method 10: (0.0524, 0.3339) at 95 %.
+    lo, hi = newcombe(56, 70, 48, 80, 0.95) or (math.nan, math.nan)
+    assert lo == pytest.approx(0.0524, abs=1e-3) and hi == pytest.approx(0.3339, abs=1e-3)
+    assert newcombe(1, 2, 0, 0, 0.9) is None
+
+
+@given(
+    st.integers(0, 40), st.integers(1, 40), st.integers(0, 40), st.integers(1, 40),
+    st.floats(0.55, 0.99),
+)  # fmt: skip
+def test_the_interval_holds_the_lift(x1: int, n1: int, x0: int, n0: int, conf: float) -> None:
+    x1, x0 = min(x1, n1), min(x0, n0)
+    lo, hi = newcombe(x1, n1, x0, n0, conf) or (math.nan, math.nan)
+    d = x1 / n1 - x0 / n0
+    assert -1.0 - 1e-9 <= lo <= d + 1e-9 <= hi + 2e-9 <= 1.0 + 2e-9
+    wider = newcombe(x1, n1, x0, n0, min(0.995, conf + 0.004)) or (math.nan, math.nan)
+    assert wider[0] <= lo + 1e-12 and wider[1] >= hi - 1e-12
+
+
+def test_harmful_needs_min_each_and_an_interval_below_zero() -> None:
+    assert not Score(1, 0, 1, 1).harmful  # too few episodes
+    assert Score(MIN_EACH, 0, MIN_EACH, MIN_EACH).harmful  # the bound of the retire test
+    assert not Score(10, 8, 10, 9).harmful  # a small drop, not confident
+    assert not Score(10, 10, 10, 0).harmful  # helpful
+    assert Score(30, 10, 30, 25).harmful
+    row = Score(4, 1, 2, 2).as_dict()
+    assert row["lift"] == -0.75 and row["injections"] == 4 and len(row["interval"]) == 2
+
+
+def test_tally_counts_each_arm_and_each_skill_once_per_episode() -> None:
+    inc = tally([(["a", "a", "b"], ["c"], True), (["a"], [], False), ([], ["a"], True)])
+    assert inc["a"] == {"injected": 2, "injected_pass": 1, "held_out": 1, "held_out_pass": 1}
+    assert inc["b"] == {"injected": 1, "injected_pass": 1, "held_out": 0, "held_out_pass": 0}
+    assert inc["c"]["held_out"] == 1 and inc["c"]["held_out_pass"] == 1
+
+    class U:
+        injected = 3
+        injected_pass = None
+
+    assert counted(U(), inc["a"]) == {
+        "injected": 5, "injected_pass": 1, "held_out": 1, "held_out_pass": 1
+    }  # fmt: skip
+    assert set(inc["a"]) == set(SKILL_COUNTERS)
+
+
+def test_board_lists_only_skills_with_their_shelf() -> None:
+    class U:
+        def __init__(self, **kw: Any) -> None:
+            self.__dict__.update(kw)
+
+    rows = board(
+        [
+            U(id="t1", kind="skill", shelf="topic", topic="venmo", status="active", recipe="skills",
+              trigger="paying", text="Look up first.", injected=4, injected_pass=4, held_out=1,
+              held_out_pass=0),
+            U(id="g1", kind="skill", shelf="general", topic=None, status="retired", recipe="hand",
+              trigger="any write", text="Skip checks."),
+            U(id="m", kind="bullet", status="active", recipe="ace", text="x"),
+        ]
+    )  # fmt: skip
+    assert [r["id"] for r in rows] == ["g1", "t1"]
+    assert rows[1]["where"] == "topics/venmo" and rows[1]["lift"] == 1.0
+    assert rows[0]["status"] == "retired" and rows[0]["interval"] is None
+    assert set(rows[0]) >= {"id", "shelf", "topic", "status", "trigger", "injections",
+                            "pass_rate_injected", "pass_rate_held_out", "lift", "interval"}  # fmt: skip

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evolve.quick._message import clip as clip  # re-exported (evolve.history.clip)
-from evolve.quick._message import commit_kind, complaint_line, refused_lines
+from evolve.quick._message import commit_kind as commit_kind
+from evolve.quick._message import complaint_line as complaint_line
+from evolve.quick._message import refused_lines
 from evolve.store import (
     EPISODE,
     KIND,

@@ -304,7 +304,7 @@ COUNTERS_NAME = "_counters.yaml"
 _INT_COUNTERS = ("helpful", "harmful")
 _FLOAT_COUNTERS = ("alpha", "beta")
 
-Counters = dict[str, dict[str, Any]]
+Counters = dict[str, dict[str, float]]  # int counters are ints
 
 
 def _number(v: str) -> int | float:

@@ -79,6 +79,7 @@ def run(args: Sequence[str]) -> int | None:
     if parsed is None:
         return None
     flags, values, positional = parsed
+    from evolve.errors import EvolveError
     from evolve.quick._git import Repo, Unhandled
 
     try:
@@ -107,8 +108,8 @@ def run(args: Sequence[str]) -> int | None:
                 repo, values.get("--as-of"), values.get("--scope"), values.get("--persona"),
                 "--json" in flags,
             )  # fmt: skip
-    except (Unhandled, ValueError, OSError):
-        return None
+    except (Unhandled, EvolveError, ValueError, OSError):
+        return None  # nothing was written: the click command answers, in its own words
     from evolve.quick._commands import write
 
     write(outs)

@@ -80,17 +80,17 @@ def emit_json(data: Any) -> str:
 
 
 def run_log(repo: Repo, max_count: int | None, as_json: bool, as_jsonl: bool) -> Output:
-    from evolve.quick._log import history, to_json
+    from evolve.quick._log import history, json_line, to_json
 
     if as_json and as_jsonl:
         raise Unhandled("both --json and --jsonl")
     if as_jsonl or as_json:
         import json
 
-        dumps = json.JSONEncoder(ensure_ascii=False).encode
+        esc = json.encoder.encode_basestring  # what json.dumps(..., ensure_ascii=False) uses
         if as_jsonl:
             entries = history(repo, max_count or None)
-            return [(sys.stdout, "".join(dumps(to_json(c)) + "\n" for c in entries))]
+            return [(sys.stdout, "".join(json_line(c, esc) + "\n" for c in entries))]
         if max_count is None:
             entries = history(repo, DEFAULT_COUNT + 1)
             doc: dict[str, Any] = {
@@ -100,7 +100,7 @@ def run_log(repo: Repo, max_count: int | None, as_json: bool, as_jsonl: bool) ->
             }
             return [(sys.stdout, emit_json(doc))]
         entries = history(repo, max_count or None)
-        body = ",\n".join(dumps(to_json(c)) for c in entries)
+        body = ",\n".join(json_line(c, esc) for c in entries)
         return [(sys.stdout, "[\n" + body + "\n]\n" if entries else "[\n]\n")]
     out = Out(sys.stdout)
     count = DEFAULT_COUNT if max_count is None else max_count

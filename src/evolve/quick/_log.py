@@ -23,7 +23,7 @@ from evolve.quick._message import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 LOG_FORMAT = "%H%x00%P%x00%cI%x00%B"  # as the store reads history
@@ -153,6 +153,28 @@ def to_json(c: Commit) -> dict[str, Any]:
         "kind": commit_kind(c),
         "refused": refused_lines(c.body),
     }
+
+
+def json_line(c: Commit, esc: Callable[[str], str]) -> str:
+    """`json.dumps(to_json(c), ensure_ascii=False)`, written directly (`esc` is the JSON
+    string encoder that `json.dumps` uses): the same text at a third of the cost."""
+    t = c.trailers
+    episode = t.get(EPISODE)
+    recipe, task, complaint = t.get(RECIPE), t.get(TASK), complaint_line(c.body)
+    ops = ", ".join(
+        f'{{"op": {esc(op)}, "id": {esc(ident)}}}' for op, ident in parse_ops(t.get(OPS, ""))
+    )
+    trailers = ", ".join(f"{esc(k)}: {esc(v)}" for k, v in t.items())
+    refused = ", ".join(esc(line) for line in refused_lines(c.body))
+    return (
+        f'{{"commit": {esc(c.sha)}, "time": {esc(c.time)}, "subject": {esc(c.subject)}, '
+        f'"episode": {int(episode) if episode and episode.isdigit() else "null"}, '
+        f'"recipe": {"null" if recipe is None else esc(recipe)}, '
+        f'"task": {"null" if task is None else esc(task)}, '
+        f'"complaint": {"null" if complaint is None else esc(complaint)}, '
+        f'"ops": [{ops}], "trailers": {{{trailers}}}, "kind": {esc(commit_kind(c))}, '
+        f'"refused": [{refused}]}}'
+    )
 
 
 def history(repo: Repo, max_count: int | None) -> list[Commit]:

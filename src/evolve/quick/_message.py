@@ -31,6 +31,9 @@ PERSONA = "Evolve-Persona"
 KIND = "Evolve-Kind"
 
 
+_KEYS: dict[str, bool] = {}  # key -> whether it is a trailer key (keys repeat: a memo)
+
+
 def _is_key(key: str) -> bool:
     """`[A-Za-z][A-Za-z0-9-]*`."""
     return bool(key) and key.isascii() and key[0].isalpha() and key.replace("-", "a").isalnum()
@@ -57,14 +60,23 @@ def trailer_block(paragraph: str) -> dict[str, str] | None:
     pairs: list[list[str]] = []
     other = 0
     known = False
+    keys = _KEYS
     for line in paragraph.split("\n"):
+        key, sep, value = line.partition(":")
+        if sep:
+            key = key.rstrip(" \t")
+            ok = keys.get(key)
+            if ok is None:
+                ok = _is_key(key)
+                if len(keys) < 4096:
+                    keys[key] = ok
+            if ok:
+                pairs.append([key, value.strip()])
+                known = known or key.startswith(("Evolve-", "Signed-off-by"))
+                continue
         if not line.strip():
             continue
-        pair = trailer_line(line)
-        if pair is not None:
-            pairs.append([pair[0], pair[1]])
-            known = known or pair[0].startswith(("Evolve-", "Signed-off-by"))
-        elif line[:1] in (" ", "\t") and pairs:
+        if line[:1] in (" ", "\t") and pairs:
             pairs[-1][1] = f"{pairs[-1][1]} {line.strip()}".strip()
         else:
             other += 1

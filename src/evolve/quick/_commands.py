@@ -12,13 +12,14 @@ import sys
 
 from evolve.quick._git import CONFIG_NAME, Repo, Unhandled
 from evolve.quick._message import clip, commit_kind
-from evolve.quick._units import Unit, valid_scope
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, TextIO
 
     from evolve.quick._log import Commit
+    from evolve.quick._units import Unit
 
 LOG_TEXT = 200  # as evolve.cli._reading
 DEFAULT_COUNT = 50
@@ -80,17 +81,16 @@ def emit_json(data: Any) -> str:
 
 
 def run_log(repo: Repo, max_count: int | None, as_json: bool, as_jsonl: bool) -> Output:
-    from evolve.quick._log import history, json_line, to_json
+    from evolve.quick._log import history, to_json
 
     if as_json and as_jsonl:
         raise Unhandled("both --json and --jsonl")
     if as_jsonl or as_json:
-        import json
-
-        esc = json.encoder.encode_basestring  # what json.dumps(..., ensure_ascii=False) uses
-        if as_jsonl:
-            entries = history(repo, max_count or None)
-            return [(sys.stdout, "".join(json_line(c, esc) + "\n" for c in entries))]
+        if as_jsonl or max_count == 0:
+            lines = _lines(repo, max_count) if max_count else _all_lines(repo)
+            if as_jsonl:
+                return [(sys.stdout, "".join(line + "\n" for line in lines))]
+            return [(sys.stdout, "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[\n]\n")]
         if max_count is None:
             entries = history(repo, DEFAULT_COUNT + 1)
             doc: dict[str, Any] = {
@@ -99,9 +99,8 @@ def run_log(repo: Repo, max_count: int | None, as_json: bool, as_jsonl: bool) ->
                 "truncated": len(entries) > DEFAULT_COUNT,
             }
             return [(sys.stdout, emit_json(doc))]
-        entries = history(repo, max_count or None)
-        body = ",\n".join(json_line(c, esc) for c in entries)
-        return [(sys.stdout, "[\n" + body + "\n]\n" if entries else "[\n]\n")]
+        lines = _lines(repo, max_count)
+        return [(sys.stdout, "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[\n]\n")]
     out = Out(sys.stdout)
     count = DEFAULT_COUNT if max_count is None else max_count
     entries = history(repo, count or None)
@@ -110,6 +109,36 @@ def run_log(repo: Repo, max_count: int | None, as_json: bool, as_jsonl: bool) ->
     for c in entries:
         _say_entry(out, to_json(c))
     return [(sys.stdout, out.text())]
+
+
+def _encoder() -> Callable[[str], str]:
+    """The JSON string encoder `json.dumps(..., ensure_ascii=False)` uses."""
+    from json.encoder import encode_basestring
+
+    return encode_basestring
+
+
+def _lines(repo: Repo, max_count: int) -> list[str]:
+    from evolve.quick._log import history, json_line
+
+    esc = _encoder()
+    return [json_line(c, esc) for c in history(repo, max_count)]
+
+
+def _all_lines(repo: Repo) -> list[str]:
+    """Every entry, from the log cache (started by a first full walk)."""
+    from evolve.quick._log import history, json_line
+    from evolve.quick._logcache import all_lines, remember
+
+    lines = all_lines(repo, _encoder)
+    if lines is not None:
+        return lines
+    esc = _encoder()
+    walked: list[Commit] = []
+    entries = history(repo, None, walked)
+    shas = {c.sha for c in walked}
+    remember(repo, walked, {c.sha for c in entries if c.sha in shas}, esc)
+    return [json_line(c, esc) for c in entries]
 
 
 def _say_entry(out: Out, e: dict[str, Any]) -> None:
@@ -265,7 +294,7 @@ def run_show(repo: Repo, unit_id: str, as_json: bool) -> Output:
 
 def _read_unit(repo: Repo, path: str) -> tuple[Unit | None, str | None, Any]:
     """(the unit now, why it cannot be read, the `MemoryUnit` when the full parser read it)."""
-    from evolve.quick._units import parse
+    from evolve.quick._units import Unit, parse
 
     full = os.path.join(repo.root, *path.split("/"))
     if not os.path.isfile(full):
@@ -307,6 +336,7 @@ def run_memory(
 ) -> Output:
     from evolve.quick._read import config_summary, load_at, load_worktree
     from evolve.quick._render import render_memory, renderers_for
+    from evolve.quick._units import valid_scope
 
     if scope is not None and persona is not None:
         raise Unhandled("both --scope and --persona")

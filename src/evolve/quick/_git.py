@@ -91,8 +91,16 @@ class Repo:
 
     # --- running git ---------------------------------------------------------------------
 
-    def start(self, *args: str, input: bytes | None = None) -> Run:
+    def start(self, *args: str, input: bytes | None = None) -> Run | Finished:
+        """Start `git ARGS`; `.wait()` returns its stdout. Where the system has in-memory
+        files, git writes into one (no pipe to drain, chunk by chunk, while it runs)."""
+        if hasattr(os, "memfd_create"):
+            return Finished(self.root, args, input)
         return Run(self.root, args, input)
+
+    def stream(self, *args: str) -> Run:
+        """Start `git ARGS` with its stdout on a pipe, to read as it comes (`.chunks()`)."""
+        return Run(self.root, args, None)
 
     def git(self, *args: str, input: bytes | None = None) -> bytes:
         """Run `git ARGS` and return its stdout.
@@ -101,6 +109,67 @@ class Repo:
             GitError: git exited non-zero.
         """
         return self.start(*args, input=input).wait()
+
+
+class Finished:
+    """One git process writing into in-memory files; `wait()` reaps it and reads them."""
+
+    def __init__(self, root: str, args: tuple[str, ...], input: bytes | None) -> None:
+        self.returncode: int | None = None
+        self._fds = [os.memfd_create("git-out"), os.memfd_create("git-err")]
+        actions: list[tuple[int, int, int]] = [
+            (os.POSIX_SPAWN_DUP2, self._fds[0], 1),
+            (os.POSIX_SPAWN_DUP2, self._fds[1], 2),
+        ]
+        if input is not None:
+            fd = os.memfd_create("git-in")
+            self._fds.append(fd)
+            os.write(fd, input)
+            os.lseek(fd, 0, os.SEEK_SET)
+            actions.append((os.POSIX_SPAWN_DUP2, fd, 0))
+        try:
+            self.pid = os.posix_spawnp(
+                "git", ["git", "-C", root, *args], os.environ, file_actions=actions
+            )
+        except OSError as exc:
+            self.close()
+            raise GitError("git cannot be run") from exc
+
+    def _read(self, fd: int) -> bytes:
+        size = os.fstat(fd).st_size
+        return os.pread(fd, size, 0) if size else b""
+
+    def wait(self) -> bytes:
+        """git's stdout, once it has exited.
+
+        Raises:
+            GitError: git exited non-zero.
+        """
+        if self.returncode is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        try:
+            if self.returncode != 0:
+                raise GitError(self._read(self._fds[1]).decode("utf-8", "replace"))
+            return self._read(self._fds[0])
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = []
+
+    def kill(self) -> None:
+        """Stop git if it still runs (the reader gave up), and free its files."""
+        if self.returncode is None:
+            try:  # noqa: SIM105 - contextlib costs start-up here
+                os.kill(self.pid, 9)
+            except ProcessLookupError:
+                pass
+            os.waitpid(self.pid, 0)
+            self.returncode = -9
+        self.close()
 
 
 class Run:

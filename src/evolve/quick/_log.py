@@ -98,9 +98,11 @@ def _touching(repo: Repo, shas: list[str]) -> set[str]:
     return {t for t in out.decode("utf-8", "surrogateescape").split("\x00") if t in wanted}
 
 
-def tracked(repo: Repo, max_count: int | None) -> tuple[list[Commit], dict[str, int]]:
+def tracked(
+    repo: Repo, max_count: int | None, keep: list[Commit] | None = None
+) -> tuple[list[Commit], dict[str, int]]:
     """(the commits `evolve.history.tracked_commits` finds, the walk position of every commit
-    walked), from one `git log` with no pathspec."""
+    walked), from one `git log` with no pathspec; `keep` receives every commit walked."""
     need = max_count or None
     found: list[Commit] = []
     unsure: list[Commit] = []
@@ -113,12 +115,14 @@ def tracked(repo: Repo, max_count: int | None) -> tuple[list[Commit], dict[str, 
             found[:] = [c for c in found if c.sha not in drop]
         unsure.clear()
 
-    run = repo.start(
+    run = repo.stream(
         "log", "-z", f"--format={LOG_FORMAT}", *LOG_OPTIONS, "--end-of-options", "HEAD"
     )
     try:
         for c in walk(run):
             position[c.sha] = len(position)
+            if keep is not None:
+                keep.append(c)
             if len(c.parents) > 1:
                 raise Unhandled("a merge: git's history simplification decides")
             if not c.parents:
@@ -177,29 +181,39 @@ def json_line(c: Commit, esc: Callable[[str], str]) -> str:
     )
 
 
-def history(repo: Repo, max_count: int | None) -> list[Commit]:
-    """The commits and refusal records `evolve.history.history(store, (), max_count=...,
-    refusals=True)` lists, in its order."""
-    if repo.head() is None:
-        return []
-    infos, position = tracked(repo, max_count)
+def place_records(
+    repo: Repo, infos: list[str], position: dict[str, int], max_count: int | None
+) -> list[tuple[int, int, Commit]]:
+    """(position, rank, record) of each refusal record that `evolve.history.history` shows
+    beside the commits `infos` (ids, in walk order), as it places them."""
     if repo.read_ref(TRAIN_REF) is None:
-        return infos
+        return []
     records = [
         c
         for c in log(repo, TRAIN_REF, "--fixed-strings", f"--grep={KIND}: {REFUSAL_KIND}")
         if c.trailers.get(KIND) == REFUSAL_KIND
     ]
-    if not records:
-        return infos
     complete = max_count is None or len(infos) < max_count
-    horizon = position[infos[-1].sha] if infos and not complete else len(position)
-    keyed: list[tuple[tuple[int, int, int], Commit]] = [((position[c.sha], 1, 0), c) for c in infos]
+    horizon = position[infos[-1]] if infos and not complete else len(position)
+    placed = []
     for rank, c in enumerate(records):
         at = position.get(c.trailers.get(BASE, ""))
-        if at is None or at > horizon:
-            continue
-        keyed.append(((at, 0, rank), c))
+        if at is not None and at <= horizon:
+            placed.append((at, rank, c))
+    return placed
+
+
+def history(repo: Repo, max_count: int | None, keep: list[Commit] | None = None) -> list[Commit]:
+    """The commits and refusal records `evolve.history.history(store, (), max_count=...,
+    refusals=True)` lists, in its order; `keep` receives every commit walked."""
+    if repo.head() is None:
+        return []
+    infos, position = tracked(repo, max_count, keep)
+    placed = place_records(repo, [c.sha for c in infos], position, max_count)
+    if not placed:
+        return infos
+    keyed: list[tuple[tuple[int, int, int], Commit]] = [((position[c.sha], 1, 0), c) for c in infos]
+    keyed += [((at, 0, rank), c) for at, rank, c in placed]
     keyed.sort(key=lambda pair: pair[0])
     out = [c for _, c in keyed]
     return out[:max_count] if max_count is not None else out

@@ -7,13 +7,13 @@ import json
 from collections.abc import Callable
 
 import pytest
+from test_fast_equivalence import _write, build
 
 from evolve.cli import _fast
 from evolve.cli._group import run as run_click
 from evolve.quick import _logcache
 from evolve.quick._git import Repo
 from evolve.workspace import Workspace
-from test_fast_equivalence import _write, build
 
 RunGit = Callable[..., str]
 FULL = [["log", "-n", "0", "--json"], ["log", "--jsonl"]]

@@ -188,3 +188,16 @@ def test_counter_sidecars_read_as_parse_counters_reads_them(data: dict[str, Any]
     except Unhandled:
         return  # the full parser reads it
     assert got == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(units())
+def test_the_models_built_from_canonical_files_are_parse_units(unit: MemoryUnit) -> None:
+    from evolve.memory._files import read_unit
+
+    path = unit.path().as_posix()
+    raw = dump_unit(unit)
+    want = parse_unit(path, raw)
+    got = read_unit(path, raw)
+    assert got == want and got.model_fields_set == want.model_fields_set
+    assert dump_unit(got) == dump_unit(want) == raw

@@ -251,6 +251,16 @@ def parse(path: str, raw: str) -> Unit:
     Raises:
         Unhandled: the file is not in canonical form, or not valid: `parse_unit` decides.
     """
+    return Unit(parse_values(path, raw))
+
+
+def parse_values(path: str, raw: str) -> dict[str, Any]:
+    """The fields a canonical unit file sets (by field name), checked as `parse_unit` checks
+    them: what `MemoryUnit.model_validate` would keep, unchanged.
+
+    Raises:
+        Unhandled: the file is not in canonical form, or not valid: `parse_unit` decides.
+    """
     raw = raw.replace("\r\n", "\n")
     parts = path.split("/")
     if not raw.startswith("---\n"):
@@ -258,9 +268,7 @@ def parse(path: str, raw: str) -> Unit:
         text = raw.strip()
         if not valid_scope(scope) or not safe_text(text) or "." in parts or ".." in parts:
             raise Unhandled("hand note")
-        return Unit(
-            {"id": hand_id(path), "recipe": "hand", "kind": "note", "scope": scope, "text": text}
-        )
+        return {"id": hand_id(path), "recipe": "hand", "kind": "note", "scope": scope, "text": text}
     end = raw.find("\n---\n", 3)
     if end < 4:
         raise Unhandled("front matter")
@@ -284,7 +292,7 @@ def parse(path: str, raw: str) -> Unit:
     stem = parts[-1][:-3] if parts[-1].endswith(".md") else None
     if folder_scope(parts) != scope or stem != values["id"]:
         raise Unhandled("scope or name")
-    return Unit(values)
+    return values
 
 
 def parse_or_full(path: str, raw: str) -> Unit:

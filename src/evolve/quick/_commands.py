@@ -172,9 +172,11 @@ def _find_path(repo: Repo, unit_id: str) -> str | None:
     for folder in folders:
         if os.path.isfile(os.path.join(folder, name)):
             return os.path.relpath(os.path.join(folder, name), repo.root).replace(os.sep, "/")
-    for _, dirs, files in os.walk(memory):
-        if name in files or name in dirs:
-            raise Unhandled("deeper than memory/<user>/: pathlib's search order decides")
+    # Path.rglob's order: folders depth first, each in the order the system lists it,
+    # symlinked folders not entered (os.walk's order too); a name that exists matches.
+    for folder, _, _ in os.walk(memory):
+        if os.path.exists(os.path.join(folder, name)):
+            return os.path.relpath(os.path.join(folder, name), repo.root).replace(os.sep, "/")
     out = repo.git(
         "log", "--format=", "--name-only", "--diff-filter=A", "HEAD", "--",
         f":(glob)memory/**/{unit_id}.md", f"memory/{unit_id}.md",

@@ -149,6 +149,10 @@ COMMANDS = [
     ["log", "--json"],
     ["log", "--jsonl"],
     ["log", "-n", "1", "--jsonl"],
+    ["log", "memory/alex"],
+    ["log", "memory/alex/", "prompts", "--json"],
+    ["log", "-n", "0", "--json", "memory/alex/note.md"],
+    ["log", "--jsonl", "--", "memory/skills"],
     ["show", "ace-01"],
     ["show", "ace-01", "--json"],
     ["show", "ace-04"],
@@ -254,7 +258,8 @@ def test_the_workspace_option_and_environment_are_read(
     [
         ["log", "--help"],
         ["log", "-h"],
-        ["log", "memory/alex"],
+        ["log", "../elsewhere"],
+        ["log", ".git/config"],
         ["log", "-n", "-1"],
         ["log", "-n", "x"],
         ["log", "--json", "--jsonl"],
@@ -281,6 +286,15 @@ def test_other_forms_are_left_to_click(
     capsys.readouterr()
     assert _fast.run(argv) is None
     assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("command", ["log", "show", "memory"])
+def test_help_still_helps(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from evolve.cli._main import main
+
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Usage: evolve {command}") and "--workspace" in out
 
 
 def test_a_generation_journal_is_recovered_by_the_full_command(

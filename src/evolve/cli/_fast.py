@@ -86,12 +86,16 @@ def run(args: Sequence[str]) -> int | None:
         repo = Repo.find(_workspace(values))
         if command == "log":
             count = values.get("--max-count")
-            if positional or (count is not None and not (count.isascii() and count.isdigit())):
+            if count is not None and not (count.isascii() and count.isdigit()):
                 return None
             from evolve.quick._commands import run_log
 
             outs = run_log(
-                repo, None if count is None else int(count), "--json" in flags, "--jsonl" in flags
+                repo,
+                None if count is None else int(count),
+                "--json" in flags,
+                "--jsonl" in flags,
+                tuple(positional),
             )
         elif command == "show":
             if len(positional) != 1:

@@ -80,33 +80,44 @@ def emit_json(data: Any) -> str:
 # --- log -------------------------------------------------------------------------------------
 
 
-def run_log(repo: Repo, max_count: int | None, as_json: bool, as_jsonl: bool) -> Output:
-    from evolve.quick._log import history, to_json
+def run_log(
+    repo: Repo, max_count: int | None, as_json: bool, as_jsonl: bool, paths: tuple[str, ...] = ()
+) -> Output:
+    from evolve.quick._log import history, path_history, to_json
 
     if as_json and as_jsonl:
         raise Unhandled("both --json and --jsonl")
+    if paths:
+        from evolve.workspace._paths import normalize_relpath
+
+        for path in paths:  # PATHS are workspace-relative; the full command says why not
+            normalize_relpath(path.rstrip("/") or path)
+
+    def entries(count: int | None) -> list[Commit]:
+        return path_history(repo, paths, count) if paths else history(repo, count)
+
     if as_jsonl or as_json:
         if as_jsonl or max_count == 0:
-            lines = _lines(repo, max_count) if max_count else _all_lines(repo)
+            lines = _lines(entries(max_count or None)) if max_count or paths else _all_lines(repo)
             if as_jsonl:
                 return [(sys.stdout, "".join(line + "\n" for line in lines))]
             return [(sys.stdout, "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[\n]\n")]
         if max_count is None:
-            entries = history(repo, DEFAULT_COUNT + 1)
+            found = entries(DEFAULT_COUNT + 1)
             doc: dict[str, Any] = {
-                "entries": [to_json(c) for c in entries[:DEFAULT_COUNT]],
+                "entries": [to_json(c) for c in found[:DEFAULT_COUNT]],
                 "limit": DEFAULT_COUNT,
-                "truncated": len(entries) > DEFAULT_COUNT,
+                "truncated": len(found) > DEFAULT_COUNT,
             }
             return [(sys.stdout, emit_json(doc))]
-        lines = _lines(repo, max_count)
+        lines = _lines(entries(max_count))
         return [(sys.stdout, "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[\n]\n")]
     out = Out(sys.stdout)
     count = DEFAULT_COUNT if max_count is None else max_count
-    entries = history(repo, count or None)
-    if not entries:
+    shown = entries(count or None)
+    if not shown:
         out.say("no memory or prompt commits yet; run `evolve train`.")
-    for c in entries:
+    for c in shown:
         _say_entry(out, to_json(c))
     return [(sys.stdout, out.text())]
 
@@ -118,11 +129,11 @@ def _encoder() -> Callable[[str], str]:
     return encode_basestring
 
 
-def _lines(repo: Repo, max_count: int) -> list[str]:
-    from evolve.quick._log import history, json_line
+def _lines(entries: list[Commit]) -> list[str]:
+    from evolve.quick._log import json_line
 
     esc = _encoder()
-    return [json_line(c, esc) for c in history(repo, max_count)]
+    return [json_line(c, esc) for c in entries]
 
 
 def _all_lines(repo: Repo) -> list[str]:

@@ -55,11 +55,12 @@ def _records(fields: list[bytes]) -> Iterator[Commit]:
         yield Commit(fields[n], fields[n + 1], fields[n + 2], fields[n + 3])
 
 
-def log(repo: Repo, rev: str, *extra: str) -> list[Commit]:
-    """`git log` of `rev`, parsed (as `GitStore.log`)."""
+def log(repo: Repo, rev: str, *extra: str, paths: tuple[str, ...] = ()) -> list[Commit]:
+    """`git log` of `rev` (of `paths` only, if given), parsed (as `GitStore.log`)."""
     out = repo.git(
-        "log", "-z", f"--format={LOG_FORMAT}", *LOG_OPTIONS, *extra, "--end-of-options", rev
-    )
+        "log", "-z", f"--format={LOG_FORMAT}", *LOG_OPTIONS, *extra, "--end-of-options", rev,
+        *(("--", *paths) if paths else ()),
+    )  # fmt: skip
     fields = out.split(b"\x00")
     if len(fields) % 4 != 1 or fields[-1]:
         raise Unhandled("unreadable git log output")
@@ -201,6 +202,14 @@ def place_records(
         if at is not None and at <= horizon:
             placed.append((at, rank, c))
     return placed
+
+
+def path_history(repo: Repo, paths: tuple[str, ...], max_count: int | None) -> list[Commit]:
+    """`evolve.history.history(store, paths, max_count=...)`: git's pathspec walk."""
+    if repo.head() is None:
+        return []
+    count = () if max_count is None else (f"--max-count={max_count}",)
+    return log(repo, "HEAD", *count, "--min-parents=1", paths=paths)
 
 
 def history(repo: Repo, max_count: int | None, keep: list[Commit] | None = None) -> list[Commit]:

@@ -77,3 +77,33 @@ def test_replace_refs_turn_the_cache_off(
     out = _same(capsys)
     assert "docs only" not in out
     assert _logcache.load(Repo.find(str(ws.root))) is None
+
+
+def test_concurrent_readers_all_get_the_full_answer(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Readers racing to write the caches each print the whole answer; the cache left behind
+    is a whole one (written to a temporary file, then renamed over the old one)."""
+    import subprocess
+    import sys
+
+    build(ws, run_git)
+    assert run_click(["log", "-n", "0", "--json"]) == 0
+    want = capsys.readouterr().out
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "evolve", "log", "-n", "0", "--json"],
+            cwd=ws.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(4)
+    ]
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert out == want
+    assert _logcache.load(Repo.find(str(ws.root))) is not None
+    assert not list(ws.store.git_dir.glob("*.tmp"))
+    _same(capsys)

@@ -10,6 +10,7 @@ of those commands is either read here or left to click.
 from __future__ import annotations
 
 import os
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def _workspace(values: dict[str, str]) -> str | None:
 
 def run(args: Sequence[str]) -> int | None:
     """Answer a reading command; None when click should (nothing has been written then)."""
-    if not args or args[0] not in SPEC:
+    if not args or args[0] not in SPEC or sys.stdout is None or sys.stderr is None:
         return None
     command = args[0]
     parsed = parse(command, args[1:])
@@ -114,6 +115,9 @@ def run(args: Sequence[str]) -> int | None:
             )  # fmt: skip
     except (Unhandled, EvolveError, ValueError, OSError):
         return None  # nothing was written: the click command answers, in its own words
+    except KeyboardInterrupt:  # as the click group says it (nothing is written here)
+        sys.stderr.write("interrupted; nothing half-written was kept.\n")
+        return 130
     from evolve.quick._commands import write
 
     write(outs)

@@ -167,6 +167,8 @@ COMMANDS = [
     ["memory", "--persona", "bob", "--json"],
     ["memory", "--as-of", "HEAD~2"],
     ["memory", "--as-of=HEAD", "--json"],
+    ["memory", "--as-of", "2030-01-01"],
+    ["memory", "--as-of", "2030-01-01T10:00:00Z", "--json"],
 ]
 
 
@@ -270,7 +272,8 @@ def test_the_workspace_option_and_environment_are_read(
         ["show", "../x"],
         ["memory", "--scope", "global", "--persona", "bob"],
         ["memory", "--scope", "User:Bad"],
-        ["memory", "--as-of", "2026-01-01"],
+        ["memory", "--as-of", "1999-01-01"],
+        ["memory", "--as-of", "2026-13-45"],
         ["memory", "--as-of", "no-such-rev"],
         ["memory", "--as-of"],
     ],

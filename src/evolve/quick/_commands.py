@@ -344,6 +344,27 @@ def _status_paths(raw: bytes) -> tuple[list[str], bool]:
     return dirty, ignored
 
 
+def _resolve(repo: Repo, rev: str) -> str:
+    """`evolve.history.resolve_as_of`: a revision, or the last commit at or before a date.
+
+    Raises:
+        Unhandled: no such commit (the full command says so).
+    """
+    if rev[:1].isdigit():  # maybe a date; `re` and datetime only then
+        from evolve.quick._dates import is_date, parse_when
+
+        if is_date(rev):
+            when = parse_when(rev.strip())
+            out = repo.git("rev-list", "-1", f"--before={when.isoformat()}", "HEAD").strip()
+            if not out:
+                raise Unhandled("no commit that early")
+            return out.decode("ascii")
+    out = repo.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").strip()
+    if not out:
+        raise Unhandled("no such commit")
+    return out.decode("ascii")
+
+
 def run_memory(
     repo: Repo, as_of: str | None, scope: str | None, persona: str | None, as_json: bool
 ) -> Output:
@@ -353,8 +374,8 @@ def run_memory(
 
     if scope is not None and persona is not None:
         raise Unhandled("both --scope and --persona")
-    if as_of is not None and (as_of[:4].isdigit() or not as_of.strip()):
-        raise Unhandled("a date: the full command reads dates")
+    if as_of is not None and not as_of.strip():
+        raise Unhandled("an empty revision")
     with open(os.path.join(repo.root, CONFIG_NAME), "rb") as f:
         raw = f.read()
     cfg_persona, inject, recipes = config_summary(repo, raw)
@@ -364,12 +385,7 @@ def run_memory(
     renderers = renderers_for(recipes)
     out, err = Out(sys.stdout), Out(sys.stderr)
     if as_of is not None:
-        try:
-            commit = (
-                repo.git("rev-parse", "--verify", "--quiet", f"{as_of}^{{commit}}").decode().strip()
-            )
-        except Unhandled:
-            raise
+        commit = _resolve(repo, as_of)
         config_then = repo.git("cat-file", "--batch", input=f"{commit}:{CONFIG_NAME}\n".encode())
         header, _, rest = config_then.partition(b"\n")
         if header.endswith(b" missing") or len(header.split()) != 3:

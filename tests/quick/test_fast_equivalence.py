@@ -384,3 +384,31 @@ def test_styles_are_those_click_writes_on_a_terminal() -> None:
     out = Out(Tty())
     for style in ({"fg": "yellow"}, {"fg": "red"}, {"bold": True}, {"dim": True}):
         assert out.style("x y", **style) == click.style("x y", **style)
+
+
+@pytest.mark.parametrize("name", ["log", "show", "memory"])
+def test_the_fast_parser_knows_the_click_commands_options(name: str) -> None:
+    """Every option of the click command is read by the fast parser (with the same names and
+    kind), or is help, which click answers; an option the parser does not know sends the
+    command to click, so a new one is never ignored."""
+    import click
+
+    from evolve.cli._group import cli
+
+    command = cli.get_command(click.Context(cli), name)
+    assert command is not None
+    flags, options, short = _fast.SPEC[name]
+    for param in command.params:
+        if not isinstance(param, click.Option):
+            continue
+        longs = [o for o in param.opts if o.startswith("--")]
+        shorts = [o for o in param.opts if not o.startswith("--")]
+        assert len(longs) == 1, param.opts
+        if param.is_flag:
+            assert longs[0] in flags and not shorts
+        else:
+            assert longs[0] in options
+            assert all(short.get(s) == longs[0] for s in shorts)
+        if param.envvar:
+            assert longs[0] == "--workspace" and param.envvar == "EVOLVE_WORKSPACE"
+    assert _fast.parse(name, ["--no-such-option"]) is None

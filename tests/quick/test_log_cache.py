@@ -77,6 +77,13 @@ def test_replace_refs_turn_the_cache_off(
     out = _same(capsys)
     assert "docs only" not in out
     assert _logcache.load(Repo.find(str(ws.root))) is None
+    # Nothing seen through the graft is remembered: without it, the cache gives git's answer.
+    (ws.store.git_dir / "evolve-log.cache").unlink()
+    _same(capsys)
+    assert not (ws.store.git_dir / "evolve-log.cache").exists()
+    run_git(ws.root, "replace", "-d", run_git(ws.root, "rev-parse", "HEAD").strip())
+    _same(capsys)
+    assert _same(capsys) and _logcache.load(Repo.find(str(ws.root))) is not None
 
 
 def test_concurrent_readers_all_get_the_full_answer(

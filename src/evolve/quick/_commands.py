@@ -148,8 +148,8 @@ def _all_lines(repo: Repo) -> list[str]:
     walked: list[Commit] = []
     entries = history(repo, None, walked)
     shas = {c.sha for c in walked}
-    remember(repo, walked, {c.sha for c in entries if c.sha in shas}, esc)
-    return [json_line(c, esc) for c in entries]
+    known = remember(repo, walked, {c.sha for c in entries if c.sha in shas}, esc)
+    return [known[c.sha][2] if c.sha in known else json_line(c, esc) for c in entries]
 
 
 def _say_entry(out: Out, e: dict[str, Any]) -> None:

@@ -48,9 +48,9 @@ def _replaced(repo: Repo) -> bool:
     if os.environ.get("GIT_REPLACE_REF_BASE") or os.environ.get("GIT_GRAFT_FILE"):
         return True
     common = repo.common_dir
-    if os.path.exists(os.path.join(common, "info", "grafts")) or os.path.isdir(
-        os.path.join(common, "refs", "replace")
-    ):
+    if os.path.exists(os.path.join(common, "info", "grafts")):
+        return True
+    if any(files for _, _, files in os.walk(os.path.join(common, "refs", "replace"))):
         return True
     try:
         with open(os.path.join(common, "packed-refs"), "rb") as f:
@@ -173,8 +173,13 @@ def all_lines(repo: Repo, encoder: Callable[[], Callable[[str], str]]) -> list[s
 
 def remember(
     repo: Repo, walked: list[Commit], tracked: set[str], esc: Callable[[str], str]
-) -> None:
-    """Start the cache from a full walk (every commit of HEAD, newest first)."""
+) -> dict[str, Record]:
+    """Start the cache from a full walk (every commit of HEAD, newest first); returns it.
+    Under replace refs or grafts nothing is written: what git showed is not what the
+    commits hold."""
     from evolve.quick._log import json_line
 
-    save(repo, {c.sha: (len(c.parents), c.sha in tracked, json_line(c, esc)) for c in walked})
+    entries = {c.sha: (len(c.parents), c.sha in tracked, json_line(c, esc)) for c in walked}
+    if not _replaced(repo):
+        save(repo, entries)
+    return entries

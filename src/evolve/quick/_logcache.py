@@ -43,12 +43,14 @@ def _stamp() -> tuple[object, ...]:
 
 
 def _replaced(repo: Repo) -> bool:
-    """Whether git may show a commit with other parents than it has (replace refs, grafts):
-    then what a commit id shows can change, and the cache is not used."""
+    """Whether git may show a commit with other parents than it has (replace refs, grafts,
+    a shallow clone): then what a commit id shows can change, and the cache is not used."""
     if os.environ.get("GIT_REPLACE_REF_BASE") or os.environ.get("GIT_GRAFT_FILE"):
         return True
     common = repo.common_dir
-    if os.path.exists(os.path.join(common, "info", "grafts")):
+    if os.path.exists(os.path.join(common, "info", "grafts")) or os.path.exists(
+        os.path.join(common, "shallow")  # a shallow clone's edge shows no parents, for now
+    ):
         return True
     if any(files for _, _, files in os.walk(os.path.join(common, "refs", "replace"))):
         return True

@@ -82,3 +82,64 @@ def test_a_corrupt_or_foreign_cache_is_ignored(
         cache.write_bytes(junk)
         assert _fast.run(["memory", "--json"]) == 0
         assert '"scope": "user:alex"' in capsys.readouterr().out
+
+
+HAND_EDITED = (
+    "---\n# edited by hand\nid: odd-1\nrecipe: ace\nkind: bullet\nscope: user:alex\n---\n{}\n"
+)
+
+
+def _memory(capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert _fast.run(["memory"]) == 0
+    fast = capsys.readouterr().out
+    assert run_click(["memory"]) == 0
+    assert capsys.readouterr().out == fast
+    return fast
+
+
+def test_a_file_the_canonical_parser_leaves_is_fully_parsed_once_and_edits_are_seen(
+    ws: Workspace, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    import evolve.memory
+    from evolve.quick import _read
+
+    monkeypatch.setattr(_read, "RACY_NS", -(10**12))  # files written just now count as old
+    calls: list[str] = []
+    real = evolve.memory.parse_unit
+
+    def counting(path: str, raw: str) -> MemoryUnit:
+        calls.append(path)
+        return real(path, raw)
+
+    monkeypatch.setattr(evolve.memory, "parse_unit", counting)
+    path = ws.root / "memory" / "alex" / "odd-1.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(HAND_EDITED.format("Pay on the 1st."), encoding="utf-8")
+    assert "Pay on the 1st." in _memory(capsys)
+    assert calls == ["memory/alex/odd-1.md"]  # the fast path's first read: the full parser
+    calls.clear()
+    assert "Pay on the 1st." in _memory(capsys)
+    assert calls == []  # then the cache (the click command parses with its own import)
+    # A hand edit of the same size, its modification time set back: still seen (the ctime,
+    # which no edit can set back, moved).
+    st = path.stat()
+    path.write_text(HAND_EDITED.format("Pay on the 2nd."), encoding="utf-8")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    out = _memory(capsys)
+    assert "Pay on the 2nd." in out and "Pay on the 1st." not in out
+    assert calls == ["memory/alex/odd-1.md"]
+
+
+def test_a_file_changed_just_now_is_not_remembered(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = ws.root / "memory" / "alex" / "odd-1.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(HAND_EDITED.format("Pay on the 1st."), encoding="utf-8")
+    _memory(capsys)
+    cache = ws.store.git_dir / "evolve-units.cache"
+    assert not cache.exists()  # racy: it could change again without its times moving

@@ -404,7 +404,7 @@ def run_memory(
         "--no-renames", "--", "memory",
     )  # fmt: skip
     try:
-        text = render_memory(load_worktree(repo.root), chosen, renderers)
+        text = render_memory(load_worktree(repo.root, repo.git_dir), chosen, renderers)
         head = repo.head()
         dirty, ignored = _status_paths(status.wait())
     finally:

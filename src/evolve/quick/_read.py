@@ -13,6 +13,7 @@ from evolve.quick._units import (
     overlay,
     parse_counters_or_full,
     parse_or_full,
+    parse_values,
     scope_of_counters,
 )
 
@@ -22,25 +23,136 @@ def _read_text(path: str) -> str:
         return f.read()
 
 
-def load_worktree(root: str) -> list[Unit]:
-    """The units under `root/memory/`, sorted by path, counters overlaid."""
+UNITS_CACHE = "evolve-units.cache"
+# A file changed this recently may change again within the file system's time resolution
+# without its times moving (git's "racy" case): it is read, never remembered.
+RACY_NS = 2_000_000_000
+_UNITS_FORMAT = 1
+
+Stat = tuple[int, int, int, int]  # mtime_ns, ctime_ns, size, inode
+
+
+class UnitsCache:
+    """Unit files the canonical parser does not read (hand-edited YAML, a layout it leaves to
+    `parse_unit`), as the full parser read them, in `.git/evolve-units.cache`: keyed by path
+    and the file's mtime, ctime (which no edit can set back), size and inode, so such a file
+    costs the full parser (and its import) once, not on every `evolve memory`."""
+
+    def __init__(self, git_dir: str | None, now_ns: int) -> None:
+        self.path = os.path.join(git_dir, UNITS_CACHE) if git_dir else None
+        self.now_ns = now_ns
+        self.old: dict[str, tuple[Stat, dict[str, object]]] = self._load()
+        self.new: dict[str, tuple[Stat, dict[str, object]]] = {}
+
+    def _load(self) -> dict[str, tuple[Stat, dict[str, object]]]:
+        import marshal
+
+        if self.path is None or not os.path.exists(self.path):
+            return {}
+        try:
+            with open(self.path, "rb") as f:
+                data = marshal.loads(f.read())
+        except (OSError, EOFError, ValueError, TypeError):
+            return {}
+        if not isinstance(data, tuple) or len(data) != 2 or data[0] != _units_stamp():
+            return {}
+        entries = data[1]
+        return entries if isinstance(entries, dict) else {}
+
+    def read(self, rel: str, full: str) -> Unit:
+        known = self.old.get(rel)
+        if known is None:  # the common case: a canonical file, no stat needed
+            raw = _read_text(full)
+            try:
+                return Unit(parse_values(rel, raw))
+            except Unhandled:
+                return self._full(rel, full, raw)
+        st = os.stat(full, follow_symlinks=False)
+        key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+        if known[0] == key and isinstance(known[1], dict):
+            self.new[rel] = known
+            return Unit(known[1])
+        return self._full(rel, full, _read_text(full))
+
+    def _full(self, rel: str, full: str, raw: str) -> Unit:
+        try:
+            return Unit(parse_values(rel, raw))
+        except Unhandled:
+            pass
+        from evolve.memory import parse_unit
+
+        unit = Unit.of(parse_unit(rel, raw))  # MalformedUnit, naming the path, goes up
+        st = os.stat(full, follow_symlinks=False)
+        if max(st.st_mtime_ns, st.st_ctime_ns) < self.now_ns - RACY_NS:
+            key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+            self.new[rel] = (key, dict(unit.__dict__))
+        return unit
+
+    def save(self) -> None:
+        """Keep what this read found (atomically; never fails the command)."""
+        if self.path is None or self.new == self.old:
+            return
+        if not self.new and not os.path.exists(self.path):
+            return
+        import marshal
+
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(marshal.dumps((_units_stamp(), self.new)))  # type: ignore[arg-type]
+            os.replace(tmp, self.path)
+        except (OSError, ValueError):
+            try:  # noqa: SIM105 - contextlib costs start-up here
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _units_stamp() -> tuple[object, ...]:
+    """What a remembered unit depends on besides its file: evolve and the unit model."""
+    from evolve import __version__
+
+    here = os.path.dirname(os.path.dirname(__file__))
+    out: list[object] = [_UNITS_FORMAT, __version__]
+    for name in (("memory", "_unit.py"), ("quick", "_units.py")):
+        try:
+            st = os.stat(os.path.join(here, *name))
+            out += [st.st_mtime_ns, st.st_size]
+        except OSError:
+            out += [0, 0]
+    return tuple(out)
+
+
+def load_worktree(root: str, git_dir: str | None = None) -> list[Unit]:
+    """The units under `root/memory/`, sorted by path, counters overlaid (files that need the
+    full parser remembered in `git_dir`, when given)."""
+    import time
+
+    cache = UnitsCache(git_dir, time.time_ns())
     units: dict[str, Unit] = {}
     sidecars: dict[str, Counters] = {}
     folder = os.path.join(root, "memory")
     if os.path.isdir(folder):
-        _walk(folder, "memory", units, sidecars)
+        _walk(folder, "memory", units, sidecars, cache)
+    cache.save()
     ordered = [units[rel] for rel in sorted(units)]
     if not sidecars:
         return ordered
     return overlay(ordered, {scope_of_counters(rel): c for rel, c in sidecars.items()})
 
 
-def _walk(folder: str, prefix: str, units: dict[str, Unit], sidecars: dict[str, Counters]) -> None:
+def _walk(
+    folder: str,
+    prefix: str,
+    units: dict[str, Unit],
+    sidecars: dict[str, Counters],
+    cache: UnitsCache,
+) -> None:
     with os.scandir(folder) as entries:
         for entry in entries:
             name = entry.name
             if entry.is_dir(follow_symlinks=False):
-                _walk(entry.path, f"{prefix}/{name}", units, sidecars)
+                _walk(entry.path, f"{prefix}/{name}", units, sidecars, cache)
                 continue
             rel = f"{prefix}/{name}"
             if (
@@ -56,7 +168,7 @@ def _walk(folder: str, prefix: str, units: dict[str, Unit], sidecars: dict[str, 
                 or not entry.is_file(follow_symlinks=False)
             ):
                 continue
-            units[rel] = parse_or_full(rel, _read_text(entry.path))
+            units[rel] = cache.read(rel, entry.path)
 
 
 def tree_files(repo: Repo, rev: str, prefix: str) -> dict[str, bytes]:

@@ -1,8 +1,10 @@
 """The reading commands (`log`, `show`, `memory`) import only what they use.
 
-No GitPython (whose import also starts a `git version` process), no rich, and for `log` and
-`show` no configuration model; `memory` builds the config model (the one place that knows
-evolve.yaml's defaults) but nothing else heavy. Checked through `sys.modules` in a fresh
+Their common forms are answered by the fast path (`evolve.cli._fast`, `evolve.quick`): no
+click, pydantic, PyYAML, GitPython (whose import also starts a `git version` process) or rich;
+`log` not even `re`, `subprocess` or `pathlib`. `memory` validates `evolve.yaml` with the
+configuration model once per distinct file content (remembered in `.git/`), so only its
+first run after the file changes imports pydantic. Checked through `sys.modules` in a fresh
 interpreter, not by timing, so the test is deterministic.
 """
 
@@ -20,6 +22,8 @@ from evolve.workspace import Workspace
 
 UNIT = "ace-00000000ab"
 NEVER = ("git", "rich", "httpx", "evolve.applier", "evolve.train", "evolve.generations")
+FAST_NEVER = ("click", "pydantic", "yaml", "evolve.store", "evolve.workspace", "evolve.memory")
+LOG_NEVER = ("re", "subprocess", "pathlib", "dataclasses", "typing", "json")
 NO_CONFIG = ("evolve.workspace._config",)
 
 
@@ -75,4 +79,33 @@ def test_log_and_show_import_no_gitpython_rich_or_config_model(
 def test_memory_imports_no_gitpython_or_rich(small: Path, argv: list[str]) -> None:
     loaded = _loaded(small, argv)
     heavy = [m for m in loaded if m.startswith(NEVER)]
+    assert heavy == [], f"evolve {' '.join(argv)} imported {heavy}"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["log"],
+        ["log", "-n", "50"],
+        ["log", "-n", "0", "--json"],
+        ["log", "--jsonl"],
+        ["show", UNIT],
+        ["show", UNIT, "--json"],
+        ["memory"],
+        ["memory", "--json"],
+        ["memory", "--as-of", "HEAD"],
+    ],
+)
+def test_reading_commands_import_no_click_pydantic_or_yaml(small: Path, argv: list[str]) -> None:
+    if argv[0] == "memory":
+        _loaded(small, argv)  # the first run validates evolve.yaml with the model, once
+    loaded = _loaded(small, argv)
+    heavy = [m for m in loaded if m.startswith(NEVER + FAST_NEVER)]
+    assert heavy == [], f"evolve {' '.join(argv)} imported {heavy}"
+
+
+@pytest.mark.parametrize("argv", [["log"], ["log", "-n", "50"]])
+def test_log_imports_only_what_a_git_log_needs(small: Path, argv: list[str]) -> None:
+    loaded = _loaded(small, argv)
+    heavy = [m for m in loaded if m in LOG_NEVER]
     assert heavy == [], f"evolve {' '.join(argv)} imported {heavy}"

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from evolve.cli._main import main
 
+TYPE_CHECKING = False  # no `typing` import: `evolve --version` pays for every module it loads
 if TYPE_CHECKING:
     from evolve.cli._group import cli
 
 
-def __getattr__(name: str) -> Any:
-    # The click group is loaded only when asked for, so `evolve --version` never imports click.
+def __getattr__(name: str) -> object:
     if name == "cli":
         from evolve.cli._group import cli
 

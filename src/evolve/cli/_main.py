@@ -1,15 +1,19 @@
 """The `evolve` command line: thin commands over the Python API.
 
 This module imports nothing but the standard library: `evolve --version` answers without
-loading click, and everything else is handed to the click group in `_group`.
+loading click; the reading commands (`log`, `show`, `memory`) are answered by `_fast` without
+click in their common forms; everything else is handed to the click group in `_group`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 
 from evolve import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -18,6 +22,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args == ["--version"]:
         print(f"evolve, version {__version__}")
         return 0
+    if args and args[0] in ("log", "show", "memory"):
+        from evolve.cli._fast import run as run_fast
+
+        done = run_fast(args)
+        if done is not None:
+            return done
     from evolve.cli._group import run
 
     return run(args)

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
 
 from evolve.errors import EvolveError
 from evolve.memory import load_units, load_units_at
+from evolve.quick._dates import is_date
+from evolve.quick._dates import parse_when as _parse_when
 from evolve.store import GitFailed, GitStore
 from evolve.workspace import Workspace
-
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.]+([+-]\d{2}:?\d{2}|Z)?)?$")
 
 
 def resolve_as_of(store: GitStore, rev: str) -> str:
@@ -22,7 +20,7 @@ def resolve_as_of(store: GitStore, rev: str) -> str:
     Raises:
         EvolveError: for an unknown revision, or a date before the workspace's first commit.
     """
-    if _DATE.match(rev.strip()):
+    if is_date(rev):
         when = _parse_when(rev.strip())
         try:
             out = store.git("rev-list", "-1", f"--before={when.isoformat()}", "HEAD").strip()
@@ -34,17 +32,6 @@ def resolve_as_of(store: GitStore, rev: str) -> str:
             )
         return str(out)
     return store.rev_parse(rev)
-
-
-def _parse_when(text: str) -> datetime:
-    try:
-        if len(text) == 10:
-            d = date.fromisoformat(text)
-            return datetime(d.year, d.month, d.day, 23, 59, 59, tzinfo=UTC)
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise EvolveError(f"{text!r} is not a date (YYYY-MM-DD) or ISO time.") from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def memory_as_of(

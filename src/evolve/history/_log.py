@@ -19,7 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evolve.history._show import commit_kind
+from evolve.quick._message import clip as clip  # re-exported (evolve.history.clip)
+from evolve.quick._message import commit_kind as commit_kind
+from evolve.quick._message import complaint_line as complaint_line
+from evolve.quick._message import refused_lines
 from evolve.store import (
     EPISODE,
     KIND,
@@ -66,49 +69,6 @@ class LogEntry:
             "kind": self.kind,
             "refused": list(self.refused),
         }
-
-
-def clip(text: str, limit: int) -> str:
-    """`text` on one line, cut at a word boundary to at most `limit` characters (with "…").
-
-    Never cuts inside a word: a first word longer than `limit` is kept whole.
-    """
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    cut = flat.rfind(" ", 0, limit - 1)  # the kept part plus " …" stays within the limit
-    if cut <= 0:
-        first = flat.split(" ", 1)[0]
-        return first if first == flat else first + " …"
-    return flat[:cut].rstrip(" ,;:") + " …"
-
-
-def complaint_line(body: str) -> str | None:
-    """The first line of the complaint recorded in a training commit's body."""
-    if "Complaint:" not in body:
-        return None
-    lines = body.splitlines()
-    for i, line in enumerate(lines):
-        if line.strip() == "Complaint:":
-            return next((ln.strip() for ln in lines[i + 1 :] if ln.strip()), None)
-    return None
-
-
-def refused_lines(body: str) -> list[str]:
-    """The `Refused:` section of an episode commit's (or refusal record's) body."""
-    out: list[str] = []
-    if "Refused:" not in body:
-        return out
-    inside = False
-    for line in body.splitlines():
-        if line.strip() == "Refused:":
-            inside = True
-            continue
-        if inside:
-            if not line.strip():
-                break
-            out.append(line.strip().removeprefix("- "))
-    return out
 
 
 def to_entry(info: CommitInfo) -> LogEntry:

@@ -9,49 +9,12 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from evolve.errors import EvolveError
-from evolve.store import EPISODE, GENERATION, KIND, CommitInfo
+from evolve.quick._message import commit_kind as commit_kind  # re-exported
+from evolve.store import CommitInfo
 
 if TYPE_CHECKING:  # `evolve log` imports this module for commit_kind, without pydantic
     from evolve.memory import MemoryUnit
     from evolve.workspace import Workspace
-
-_KIND_LABELS = {
-    "train": "learned",
-    "learned": "learned",
-    "hand": "hand edit",
-    "revert": "revert",
-    "cascade revert": "revert",
-    "cascade-revert": "revert",
-    "review": "review",
-    "generation": "generation",
-    "reflector": "reflector",
-    "init": "scaffold",
-}
-
-
-def commit_kind(info: CommitInfo) -> str:
-    """What kind of change a commit is, for a reviewer: learned, hand edit, revert, review,
-    generation, reflector (from `Evolve-Kind` where present).
-
-    A commit without evolve trailers is a person's own edit ("hand edit"), unless it is a plain
-    `git revert` ("This reverts commit ..."), which is a revert.
-    """
-    kind = info.trailers.get(KIND)
-    if kind:
-        label = _KIND_LABELS.get(kind.strip().lower(), kind.strip().lower())
-    elif EPISODE in info.trailers:
-        label = "learned"
-    elif any(key.startswith("Evolve-") for key in info.trailers):
-        label = "generation" if GENERATION in info.trailers else "evolve"
-    elif "This reverts commit" in info.body:
-        label = "revert"
-    elif not info.parents:
-        label = "scaffold"
-    else:
-        label = "hand edit"
-    if label == "learned" and GENERATION in info.trailers:
-        label = f"learned, generation {info.trailers[GENERATION]}"
-    return label
 
 
 @dataclass

@@ -18,85 +18,35 @@ of a recipe it names without a renderer is an error, not a silent plain renderin
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
 
-from evolve.memory._unit import GLOBAL_SCOPE, MemoryUnit
+from evolve.memory._unit import MemoryUnit
+
+# The rendering itself lives with the reading commands' fast path (no pydantic, no `re`), so
+# that `evolve memory` and the trainer render with the very same functions.
+from evolve.quick._render import (
+    HAND,
+    by_learned,
+    learned_key,
+    learned_time,
+    render_hand,
+    render_memory,
+    tagged,
+)
+
+__all__ = [
+    "HAND",
+    "Renderer",
+    "by_learned",
+    "fixed_block",
+    "learned_key",
+    "learned_time",
+    "render_hand",
+    "render_memory",
+    "tagged",
+]
 
 Renderer = Callable[[Sequence[MemoryUnit]], str]
-HAND = "hand"
-_NEVER = datetime.min.replace(tzinfo=UTC)
-_BULLET = re.compile(r"^\s*(?:[-*•]\s+)?")
-
-
-def learned_time(unit: MemoryUnit) -> datetime:
-    """When `unit` became active: its `valid_from` (naive taken as UTC); never set → oldest."""
-    if not unit.valid_from:
-        return _NEVER
-    try:
-        when = datetime.fromisoformat(unit.valid_from.replace("Z", "+00:00"))
-    except ValueError:
-        return _NEVER
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
-def learned_key(unit: MemoryUnit) -> tuple[datetime, str]:
-    """Sort key: when the unit became active, then its id."""
-    return (learned_time(unit), unit.id)
-
-
-def by_learned(units: Iterable[MemoryUnit]) -> list[MemoryUnit]:
-    """`units` oldest-learned first."""
-    return sorted(units, key=learned_key)
-
-
-def tagged(unit_id: str, text: str) -> str:
-    """`text` with every non-empty line prefixed by the unit id, `[<id>] line`.
-
-    A leading Markdown bullet of the line is dropped (the id takes its place), so the agent
-    and the sim read the same statement with or without the id.
-    """
-    lines = (_BULLET.sub("", line, count=1).rstrip() for line in text.splitlines())
-    return "\n".join(f"[{unit_id}] {line}" for line in lines if line.strip())
-
-
-def render_hand(units: Sequence[MemoryUnit]) -> str:
-    """Hand-written notes: their lines as written, each with the note's id."""
-    return "\n".join(tagged(u.id, u.text) for u in by_learned(units) if u.status == "active")
-
-
-def render_memory(
-    units: Iterable[MemoryUnit], scope: str, renderers: Mapping[str, Renderer]
-) -> str:
-    """The text the agent receives for `scope`.
-
-    `renderers` maps each recipe to render to its renderer, in the order the blocks appear;
-    units of any other recipe are not rendered. Hand-written notes come first: a person's
-    words stand before what a learner wrote.
-
-    Raises:
-        TypeError: `renderers` is not a mapping (e.g. a call written for the old signature).
-    """
-    if not isinstance(renderers, Mapping):
-        raise TypeError("render_memory needs a mapping of recipe name to renderer")
-    visible = [
-        u
-        for u in units
-        if u.status == "active"
-        and u.scope in (scope, GLOBAL_SCOPE)
-        and u.text.strip()
-        and u.shelf is None  # skills, hand-written ones too, go in <skills>, not <memory>
-    ]
-    groups: dict[str, list[MemoryUnit]] = {}
-    for unit in by_learned(visible):
-        groups.setdefault(unit.recipe, []).append(unit)
-    blocks = [render_hand(groups.get(HAND, []))]
-    for recipe, renderer in renderers.items():
-        if recipe != HAND and recipe in groups:
-            blocks.append(renderer(groups[recipe]))
-    return "\n".join(b.strip() for b in blocks if b.strip())
-
 
 _FILLER = (
     "Keep each reply short. Use the API documentation to choose calls. Check each result "

@@ -10,16 +10,38 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-EPISODE = "Evolve-Episode"
-RECIPE = "Evolve-Recipe"
-TASK = "Evolve-Task"
-OPS = "Evolve-Ops"
-GENERATION = "Evolve-Generation"
-PERSONA = "Evolve-Persona"
-KIND = "Evolve-Kind"
+# The trailer names, the message splitting and `Evolve-Ops` parsing live with the reading
+# commands' fast path (no `re`, no store import); this module re-exports them.
+from evolve.quick._message import (
+    EPISODE,
+    GENERATION,
+    KIND,
+    OPS,
+    PERSONA,
+    RECIPE,
+    TASK,
+    parse_ops,
+    split_message,
+)
+
+__all__ = [
+    "EPISODE",
+    "GENERATION",
+    "KIND",
+    "OPS",
+    "PERSONA",
+    "RECIPE",
+    "TASK",
+    "Trailers",
+    "clean_text",
+    "format_message",
+    "format_ops",
+    "parse_ops",
+    "parse_trailers",
+    "split_message",
+]
 
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
-_TRAILER_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*)$")
 # Control characters other than tab and newline (C0, DEL and C1), Unicode line and paragraph
 # separators, and lone surrogates: a commit message is text a person reads in a terminal and
 # tools split into lines, so they are written as escapes.
@@ -74,61 +96,6 @@ def parse_trailers(block: str) -> dict[str, str]:
         if sep and _KEY.match(key.strip()):
             out[key.strip()] = value.strip()
     return out
-
-
-def _trailer_block(paragraph: str) -> dict[str, str] | None:
-    """The trailers of a message's last paragraph, or None when it is not a trailer block.
-
-    Like git: a paragraph is a trailer block when all its lines are `Key: value` lines (or
-    indented continuations), or when at least a quarter are and one is an `Evolve-*` or
-    `Signed-off-by` trailer (so a line a hook appends does not hide the trailers).
-    """
-    pairs: list[list[str]] = []
-    other = 0
-    known = False
-    for line in paragraph.split("\n"):
-        if not line.strip():
-            continue
-        match = _TRAILER_LINE.match(line)
-        if match:
-            pairs.append([match.group(1), match.group(2).strip()])
-            known = known or match.group(1).startswith(("Evolve-", "Signed-off-by"))
-        elif line[:1] in (" ", "\t") and pairs:
-            pairs[-1][1] = f"{pairs[-1][1]} {line.strip()}".strip()
-        else:
-            other += 1
-    if not pairs or (other and not (known and len(pairs) * 3 >= other)):
-        return None
-    return {key: value for key, value in pairs}
-
-
-def split_message(message: str) -> tuple[str, str, dict[str, str]]:
-    """Split a raw commit message into (subject, body without trailers, trailers).
-
-    The subject is the first paragraph joined into one line (git's `%s`); the trailers are
-    read from the message itself, never from anything around it.
-    """
-    text = message.replace("\r\n", "\n").strip("\n")
-    head, _, rest = text.partition("\n\n")
-    subject = " ".join(line.strip() for line in head.split("\n"))
-    body = rest.strip("\n")
-    if not body:
-        return subject, "", {}
-    front, sep, last = body.rpartition("\n\n")
-    trailers = _trailer_block(last)
-    if trailers is None:
-        return subject, body.strip(), {}
-    return subject, front.strip() if sep else "", trailers
-
-
-def parse_ops(value: str) -> list[tuple[str, str]]:
-    """Parse an `Evolve-Ops` value such as ``add=u-1 modify=u-2`` into (op, unit id) pairs."""
-    ops = []
-    for token in value.split():
-        op, sep, ident = token.partition("=")
-        if sep:
-            ops.append((op, ident))
-    return ops
 
 
 def format_ops(ops: Iterable[tuple[str, str]]) -> str:

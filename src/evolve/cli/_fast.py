@@ -1,0 +1,124 @@
+"""The reading commands' arguments, read without click (see `evolve.quick`).
+
+:func:`run` answers `evolve log`, `show` and `memory` when their arguments are among the
+common forms below, and returns None otherwise (`--help`, an unknown or malformed option, a
+PATH for `log`): then the click command runs, with its own help and error messages. The
+options mirror the click commands in `evolve.cli._reading`; a test checks that every option
+of those commands is either read here or left to click.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+WORKSPACE = ("-C", "--workspace")
+# command -> (flags, options taking a value (long names), short name -> long name)
+SPEC: dict[str, tuple[frozenset[str], frozenset[str], dict[str, str]]] = {
+    "log": (frozenset({"--json", "--jsonl"}), frozenset({"--max-count", "--workspace"}),
+            {"-n": "--max-count", "-C": "--workspace"}),
+    "show": (frozenset({"--json"}), frozenset({"--workspace"}), {"-C": "--workspace"}),
+    "memory": (frozenset({"--json"}), frozenset({"--as-of", "--scope", "--persona", "--workspace"}),
+               {"-C": "--workspace"}),
+}  # fmt: skip
+
+
+def parse(command: str, args: Sequence[str]) -> tuple[set[str], dict[str, str], list[str]] | None:
+    """(flags given, option values (the last one given wins, as in click), positionals), or
+    None for anything click should read."""
+    flags_known, options_known, short = SPEC[command]
+    flags: set[str] = set()
+    values: dict[str, str] = {}
+    positional: list[str] = []
+    items = list(args)
+    i = 0
+    while i < len(items):
+        arg = items[i]
+        i += 1
+        if arg == "--":
+            positional += items[i:]
+            break
+        if not arg.startswith("-") or arg == "-":
+            positional.append(arg)
+            continue
+        name, eq, value = arg.partition("=")
+        if arg in flags_known:
+            flags.add(arg)
+            continue
+        if arg[:2] in short and not arg.startswith("--"):
+            name, value, eq = short[arg[:2]], arg[2:], "=" if len(arg) > 2 else ""
+        if name not in options_known:
+            return None
+        if not eq:
+            if i >= len(items):
+                return None
+            value = items[i]
+            i += 1
+        if not value or value.startswith("-"):
+            return None
+        values[name] = value
+    return flags, values, positional
+
+
+def _workspace(values: dict[str, str]) -> str | None:
+    path = values.get("--workspace") or os.environ.get("EVOLVE_WORKSPACE") or None
+    if path is not None and (os.path.isfile(path) or "\x00" in path):
+        raise ValueError("click says so")
+    return path
+
+
+def run(args: Sequence[str]) -> int | None:
+    """Answer a reading command; None when click should (nothing has been written then)."""
+    if not args or args[0] not in SPEC or sys.stdout is None or sys.stderr is None:
+        return None
+    command = args[0]
+    parsed = parse(command, args[1:])
+    if parsed is None:
+        return None
+    flags, values, positional = parsed
+    from evolve.errors import EvolveError
+    from evolve.quick._git import Repo, Unhandled
+
+    try:
+        repo = Repo.find(_workspace(values))
+        if command == "log":
+            count = values.get("--max-count")
+            if count is not None and not (count.isascii() and count.isdigit()):
+                return None
+            from evolve.quick._commands import run_log
+
+            outs = run_log(
+                repo,
+                None if count is None else int(count),
+                "--json" in flags,
+                "--jsonl" in flags,
+                tuple(positional),
+            )
+        elif command == "show":
+            if len(positional) != 1:
+                return None
+            from evolve.quick._commands import run_show
+
+            outs = run_show(repo, positional[0], "--json" in flags)
+        else:
+            if positional:
+                return None
+            from evolve.quick._commands import run_memory
+
+            outs = run_memory(
+                repo, values.get("--as-of"), values.get("--scope"), values.get("--persona"),
+                "--json" in flags,
+            )  # fmt: skip
+    except (Unhandled, EvolveError, ValueError, OSError):
+        return None  # nothing was written: the click command answers, in its own words
+    except KeyboardInterrupt:  # as the click group says it (nothing is written here)
+        sys.stderr.write("interrupted; nothing half-written was kept.\n")
+        return 130
+    from evolve.quick._commands import write
+
+    write(outs)
+    return 0

@@ -1,0 +1,316 @@
+"""Units of a working tree or of a commit, read on the fast path (as `evolve.memory` reads
+them: `UnitReader.load` and `load_units_at`), and the configuration `evolve memory` needs."""
+
+from __future__ import annotations
+
+import os
+
+from evolve.quick._git import CONFIG_NAME, Repo, Unhandled
+from evolve.quick._units import (
+    COUNTERS_NAME,
+    Counters,
+    Unit,
+    overlay,
+    parse_counters_or_full,
+    parse_or_full,
+    parse_values,
+    scope_of_counters,
+)
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as f:  # universal newlines, as Path.read_text
+        return f.read()
+
+
+UNITS_CACHE = "evolve-units.cache"
+# A file changed this recently may change again within the file system's time resolution
+# without its times moving (git's "racy" case): it is read, never remembered.
+RACY_NS = 2_000_000_000
+_UNITS_FORMAT = 1
+
+Stat = tuple[int, int, int, int]  # mtime_ns, ctime_ns, size, inode
+
+
+class UnitsCache:
+    """Unit files the canonical parser does not read (hand-edited YAML, a layout it leaves to
+    `parse_unit`), as the full parser read them, in `.git/evolve-units.cache`: keyed by path
+    and the file's mtime, ctime (which no edit can set back), size and inode, so such a file
+    costs the full parser (and its import) once, not on every `evolve memory`."""
+
+    def __init__(self, git_dir: str | None, now_ns: int) -> None:
+        self.path = os.path.join(git_dir, UNITS_CACHE) if git_dir else None
+        self.now_ns = now_ns
+        self.old: dict[str, tuple[Stat, dict[str, object]]] = self._load()
+        self.new: dict[str, tuple[Stat, dict[str, object]]] = {}
+
+    def _load(self) -> dict[str, tuple[Stat, dict[str, object]]]:
+        import marshal
+
+        if self.path is None or not os.path.exists(self.path):
+            return {}
+        try:
+            with open(self.path, "rb") as f:
+                data = marshal.loads(f.read())
+        except (OSError, EOFError, ValueError, TypeError):
+            return {}
+        if not isinstance(data, tuple) or len(data) != 2 or data[0] != _units_stamp():
+            return {}
+        entries = data[1]
+        return entries if isinstance(entries, dict) else {}
+
+    def read(self, rel: str, full: str) -> Unit:
+        known = self.old.get(rel)
+        if known is None:  # the common case: a canonical file, no stat needed
+            raw = _read_text(full)
+            try:
+                return Unit(parse_values(rel, raw))
+            except Unhandled:
+                return self._full(rel, full, raw)
+        st = os.stat(full, follow_symlinks=False)
+        key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+        if known[0] == key and isinstance(known[1], dict):
+            self.new[rel] = known
+            return Unit(known[1])
+        return self._full(rel, full, _read_text(full))
+
+    def _full(self, rel: str, full: str, raw: str) -> Unit:
+        try:
+            return Unit(parse_values(rel, raw))
+        except Unhandled:
+            pass
+        from evolve.memory import parse_unit
+
+        unit = Unit.of(parse_unit(rel, raw))  # MalformedUnit, naming the path, goes up
+        st = os.stat(full, follow_symlinks=False)
+        if max(st.st_mtime_ns, st.st_ctime_ns) < self.now_ns - RACY_NS:
+            key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+            self.new[rel] = (key, dict(unit.__dict__))
+        return unit
+
+    def save(self) -> None:
+        """Keep what this read found (atomically; never fails the command)."""
+        if self.path is None or self.new == self.old:
+            return
+        if not self.new and not os.path.exists(self.path):
+            return
+        import marshal
+
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(marshal.dumps((_units_stamp(), self.new)))  # type: ignore[arg-type]
+            os.replace(tmp, self.path)
+        except (OSError, ValueError):
+            try:  # noqa: SIM105 - contextlib costs start-up here
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _units_stamp() -> tuple[object, ...]:
+    """What a remembered unit depends on besides its file: evolve and the unit model."""
+    from evolve import __version__
+
+    here = os.path.dirname(os.path.dirname(__file__))
+    out: list[object] = [_UNITS_FORMAT, __version__]
+    for name in (("memory", "_unit.py"), ("quick", "_units.py")):
+        try:
+            st = os.stat(os.path.join(here, *name))
+            out += [st.st_mtime_ns, st.st_size]
+        except OSError:
+            out += [0, 0]
+    return tuple(out)
+
+
+def load_worktree(root: str, git_dir: str | None = None) -> list[Unit]:
+    """The units under `root/memory/`, sorted by path, counters overlaid (files that need the
+    full parser remembered in `git_dir`, when given)."""
+    import time
+
+    cache = UnitsCache(git_dir, time.time_ns())
+    units: dict[str, Unit] = {}
+    sidecars: dict[str, Counters] = {}
+    folder = os.path.join(root, "memory")
+    if os.path.isdir(folder):
+        _walk(folder, "memory", units, sidecars, cache)
+    cache.save()
+    ordered = [units[rel] for rel in sorted(units)]
+    if not sidecars:
+        return ordered
+    return overlay(ordered, {scope_of_counters(rel): c for rel, c in sidecars.items()})
+
+
+def _walk(
+    folder: str,
+    prefix: str,
+    units: dict[str, Unit],
+    sidecars: dict[str, Counters],
+    cache: UnitsCache,
+) -> None:
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            name = entry.name
+            if entry.is_dir(follow_symlinks=False):
+                _walk(entry.path, f"{prefix}/{name}", units, sidecars, cache)
+                continue
+            rel = f"{prefix}/{name}"
+            if (
+                name == COUNTERS_NAME
+                and prefix.count("/") <= 1
+                and entry.is_file(follow_symlinks=False)
+            ):
+                sidecars[rel] = parse_counters_or_full(rel, _read_text(entry.path))
+                continue
+            if (
+                not name.endswith(".md")
+                or name.startswith(".")
+                or not entry.is_file(follow_symlinks=False)
+            ):
+                continue
+            units[rel] = cache.read(rel, entry.path)
+
+
+def tree_files(repo: Repo, rev: str, prefix: str) -> dict[str, bytes]:
+    """`GitStore.read_tree_files`: every file under `prefix` at `rev`."""
+    listing = repo.git("ls-tree", "-r", "-z", "--full-tree", rev, "--", prefix.rstrip("/"))
+    entries = []
+    for item in listing.decode("utf-8", "surrogateescape").split("\x00"):
+        meta, _, path = item.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob":
+            entries.append((path, parts[2]))
+    if not entries:
+        return {}
+    raw = repo.git(
+        "cat-file", "--batch", input="".join(f"{sha}\n" for _, sha in entries).encode("ascii")
+    )
+    out, pos = {}, 0
+    for path, _ in entries:
+        header_end = raw.index(b"\n", pos)
+        header = raw[pos:header_end].split()
+        if len(header) != 3:
+            raise Unhandled("object missing")
+        start = header_end + 1
+        out[path] = raw[start : start + int(header[2])]
+        pos = start + int(header[2]) + 1
+    return out
+
+
+def load_at(repo: Repo, rev: str) -> list[Unit]:
+    """The units under `memory/` at commit `rev` (as `evolve.memory.load_units_at`)."""
+    files = tree_files(repo, rev, "memory")
+    units = [
+        parse_or_full(rel, files[rel].decode("utf-8"))
+        for rel in sorted(files)
+        if rel.endswith(".md") and not rel.rsplit("/", 1)[-1].startswith(".")
+    ]
+    sidecars = {
+        scope_of_counters(rel): parse_counters_or_full(rel, files[rel].decode("utf-8"))
+        for rel in files
+        if rel.rsplit("/", 1)[-1] == COUNTERS_NAME and rel.count("/") <= 2
+    }
+    return overlay(units, sidecars) if sidecars else units
+
+
+# --- the configuration `evolve memory` reads ---------------------------------------------------
+
+CONFIG_CACHE = "evolve-config.cache"
+_CACHE_VERSION = 1
+_CACHE_SIZE = 8
+
+Summary = tuple[str, str, tuple[str, ...]]  # persona, memory.inject, rendered recipes
+
+
+def _model_stamp() -> tuple[str, int, int]:
+    """What the cached answers depend on besides the file: evolve's version and the
+    configuration model's source (a changed model or default invalidates the cache)."""
+    from evolve import __version__
+
+    source = os.path.join(os.path.dirname(os.path.dirname(__file__)), "workspace", "_config.py")
+    try:
+        st = os.stat(source)
+    except OSError:
+        return (__version__, 0, 0)
+    return (__version__, st.st_mtime_ns, st.st_size)
+
+
+def _load_cache(path: str) -> list[tuple[bytes, Summary]]:
+    import marshal
+
+    try:
+        with open(path, "rb") as f:
+            data = marshal.loads(f.read())
+    except (OSError, EOFError, ValueError, TypeError):
+        return []
+    if (
+        not isinstance(data, tuple)
+        or len(data) != 2
+        or data[0] != (_CACHE_VERSION, *_model_stamp())
+    ):
+        return []
+    out = []
+    for item in data[1] if isinstance(data[1], list) else []:
+        try:
+            raw, persona, inject, recipes = item
+        except (TypeError, ValueError):
+            return []
+        if (
+            isinstance(raw, bytes)
+            and isinstance(persona, str)
+            and isinstance(inject, str)
+            and isinstance(recipes, tuple)
+            and all(isinstance(r, str) for r in recipes)
+        ):
+            out.append((raw, (persona, inject, recipes)))
+    return out
+
+
+def _save_cache(path: str, entries: list[tuple[bytes, Summary]]) -> None:
+    """Write the cache atomically (a reader sees the old file or the new one); never fails a
+    command (a read-only `.git/` just means no cache)."""
+    import marshal
+
+    data = (
+        (_CACHE_VERSION, *_model_stamp()),
+        [(raw, *summary) for raw, summary in entries[-_CACHE_SIZE:]],
+    )
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(marshal.dumps(data))
+        os.replace(tmp, path)
+    except OSError:
+        try:  # noqa: SIM105 - contextlib costs start-up here
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def config_summary(repo: Repo, raw: bytes) -> Summary:
+    """(persona, memory.inject, rendered recipes) of the `evolve.yaml` whose bytes are `raw`.
+
+    Validated by the configuration model once per distinct file content, and remembered in
+    `.git/evolve-config.cache` keyed by those exact bytes, so an unchanged `evolve.yaml` is not
+    parsed (nor pydantic imported) again.
+
+    Raises:
+        Unhandled: the file is not valid (the full command says why).
+    """
+    path = os.path.join(repo.git_dir, CONFIG_CACHE)
+    entries = _load_cache(path)
+    for known, summary in entries:
+        if known == raw:
+            return summary
+    if b"\r" in raw:
+        raise Unhandled("carriage returns in evolve.yaml")
+    from evolve.errors import EvolveError
+    from evolve.workspace._config import parse_config
+
+    try:
+        cfg = parse_config(raw.decode("utf-8"), source=os.path.join(repo.root, CONFIG_NAME))
+    except (EvolveError, UnicodeDecodeError) as exc:
+        raise Unhandled("invalid evolve.yaml") from exc
+    summary = (cfg.persona, cfg.memory.inject, tuple(cfg.rendered_recipes()))
+    _save_cache(path, [*entries, (raw, summary)])
+    return summary

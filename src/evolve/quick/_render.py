@@ -1,0 +1,180 @@
+"""Rendering memory without the unit model: the functions `evolve.memory` renders with (it
+re-exports them), and light copies of each recipe's renderer for the fast path.
+
+The recipe renderers belong to `evolve.updaters`, whose import brings the whole update
+machinery (pydantic included); the fast path renders with the copies in :data:`RENDERERS`,
+and a test renders the same units through both. A recipe without a copy here is
+:class:`Unhandled`: the full command renders it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from evolve.quick._git import Unhandled
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Protocol, TypeVar
+
+    class UnitLike(Protocol):
+        @property
+        def id(self) -> str: ...
+        @property
+        def recipe(self) -> str: ...
+        @property
+        def kind(self) -> str: ...
+        @property
+        def status(self) -> str: ...
+        @property
+        def scope(self) -> str: ...
+        @property
+        def valid_from(self) -> str | None: ...
+        @property
+        def text(self) -> str: ...
+        @property
+        def key(self) -> str | None: ...
+        @property
+        def alpha(self) -> float | None: ...
+        @property
+        def beta(self) -> float | None: ...
+
+    U = TypeVar("U", bound=UnitLike)
+    Renderer = Callable[[Sequence[U]], str]
+
+GLOBAL_SCOPE = "global"
+HAND = "hand"
+_NEVER = datetime.min.replace(tzinfo=UTC)
+_BULLETS = "-*•"
+
+
+def learned_time(unit: UnitLike) -> datetime:
+    """When `unit` became active: its `valid_from` (naive taken as UTC); never set → oldest."""
+    if not unit.valid_from:
+        return _NEVER
+    try:
+        when = datetime.fromisoformat(unit.valid_from.replace("Z", "+00:00"))
+    except ValueError:
+        return _NEVER
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def learned_key(unit: UnitLike) -> tuple[datetime, str]:
+    """Sort key: when the unit became active, then its id."""
+    return (learned_time(unit), unit.id)
+
+
+def by_learned(units: Iterable[U]) -> list[U]:
+    """`units` oldest-learned first."""
+    return sorted(units, key=learned_key)
+
+
+def _unbullet(line: str) -> str:
+    """`line` without its leading whitespace and Markdown bullet (`^\\s*(?:[-*•]\\s+)?`)."""
+    line = line.lstrip()
+    if line[:1] in _BULLETS and line[1:2].isspace():
+        return line[1:].lstrip()
+    return line
+
+
+def tagged(unit_id: str, text: str) -> str:
+    """`text` with every non-empty line prefixed by the unit id, `[<id>] line`.
+
+    A leading Markdown bullet of the line is dropped (the id takes its place), so the agent
+    and the sim read the same statement with or without the id.
+    """
+    lines = (_unbullet(line).rstrip() for line in text.splitlines())
+    return "\n".join(f"[{unit_id}] {line}" for line in lines if line.strip())
+
+
+def render_hand(units: Sequence[UnitLike]) -> str:
+    """Hand-written notes: their lines as written, each with the note's id."""
+    return "\n".join(tagged(u.id, u.text) for u in by_learned(units) if u.status == "active")
+
+
+def render_memory(units: Iterable[U], scope: str, renderers: Mapping[str, Renderer[U]]) -> str:
+    """The text the agent receives for `scope`.
+
+    `renderers` maps each recipe to render to its renderer, in the order the blocks appear;
+    units of any other recipe are not rendered. Hand-written notes come first: a person's
+    words stand before what a learner wrote.
+
+    Raises:
+        TypeError: `renderers` is not a mapping (e.g. a call written for the old signature).
+    """
+    if not isinstance(renderers, Mapping):
+        raise TypeError("render_memory needs a mapping of recipe name to renderer")
+    visible = [
+        u
+        for u in units
+        if u.status == "active" and u.scope in (scope, GLOBAL_SCOPE) and u.text.strip()
+    ]
+    groups: dict[str, list[U]] = {}
+    for unit in by_learned(visible):
+        groups.setdefault(unit.recipe, []).append(unit)
+    blocks = [render_hand(groups.get(HAND, []))]
+    for recipe, renderer in renderers.items():
+        if recipe != HAND and recipe in groups:
+            blocks.append(renderer(groups[recipe]))
+    return "\n".join(b.strip() for b in blocks if b.strip())
+
+
+# --- light copies of the recipes' renderers (evolve.updaters) --------------------------------
+
+
+def _active_by_age(units: Sequence[U]) -> list[U]:
+    return by_learned(u for u in units if u.status == "active")
+
+
+def _plain(units: Sequence[UnitLike]) -> str:  # ace, trace, reflexion
+    return "\n".join(tagged(u.id, u.text) for u in _active_by_age(units))
+
+
+def _tepa(units: Sequence[UnitLike]) -> str:
+    return "\n".join(tagged(u.id, f"[{u.key}] {u.text}") for u in _active_by_age(units))
+
+
+def _rewrite(units: Sequence[UnitLike]) -> str:
+    return "\n".join(
+        tagged(u.id, u.text) for u in units if u.status == "active" and u.kind == "document"
+    )
+
+
+TOPL_TOP = 8  # TopLRecipe.top
+
+
+def _posterior_mean(u: UnitLike) -> float:
+    a, b = u.alpha or 1.0, u.beta or 1.0
+    return a / (a + b)
+
+
+def _topl(units: Sequence[UnitLike]) -> str:
+    active = [u for u in units if u.status == "active"]
+    ranked = sorted(active, key=lambda u: (-_posterior_mean(u), -(u.alpha or 0), learned_key(u)))
+    return "\n".join(tagged(u.id, u.text) for u in by_learned(ranked[:TOPL_TOP]))
+
+
+RENDERERS: dict[str, Renderer[UnitLike]] = {
+    "ace": _plain,
+    "tepa": _tepa,
+    "trace": _plain,
+    "reflexion": _plain,
+    "rewrite": _rewrite,
+    "topl": _topl,
+}
+
+
+def renderers_for(names: Iterable[str]) -> dict[str, Renderer[UnitLike]]:
+    """`evolve.updaters.renderers_for`, from the light copies.
+
+    Raises:
+        Unhandled: a name without a light renderer (the full command knows it, or says so).
+    """
+    out = {}
+    for name in dict.fromkeys(names):
+        if name not in RENDERERS:
+            raise Unhandled(f"no light renderer for {name!r}")
+        out[name] = RENDERERS[name]
+    return out

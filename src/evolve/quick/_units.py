@@ -1,0 +1,401 @@
+"""Unit files read without pydantic or PyYAML: a parser for the canonical form only.
+
+evolve writes unit files canonically (`evolve.memory.dump_unit`: fixed key order, one
+`key: value` line per field, strings plain or quoted on one line). For such a file this
+module produces exactly the values `evolve.memory.parse_unit` produces, as a light read-only
+:class:`Unit`. Anything else (a comment, a multi-line value, a key it does not know, a value
+it cannot prove valid, any error) is :class:`Unhandled`, and the caller parses that one file
+with `parse_unit` itself, which also reports a malformed file with its path, in its words.
+
+The field table below mirrors `MemoryUnit`; a test compares the two, so a field added to the
+model and not here only sends files that carry it to `parse_unit`.
+"""
+
+from __future__ import annotations
+
+from evolve.quick._git import Unhandled
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
+
+GLOBAL_SCOPE = "global"
+STATUSES = frozenset({"active", "revoked", "pending", "tombstoned", "retired"})
+# name -> (key in the file, kind, default). kinds: str, int, uint (>= 0), float (> 0), and
+# `skill` for the skill fields whose checks need the model (shelf and path agree, list values):
+# a file that sets one is left to `parse_unit`.
+FIELDS: dict[str, tuple[str, str, Any]] = {
+    "id": ("id", "id", None),
+    "schema_version": ("schema", "int", 1),
+    "recipe": ("recipe", "str", None),
+    "kind": ("kind", "str", None),
+    "status": ("status", "status", "active"),
+    "scope": ("scope", "scope", GLOBAL_SCOPE),
+    "created_episode": ("created_episode", "int", None),
+    "updated_episode": ("updated_episode", "int", None),
+    "valid_from": ("valid_from", "str", None),
+    "valid_to": ("valid_to", "str", None),
+    "helpful": ("helpful", "uint", None),
+    "harmful": ("harmful", "uint", None),
+    "injected": ("injected", "uint", None),
+    "injected_pass": ("injected_pass", "uint", None),
+    "held_out": ("held_out", "uint", None),
+    "held_out_pass": ("held_out_pass", "uint", None),
+    "key": ("key", "str", None),
+    "revoked_at": ("revoked_at", "int", None),
+    "revoked_by": ("revoked_by", "str", None),
+    "api": ("api", "str", None),
+    "argument": ("argument", "str", None),
+    "predicate": ("predicate", "str", None),
+    "value": ("value", "str", None),
+    "alpha": ("alpha", "float", None),
+    "beta": ("beta", "float", None),
+    "shelf": ("shelf", "skill", None),
+    "topic": ("topic", "str", None),
+    "trigger": ("trigger", "str", None),
+    "evidence": ("evidence", "skill", None),
+    "supersedes": ("supersedes", "str", None),
+    "reason": ("reason", "str", None),
+    "reverted_commit": ("reverted_commit", "str", None),
+    "source_task": ("source_task", "str", None),
+    "complaint": ("complaint", "str", None),
+    "text": ("text", "str", ""),
+}
+REQUIRED = ("id", "recipe", "kind")
+_BY_KEY = {key: name for name, (key, _, _) in FIELDS.items() if name != "text"}
+_DEFAULTS = {name: default for name, (_, _, default) in FIELDS.items()}
+# Plain scalars that YAML reads as something other than a string.
+_WORDS = frozenset(
+    [
+        "yes",
+        "Yes",
+        "YES",
+        "no",
+        "No",
+        "NO",
+        "true",
+        "True",
+        "TRUE",
+        "false",
+        "False",
+        "FALSE",
+        "on",
+        "On",
+        "ON",
+        "off",
+        "Off",
+        "OFF",
+        "null",
+        "Null",
+        "NULL",
+    ]
+)
+_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_USER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+class Unit:
+    """A unit as read: the attributes of `MemoryUnit` (read-only by convention)."""
+
+    id: str
+    schema_version: int
+    recipe: str
+    kind: str
+    status: str
+    scope: str
+    created_episode: int | None
+    updated_episode: int | None
+    valid_from: str | None
+    valid_to: str | None
+    helpful: int | None
+    harmful: int | None
+    key: str | None
+    revoked_at: int | None
+    revoked_by: str | None
+    api: str | None
+    argument: str | None
+    predicate: str | None
+    value: str | None
+    injected: int | None
+    injected_pass: int | None
+    held_out: int | None
+    held_out_pass: int | None
+    alpha: float | None
+    beta: float | None
+    shelf: str | None
+    topic: str | None
+    trigger: str | None
+    evidence: list[str] | None
+    supersedes: str | None
+    reason: str | None
+    reverted_commit: str | None
+    source_task: str | None
+    complaint: str | None
+    text: str
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self.__dict__.update(_DEFAULTS)
+        self.__dict__.update(values)
+
+    @classmethod
+    def of(cls, unit: Any) -> Unit:
+        """A `MemoryUnit` (read by `parse_unit`) as a :class:`Unit`."""
+        return cls(dict(unit))
+
+    def with_(self, **changes: Any) -> Unit:
+        return Unit({**self.__dict__, **changes})
+
+    def dump(self) -> dict[str, Any]:
+        """`MemoryUnit.model_dump(by_alias=True, exclude_none=True)`."""
+        values = self.__dict__
+        out = {}
+        for name, (key, _, _) in FIELDS.items():
+            value = values.get(name)
+            if value is not None:
+                out[key] = value
+        for name, value in values.items():  # fields a newer model has and this table lacks
+            if name not in FIELDS and value is not None:
+                out[name] = value
+        return out
+
+
+def valid_id(v: str) -> bool:
+    return 0 < len(v) <= 64 and v[0].isascii() and v[0].isalnum() and set(v) <= _ID_CHARS
+
+
+def valid_scope(v: str) -> bool:
+    if v == GLOBAL_SCOPE:
+        return True
+    name = v[5:]
+    return (
+        v.startswith("user:")
+        and 0 < len(name) <= 40
+        and name[0] != "_"
+        and name[0] != "-"
+        and set(name) <= _USER_CHARS
+    )
+
+
+def safe_text(v: str) -> bool:
+    """No control character but newline and tab, no separator, no lone surrogate (a subset
+    of what `evolve._text.unsafe_char` allows: anything else goes to the full parser)."""
+    return v.isprintable() or v.replace("\n", "").replace("\t", "").isprintable()
+
+
+def scalar(v: str) -> str | int:
+    """A one-line YAML value as the safe loader reads it, for the forms the canonical dumper
+    writes (a plain string, a quoted string, a decimal integer).
+
+    Raises:
+        Unhandled: any other form.
+    """
+    if not v:
+        raise Unhandled("empty value")
+    first = v[0]
+    if first == "'":
+        inner = v[1:-1]
+        if len(v) < 2 or v[-1] != "'" or "'" in inner.replace("''", ""):
+            raise Unhandled("quoted value")
+        return inner.replace("''", "'")
+    if first == '"':
+        inner = v[1:-1]
+        if len(v) < 2 or v[-1] != '"' or '"' in inner or "\\" in inner:
+            raise Unhandled("quoted value")
+        return inner
+    if first.isalpha():
+        if (
+            v in _WORDS
+            or ": " in v
+            or " #" in v
+            or v[-1] == ":"
+            or v != v.strip()
+            or "\t" in v
+            or not v.isprintable()
+        ):
+            raise Unhandled("plain value")
+        return v
+    digits = v[1:] if first == "-" else v
+    if digits.isascii() and digits.isdigit() and (digits == "0" or digits[0] != "0"):
+        return int(v)
+    raise Unhandled("value")
+
+
+def _checked(name: str, kind: str, value: str | int) -> Any:
+    if kind == "skill":
+        raise Unhandled(name)
+    if kind == "int" or kind == "uint":
+        if not isinstance(value, int) or (kind == "uint" and value < 0):
+            raise Unhandled(name)
+        return value
+    if kind == "float":
+        if not isinstance(value, int) or value <= 0:  # the dumper writes floats as 1.0
+            raise Unhandled(name)
+        return float(value)
+    if not isinstance(value, str) or not safe_text(value):
+        raise Unhandled(name)
+    if (
+        (kind == "id" and not valid_id(value))
+        or (kind == "scope" and not valid_scope(value))
+        or (kind == "status" and value not in STATUSES)
+    ):
+        raise Unhandled(name)
+    return value
+
+
+def folder_scope(parts: list[str]) -> str | None:
+    if len(parts) == 2:
+        return GLOBAL_SCOPE
+    if len(parts) >= 3:
+        return f"user:{parts[1]}"
+    return None
+
+
+def hand_id(rel: str) -> str:
+    """`evolve.memory._unit._hand_id` (a valid id for a note whatever its file is called)."""
+    name = rel.rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    stem = name[:dot] if dot > 0 else name
+    clean = "".join(c if c in _ID_CHARS else "-" for c in stem).lstrip("_.-")[:48]
+    if clean and clean == stem:
+        return clean
+    import hashlib
+
+    digest = hashlib.sha256(rel.encode("utf-8")).hexdigest()[:8]
+    return f"{clean or 'note'}-{digest}"
+
+
+def parse(path: str, raw: str) -> Unit:
+    """The unit in `raw` (the file at workspace-relative `path`), canonical files only.
+
+    Raises:
+        Unhandled: the file is not in canonical form, or not valid: `parse_unit` decides.
+    """
+    return Unit(parse_values(path, raw))
+
+
+def parse_values(path: str, raw: str) -> dict[str, Any]:
+    """The fields a canonical unit file sets (by field name), checked as `parse_unit` checks
+    them: what `MemoryUnit.model_validate` would keep, unchanged.
+
+    Raises:
+        Unhandled: the file is not in canonical form, or not valid: `parse_unit` decides.
+    """
+    raw = raw.replace("\r\n", "\n")
+    parts = path.split("/")
+    if len(parts) > 2 and parts[0] == "memory" and parts[1] == "skills":
+        raise Unhandled("skill")  # memory/skills/ holds skills, hand-written ones too
+    if not raw.startswith("---\n"):
+        scope = folder_scope(parts) or GLOBAL_SCOPE
+        text = raw.strip()
+        if not valid_scope(scope) or not safe_text(text) or "." in parts or ".." in parts:
+            raise Unhandled("hand note")
+        return {"id": hand_id(path), "recipe": "hand", "kind": "note", "scope": scope, "text": text}
+    end = raw.find("\n---\n", 3)
+    if end < 4:
+        raise Unhandled("front matter")
+    values: dict[str, Any] = {}
+    for line in raw[4:end].split("\n"):
+        key, sep, value = line.partition(": ")
+        name = _BY_KEY.get(key)
+        if not sep or name is None or name in values:
+            raise Unhandled("line")
+        values[name] = _checked(name, FIELDS[name][1], scalar(value))
+    text = raw[end + 5 :].strip()
+    if not safe_text(text):
+        raise Unhandled("text")
+    values["text"] = text
+    for name in REQUIRED:
+        if name not in values:
+            raise Unhandled(name)
+    if len(parts) > 3 or parts[0] != "memory" or "" in parts:
+        raise Unhandled("path")
+    scope = values.get("scope", GLOBAL_SCOPE)
+    stem = parts[-1][:-3] if parts[-1].endswith(".md") else None
+    if folder_scope(parts) != scope or stem != values["id"]:
+        raise Unhandled("scope or name")
+    return values
+
+
+def parse_or_full(path: str, raw: str) -> Unit:
+    """:func:`parse`, or `evolve.memory.parse_unit` for a file it does not handle (which
+    raises `MalformedUnit`, naming the path, for a malformed one)."""
+    try:
+        return parse(path, raw)
+    except Unhandled:
+        from evolve.memory import parse_unit
+
+        return Unit.of(parse_unit(path, raw))
+
+
+# --- counters sidecars (`evolve.memory._counters`) -------------------------------------------
+
+COUNTERS_NAME = "_counters.yaml"
+_INT_COUNTERS = ("helpful", "harmful")
+_FLOAT_COUNTERS = ("alpha", "beta")
+
+Counters = dict[str, dict[str, float]]  # int counters are ints
+
+
+def _number(v: str) -> int | float:
+    whole, dot, frac = v.partition(".")
+    if not (whole.isascii() and whole.isdigit()) or (
+        dot and not (frac.isascii() and frac.isdigit())
+    ):
+        raise Unhandled("counter")
+    return float(v) if dot else int(v)
+
+
+def parse_counters(raw: str) -> Counters:
+    """A sidecar as `evolve.memory.parse_counters` reads it, canonical form only.
+
+    Raises:
+        Unhandled: any other form, or an invalid value.
+    """
+    out: Counters = {}
+    entry: dict[str, Any] | None = None
+    for line in raw.split("\n"):
+        if not line:
+            continue
+        if line.startswith("  ") and entry is not None:
+            name, sep, value = line[2:].partition(": ")
+            number = _number(value)
+            if not sep or name in entry:
+                raise Unhandled("counter line")
+            if name in _INT_COUNTERS and isinstance(number, int) and number >= 0:
+                entry[name] = number
+            elif name in _FLOAT_COUNTERS and number > 0:
+                entry[name] = float(number)
+            else:
+                raise Unhandled("counter")
+            continue
+        ident = line[:-1]
+        if line[-1:] != ":" or not ident or ident in out or scalar(ident) != ident:
+            raise Unhandled("counter id")
+        entry = out[ident] = {}
+    if any(not fields for fields in out.values()):
+        raise Unhandled("empty counters entry")
+    return out
+
+
+def parse_counters_or_full(path: str, raw: str) -> Counters:
+    try:
+        return parse_counters(raw)
+    except Unhandled:
+        from evolve.memory import parse_counters as full
+
+        return full(path, raw)
+
+
+def scope_of_counters(path: str) -> str:
+    parts = path.split("/")
+    return GLOBAL_SCOPE if len(parts) == 2 else f"user:{parts[1]}"
+
+
+def overlay(units: Iterable[Unit], sidecars: Mapping[str, Counters]) -> list[Unit]:
+    """`evolve.memory._counters.overlay`."""
+    out = []
+    for unit in units:
+        entry = sidecars.get(unit.scope, {}).get(unit.id)
+        out.append(unit.with_(**entry) if entry else unit)
+    return out

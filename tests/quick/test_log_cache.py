@@ -1,0 +1,116 @@
+"""The log cache (`.git/evolve-log.cache`): what a full `evolve log --json` prints is the same
+with it, without it, and after the history moves under it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+from test_fast_equivalence import _write, build
+
+from evolve.cli import _fast
+from evolve.cli._group import run as run_click
+from evolve.quick import _logcache
+from evolve.quick._git import Repo
+from evolve.workspace import Workspace
+
+RunGit = Callable[..., str]
+FULL = [["log", "-n", "0", "--json"], ["log", "--jsonl"]]
+
+
+def _same(capsys: pytest.CaptureFixture[str]) -> str:
+    outs = []
+    for argv in FULL:
+        capsys.readouterr()
+        assert _fast.run(argv) == 0
+        fast = capsys.readouterr().out
+        assert run_click(argv) == 0
+        assert fast == capsys.readouterr().out
+        outs.append(fast)
+    return outs[0]
+
+
+def test_the_cache_gives_what_a_full_read_gives_as_history_moves(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build(ws, run_git)
+    cache = ws.store.git_dir / "evolve-log.cache"
+    assert not cache.exists()
+    first = _same(capsys)
+    assert cache.is_file()
+    assert _same(capsys) == first  # read from the cache, refusal records placed as before
+    # New commits: one evolve made, a hand edit of memory, one that touches no memory.
+    _write(ws, "memory/alex/note.md", "Alex pays rent on the 3rd.\n")
+    run_git(ws.root, "commit", "-qam", "hand: rent day again")
+    _write(ws, "other.txt", "x\n")
+    run_git(ws.root, "add", "other.txt")
+    run_git(ws.root, "commit", "-qm", "not memory")
+    after = _same(capsys)
+    assert "rent day again" in after and "not memory" not in after
+    # History rewritten under the cache: it only ever adds entries, and shows what HEAD has.
+    run_git(ws.root, "reset", "-q", "--hard", "HEAD~3")
+    rewound = _same(capsys)
+    assert (
+        "rent day again" not in rewound and len(json.loads(rewound)) == len(json.loads(first)) - 1
+    )
+
+
+@pytest.mark.parametrize("junk", [b"", b"garbage", b"\xe9\x00\x00\x00\x00"])
+def test_a_corrupt_cache_is_ignored_and_rewritten(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str], junk: bytes
+) -> None:
+    build(ws, run_git)
+    cache = ws.store.git_dir / "evolve-log.cache"
+    cache.write_bytes(junk)
+    _same(capsys)
+    assert cache.read_bytes() != junk
+
+
+def test_replace_refs_turn_the_cache_off(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build(ws, run_git)
+    _same(capsys)
+    # Graft HEAD onto its grandparent: the same commit id now shows other parents.
+    run_git(ws.root, "replace", "--graft", "HEAD", "HEAD~2")
+    out = _same(capsys)
+    assert "docs only" not in out
+    assert _logcache.load(Repo.find(str(ws.root))) is None
+    # Nothing seen through the graft is remembered: without it, the cache gives git's answer.
+    (ws.store.git_dir / "evolve-log.cache").unlink()
+    _same(capsys)
+    assert not (ws.store.git_dir / "evolve-log.cache").exists()
+    run_git(ws.root, "replace", "-d", run_git(ws.root, "rev-parse", "HEAD").strip())
+    _same(capsys)
+    assert _same(capsys) and _logcache.load(Repo.find(str(ws.root))) is not None
+
+
+def test_concurrent_readers_all_get_the_full_answer(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Readers racing to write the caches each print the whole answer; the cache left behind
+    is a whole one (written to a temporary file, then renamed over the old one)."""
+    import subprocess
+    import sys
+
+    build(ws, run_git)
+    assert run_click(["log", "-n", "0", "--json"]) == 0
+    want = capsys.readouterr().out
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "evolve", "log", "-n", "0", "--json"],
+            cwd=ws.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(4)
+    ]
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert out == want
+    assert _logcache.load(Repo.find(str(ws.root))) is not None
+    assert not list(ws.store.git_dir.glob("*.tmp"))
+    _same(capsys)

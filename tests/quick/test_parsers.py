@@ -135,11 +135,21 @@ def test_invalid_files_go_to_the_full_parser(raw: str) -> None:
 
 
 def test_hand_notes_read_as_parse_unit_reads_them() -> None:
-    for path in ("memory/n.md", "memory/alex/Odd Name!.md", "memory/skills/general/x.md"):
-        raw = "  A note.\r\n- with a bullet\n"
+    raw = "  A note.\r\n- with a bullet\n"
+    for path in ("memory/n.md", "memory/alex/Odd Name!.md"):
         assert _units.parse(path, raw).dump() == parse_unit(path, raw).model_dump(
             by_alias=True, exclude_none=True
         )
+
+
+def test_a_plain_file_on_a_skill_shelf_is_a_skill_read_by_the_full_parser() -> None:
+    path = "memory/skills/general/x.md"
+    raw = "  A note.\r\n- with a bullet\n"
+    with pytest.raises(Unhandled):
+        _units.parse(path, raw)
+    unit = _units.parse_or_full(path, raw)
+    assert unit.shelf == "general"
+    assert unit.dump() == parse_unit(path, raw).model_dump(by_alias=True, exclude_none=True)
 
 
 def test_the_field_table_matches_the_unit_model() -> None:

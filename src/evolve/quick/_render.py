@@ -109,7 +109,10 @@ def render_memory(units: Iterable[U], scope: str, renderers: Mapping[str, Render
     visible = [
         u
         for u in units
-        if u.status == "active" and u.scope in (scope, GLOBAL_SCOPE) and u.text.strip()
+        if u.status == "active"
+        and u.scope in (scope, GLOBAL_SCOPE)
+        and u.text.strip()
+        and getattr(u, "shelf", None) is None  # skills, hand-written ones too, go in <skills>
     ]
     groups: dict[str, list[U]] = {}
     for unit in by_learned(visible):

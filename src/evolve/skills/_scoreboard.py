@@ -71,7 +71,8 @@ def newcombe(x1: int, n1: int, x0: int, n0: int, confidence: float) -> tuple[flo
     d = p1 - p0
     lo = d - math.sqrt((p1 - l1) ** 2 + (u0 - p0) ** 2)
     hi = d + math.sqrt((u1 - p1) ** 2 + (p0 - l0) ** 2)
-    return lo, hi
+    # A difference of proportions lies in [-1, 1]; rounding may put a bound a hair outside.
+    return max(-1.0, lo), min(1.0, hi)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ import pytest
 
 from evolve.episode import run_episode
 from evolve.llm import JsonSchema, Message, MockLLM
-from evolve.memory import UnitReader, load_units, parse_unit
+from evolve.memory import UnitReader, load_units
+from evolve.memory._files import read_unit
 from evolve.train import train
 from evolve.workspace import Workspace
 
@@ -54,9 +55,9 @@ def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     def spy(path: str, raw: str) -> Any:
         seen.append(path)
-        return parse_unit(path, raw)
+        return read_unit(path, raw)
 
-    monkeypatch.setattr("evolve.memory._files.parse_unit", spy)
+    monkeypatch.setattr("evolve.memory._files.read_unit", spy)
     return seen
 
 

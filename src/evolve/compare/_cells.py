@@ -17,9 +17,11 @@ the job runs again from the base commit).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -280,6 +282,20 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
         return out
     finally:
         shutil.rmtree(clone, ignore_errors=True)
+
+
+def die_with_parent(parent: int) -> None:
+    """Initializer of a worker process: exit as soon as the `evolve compare` that started it
+    is gone (killed with SIGKILL, say). Otherwise an orphaned worker would go on running
+    queued jobs, writing result files and arm refs beside the run that resumes, and then
+    wait forever for work."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="evolve-compare-parent", daemon=True).start()
 
 
 def run_job_quietly(spec: JobSpec) -> dict[str, Any]:

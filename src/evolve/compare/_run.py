@@ -34,7 +34,13 @@ from typing import Any
 
 from evolve._faults import fault
 from evolve._io import atomic_write
-from evolve.compare._cells import JobSpec, clones_dir, run_job, run_job_quietly
+from evolve.compare._cells import (
+    JobSpec,
+    clones_dir,
+    die_with_parent,
+    run_job,
+    run_job_quietly,
+)
 from evolve.compare._results import build_results, results_markdown
 from evolve.compare._spec import (
     ARM_RECORDS_REF,
@@ -252,7 +258,12 @@ def run(
                 finished(spec, run_job(spec))
         else:
             context = multiprocessing.get_context("spawn")
-            with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            with cf.ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=context,
+                initializer=die_with_parent,
+                initargs=(os.getpid(),),
+            ) as pool:
                 futures = {pool.submit(run_job_quietly, spec): spec for spec in specs}
                 try:
                     for future in cf.as_completed(futures):

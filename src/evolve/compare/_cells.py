@@ -229,6 +229,12 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
             env = open_env(ws)
             agent = CountingLLM(make_role_llm(arm_cfg, "agent", env=env))
             updater = CountingLLM(make_role_llm(arm_cfg, "updater", env=env))
+            # The skills recipe's batch evolver is a model too: its tokens are training's.
+            evolver = (
+                CountingLLM(make_role_llm(arm_cfg, "evolver", env=env))
+                if arm_cfg.train.recipe == "skills"
+                else None
+            )
             report = train(
                 ws,
                 episodes=exp.episodes,
@@ -237,20 +243,23 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
                 persona=job.persona,
                 agent_llm=agent,
                 updater_llm=updater,
+                evolver_llm=evolver,
             )
             ws.store.close()
             ws = Workspace(clone, config=arm_cfg)
             llm = make_role_llm(arm_cfg, "agent", env=env)
             setup = episode_setup(ws, env, job.persona, "recipe")
             result = _arm_result(job.arm, spec, setup, _evaluate(ws, llm, setup, exp))
+            models = [m for m in (agent, updater, evolver) if m is not None]
             result["train"] = {
                 "episodes": len(report.outcomes),
                 "accepted": sum(o.accepted for o in report.outcomes),
                 "commits": len(report.commits),
-                "tokens": agent.usage.total + updater.usage.total,
+                "tokens": sum(m.usage.total for m in models),
                 "agent_tokens": agent.usage.total,
                 "updater_tokens": updater.usage.total,
-                "cost": round(agent.usage.cost + updater.usage.cost, 8),
+                **({"evolver_tokens": evolver.usage.total} if evolver is not None else {}),
+                "cost": round(sum(m.usage.cost for m in models), 8),
                 "duration_s": round(report.duration_s, 3),
             }
             results.append(result)

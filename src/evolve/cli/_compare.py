@@ -130,12 +130,14 @@ def compare_cmd(
     def say(line: str) -> None:
         click.echo(line, err=True)
 
-    dirty = ws.store.dirty_paths(["memory", "prompts"])
+    # Every arm runs in a clone of HEAD: its configuration, evaluation set, memory and prompts
+    # are the committed ones.
+    dirty = ws.store.dirty_paths(["memory", "prompts", "evolve.yaml", "evalset"])
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
         say(
-            f"note: memory/ or prompts/ has uncommitted changes ({shown}); every arm starts "
-            f"from HEAD {prepared.base[:10]}, without them."
+            f"note: uncommitted changes ({shown}) are not part of the experiment; every arm "
+            f"starts from HEAD {prepared.base[:10]}, without them."
         )
 
     say(

@@ -1,4 +1,4 @@
-"""A skills arm in an experiment: its batch evolver is paid for like the other models."""
+"""`evolve compare` edges: a skills arm's evolver is paid for; uncommitted set-up is named."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 from compare_helpers import write_small
 
-from conftest import cli_json
+from conftest import cli_json, run_cli
 from evolve.workspace import Workspace
 
 pytestmark = pytest.mark.slow
@@ -39,3 +39,17 @@ def test_a_skills_arm_counts_its_evolver_tokens_in_training(
     assert train["tokens"] == (
         train["agent_tokens"] + train["updater_tokens"] + train["evolver_tokens"]
     )
+
+
+def test_uncommitted_configuration_is_named_as_left_out(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Arms run in clones of HEAD: an uncommitted evolve.yaml or evalset is not used, and the
+    run says so (as it does for memory/ and prompts/)."""
+    write_small(ws.root, "name: small\npersonas: [alex]\neval_seeds: [0]\narms: {none: {}}\n")
+    config = ws.root / "evolve.yaml"
+    config.write_text(config.read_text("utf-8") + "\n# tried a change\n", encoding="utf-8")
+    (ws.root / "memory" / "draft.md").write_text("a draft\n", encoding="utf-8")
+    code, _out, err = run_cli(capsys, "compare", "experiments/small.yaml", "--jobs", "1")
+    assert code == 0, err
+    assert "uncommitted changes (" in err and "evolve.yaml" in err and "memory/draft.md" in err

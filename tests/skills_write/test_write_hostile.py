@@ -1,11 +1,17 @@
-"""Hostile evolver replies that earlier checks let through (found by trying them)."""
+"""Hostile evolver replies and reverts that earlier checks let through (found by trying)."""
 
 from __future__ import annotations
 
+import pytest
 from skillkit import APPS, candidate, maker, skill
 
+from evolve.errors import EvolveError
+from evolve.history import revert
+from evolve.memory import MemoryUnit, dump_unit, load_units
 from evolve.skills import plan_batch
-from evolve.workspace import ShelfCaps
+from evolve.workspace import ShelfCaps, Workspace
+
+WORDS = ("one", "two", "three", "four")
 
 GENERAL = "Read the item back after the last write before completing the task."
 
@@ -41,3 +47,30 @@ def test_a_merge_or_revise_into_a_general_skill_may_not_name_an_app() -> None:
     plan = plan_batch(units, [cand], fine, caps=ShelfCaps(), maker=maker(), staging={},
                       topics=frozenset(APPS))  # fmt: skip
     assert [(op.op, op.id) for op in plan.ops] == [("modify", "g1")]
+
+
+def test_a_revert_that_would_put_a_shelf_over_its_cap_is_refused(workspace: Workspace) -> None:
+    """Undoing the revert of a skill's addition lifts its tombstone; if the shelf was filled
+    since, the skill would make it overflow: refused in one sentence, nothing written."""
+    store = workspace.store
+
+    def commit(*units: MemoryUnit) -> str:
+        for unit in units:
+            path = workspace.root / str(unit.path())
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(dump_unit(unit), encoding="utf-8")
+        sha = store.commit([str(u.path()) for u in units], f"add {units[0].id}")
+        assert sha is not None
+        return sha
+
+    commit(*(skill(f"v{i}", f"Lesson number {WORDS[i]} about payments.", topic="venmo")
+             for i in range(4)))  # fmt: skip
+    added = commit(skill("v4", "Lesson number five about payments.", topic="venmo"))
+    undo = revert(workspace, added).commit
+    commit(skill("v5", "Lesson number six about payments.", topic="venmo"))  # 5/5 again
+    head = store.head()
+    with pytest.raises(EvolveError, match=r"over its cap .*topics/venmo \(6 skills, cap 5\)"):
+        revert(workspace, undo)
+    assert store.head() == head and not store.dirty_paths(["memory"])
+    live = [u for u in load_units(workspace.root) if u.shelf and u.status == "active"]
+    assert len(live) == 5

@@ -53,3 +53,20 @@ def test_uncommitted_configuration_is_named_as_left_out(
     code, _out, err = run_cli(capsys, "compare", "experiments/small.yaml", "--jobs", "1")
     assert code == 0, err
     assert "uncommitted changes (" in err and "evolve.yaml" in err and "memory/draft.md" in err
+
+
+def test_a_plan_that_finished_no_job_does_not_ask_for_fresh(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A first run that failed before any job finished (here: a model with no replies) left
+    no results; the corrected run just runs, it is not told to discard results that are not
+    there."""
+    write_small(ws.root, "name: small\npersonas: [alex]\neval_seeds: [0]\narms: {none: {}}\n")
+    code, _out, err = run_cli(capsys, "compare", "experiments/small.yaml", "--model", "mock")
+    assert code != 0 and "mock" in err
+    code, _out, err = run_cli(capsys, "compare", "experiments/small.yaml", "--jobs", "1")
+    assert code == 0, err
+    assert "--fresh" not in err
+    # With a finished job, another plan's results are never mixed in: --fresh is asked for.
+    code, _out, err = run_cli(capsys, "compare", "experiments/small.yaml", "--model", "mock")
+    assert code != 0 and "--fresh" in err

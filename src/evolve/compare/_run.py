@@ -211,10 +211,10 @@ def run(
     started = time.perf_counter()
     with writer(ws, "evolve compare"):
         known = _read_plan(p.folder)
-        other = known is not None and known != _plan_doc(p)
-        if other and not any((p.folder / "cells").glob("*.json")):
+        another = known is not None and known != _plan_doc(p)
+        if another and not any((p.folder / "cells").glob("*.json")):
             fresh = True  # another plan that finished no job: nothing to keep or mix
-        if other and not fresh:
+        if another and not fresh:
             raise EvolveError(
                 f"{p.folder.relative_to(ws.root)} holds results of another plan of experiment "
                 f"{exp.name} (a changed file, base commit or model); rerun with --fresh to "

@@ -74,3 +74,22 @@ def test_a_revert_that_would_put_a_shelf_over_its_cap_is_refused(workspace: Work
     assert store.head() == head and not store.dirty_paths(["memory"])
     live = [u for u in load_units(workspace.root) if u.shelf and u.status == "active"]
     assert len(live) == 5
+
+
+def test_the_filter_sees_a_name_in_its_possessive_or_hyphenated_form() -> None:
+    from evolve.skills import screen, specifics
+
+    task = specifics(
+        "pay_back-1", "Pay Jamie Lee back $12.50 for lunch, then reply to Priya's note.", "",
+        APPS,
+    )  # fmt: skip
+    for text in (
+        "Check Jamie's usual card before paying.",
+        "Check Jamie’s usual card before paying.",
+        "Use a Jamie-style note for every payment.",
+        "Reply to Priya before closing the task.",  # the instruction said "Priya's"
+        "Reply to Priya's contacts first.",
+    ):
+        assert screen(text, task) is not None, text
+    for text in ("Check the payee's usual card before paying.", "Send a follow-up text."):
+        assert screen(text, task) is None, text

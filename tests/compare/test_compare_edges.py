@@ -7,7 +7,7 @@ import json
 import pytest
 from compare_helpers import write_small
 
-from conftest import cli_json, run_cli
+from conftest import GitRunner, cli_json, run_cli
 from evolve.workspace import Workspace
 
 pytestmark = pytest.mark.slow
@@ -70,3 +70,21 @@ def test_a_plan_that_finished_no_job_does_not_ask_for_fresh(
     # With a finished job, another plan's results are never mixed in: --fresh is asked for.
     code, _out, err = run_cli(capsys, "compare", "experiments/small.yaml", "--model", "mock")
     assert code != 0 and "--fresh" in err
+
+
+def test_a_skills_arm_with_an_evolver_that_cannot_start_is_refused_before_anything_runs(
+    ws: Workspace,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    run_git: GitRunner,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    config = ws.root / "evolve.yaml"
+    text = config.read_text("utf-8")
+    assert "  evolver: sim" in text
+    config.write_text(text.replace("  evolver: sim", "  evolver: openai/gpt-x"), "utf-8")
+    run_git(ws.root, "commit", "-qam", "evolver on a server")
+    write_small(ws.root, SKILLS.replace("arms:\n", "arms:\n  none: {}\n"))
+    code, _out, err = run_cli(capsys, "compare", "experiments/small.yaml", "--jobs", "1")
+    assert code != 0 and "OPENAI_API_KEY" in err
+    assert not (ws.root / "generations" / "experiments" / "small").exists()

@@ -55,6 +55,7 @@ from evolve.errors import EvolveError
 from evolve.evaluate import open_env
 from evolve.generations._records import RECORDS_REF
 from evolve.llm import make_role_llm, with_models
+from evolve.llm._roles import RoleName
 from evolve.updaters import RECIPES
 from evolve.workspace import Workspace
 
@@ -107,7 +108,10 @@ def prepare(
     )
     models = _models(ws, exp, overrides or {})
     cfg = with_models(ws.config, **{k: v for k, v in models.items() if k != "cache"})
-    for role in ("agent", "updater"):
+    roles: list[RoleName] = ["agent", "updater"]
+    if any(a.recipe == "skills" for a in exp.arms.values()):
+        roles.append("evolver")  # the skills recipe's batch evolver (models.evolver)
+    for role in roles:
         make_role_llm(cfg, role, env=env)  # an unknown model is refused before anything runs
     base = ws.store.head()
     if base is None:

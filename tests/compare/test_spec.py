@@ -67,6 +67,7 @@ def test_any_registered_recipe_is_an_arm_skills_included() -> None:
         ("name: t\npersonas: [alex]\nfeedback: [loud]\narms: {none: {}}\n", "feedback"),
         ("name: t\npersonas: [alex, alex]\narms: {none: {}}\n", "lists a value twice"),
         ("name: t\npersonas: [alex]\narms: {none: {recipe: ace}}\n", "takes no recipe"),
+        ("name: t\npersonas: [alex]\narms: {oracle: {review: true}}\n", "takes no recipe"),
         # A key given twice is refused, not silently the last one (an arm, a parameter).
         ("name: t\npersonas: [alex]\narms: {ace: {}, ace: {recipe: tepa}}\n",
          "gives 'ace' twice (line 3)"),

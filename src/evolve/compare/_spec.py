@@ -217,7 +217,12 @@ def _check(
             if arm.recipe not in recipes:
                 raise fail(f"arm {name!r} names unknown recipe {arm.recipe!r}; choose from "
                            f"{', '.join(recipes)}")  # fmt: skip
-        elif arm.recipe is not None or arm.caps is not None or arm.max_memory_chars is not None:
+        elif (
+            arm.recipe is not None
+            or arm.caps is not None
+            or arm.max_memory_chars is not None
+            or arm.review
+        ):
             raise fail(f"arm {name!r} of type {arm.type} takes no recipe parameters")
         if arm.type == "fixed":
             if (arm.match is None) == (arm.chars is None):

@@ -88,3 +88,24 @@ def test_a_skills_arm_with_an_evolver_that_cannot_start_is_refused_before_anythi
     code, _out, err = run_cli(capsys, "compare", "experiments/small.yaml", "--jobs", "1")
     assert code != 0 and "OPENAI_API_KEY" in err
     assert not (ws.root / "generations" / "experiments" / "small").exists()
+
+
+def test_an_arm_whose_stream_head_already_trained_runs_its_full_episodes(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`evolve train` on the workspace before the experiment: the ace arm's stream (alex,
+    instance, order 0) is already on HEAD. The arm still trains the experiment's episodes
+    (it was cut short to what was left of them) and the run says it continued a stream."""
+    from evolve.train import train
+
+    train(ws, episodes=6)
+    write_small(
+        ws.root, SKILLS.replace("skills: {}", "ace: {}").replace("episodes: 8", "episodes: 4")
+    )
+    code, _out, err = run_cli(capsys, "compare", "experiments/small.yaml", "--jobs", "1")
+    assert code == 0, err
+    cells = ws.root / "generations" / "experiments" / "small" / "cells"
+    cell = json.loads((cells / "train--ace--alex--instance--0.json").read_text("utf-8"))
+    train_info = cell["results"][0]["train"]
+    assert train_info["episodes"] == 4 and train_info["stream_start"] > 0
+    assert "note: HEAD already holds training of 1 arm stream(s) (ace · alex" in err

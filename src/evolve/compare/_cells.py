@@ -191,7 +191,7 @@ def _arm_result(
 
 def run_job(spec: JobSpec) -> dict[str, Any]:
     """Run one job to its end and write its result file; returns the result."""
-    from evolve.train import train
+    from evolve.train import last_episode, stream_id, train
 
     started = time.perf_counter()
     exp, job = spec.experiment, spec.job
@@ -235,9 +235,15 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
                 if arm_cfg.train.recipe == "skills"
                 else None
             )
+            # A stream HEAD already trained (say `evolve train` on the workspace before the
+            # experiment) is continued, never cut short: the arm trains `episodes` new ones.
+            last = last_episode(
+                ws, stream_id(job.persona, arm_cfg.train.recipe, job.order, job.tier)
+            )
+            begin = 0 if last is None else last + 1
             report = train(
                 ws,
-                episodes=exp.episodes,
+                episodes=begin + exp.episodes,
                 feedback=job.tier,  # type: ignore[arg-type]
                 seed=job.order,
                 persona=job.persona,
@@ -253,6 +259,7 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
             models = [m for m in (agent, updater, evolver) if m is not None]
             result["train"] = {
                 "episodes": len(report.outcomes),
+                "stream_start": report.start,  # > 0: the stream HEAD already had, continued
                 "accepted": sum(o.accepted for o in report.outcomes),
                 "commits": len(report.commits),
                 "tokens": sum(m.usage.total for m in models),

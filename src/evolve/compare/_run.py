@@ -281,6 +281,20 @@ def run(
                     raise
         shutil.rmtree(clones_dir(ws.store.common_dir, exp.name), ignore_errors=True)
         cells = [p.done[j.key] for j in p.jobs]
+        continued = [
+            f"{c['arm']} · {c['persona']} · {c['tier']} · order {c['order']} from episode "
+            f"{r['train']['stream_start']}"
+            for c in cells
+            for r in c.get("results", [])
+            if r.get("train", {}).get("stream_start")
+        ]
+        if continued:
+            say(
+                f"note: HEAD already holds training of {len(continued)} arm stream(s) "
+                f"({'; '.join(continued[:3])}{' ...' if len(continued) > 3 else ''}); those "
+                "arms continued it with that memory (compare from a commit without it for "
+                "arms that all start alike)"
+            )
         doc = build_results(exp, cells, base=p.base, duration_s=time.perf_counter() - started)
         doc["models"] = p.models
         text = json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -109,3 +109,15 @@ def test_an_arm_whose_stream_head_already_trained_runs_its_full_episodes(
     train_info = cell["results"][0]["train"]
     assert train_info["episodes"] == 4 and train_info["stream_start"] > 0
     assert "note: HEAD already holds training of 1 arm stream(s) (ace · alex" in err
+
+
+def test_a_second_compare_on_a_locked_workspace_is_refused_without_announcing_work(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evolve.recovery import writer
+
+    write_small(ws.root, "name: small\npersonas: [alex]\neval_seeds: [0]\narms: {none: {}}\n")
+    with writer(ws, "evolve compare"):
+        code, _out, err = run_cli(capsys, "compare", "experiments/small.yaml", "--jobs", "1")
+    assert code != 0 and "locked" in err
+    assert "to run" not in err and err.strip().count("\n") == 0  # one sentence

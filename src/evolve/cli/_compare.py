@@ -140,10 +140,6 @@ def compare_cmd(
             f"starts from HEAD {prepared.base[:10]}, without them."
         )
 
-    say(
-        f"experiment {exp.name}: {len(prepared.jobs)} jobs, {len(prepared.pending)} to run, "
-        f"on {prepared.base[:10]}"
-    )
     doc = run(ws, prepared, workers=workers, fresh=fresh, say=say)
     if as_json:
         emit_json(doc)

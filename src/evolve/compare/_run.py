@@ -236,6 +236,8 @@ def run(
         atomic_write(p.folder / "plan.json", json.dumps(_plan_doc(p), indent=2) + "\n")
         pending = p.pending
         total = len(p.jobs)
+        # Said once the lock is held: a run refused by another's lock announces no work.
+        say(f"experiment {exp.name}: {total} jobs, {len(pending)} to run, on {p.base[:10]}")
         if p.done:
             say(f"resuming: {len(p.done)} of {total} jobs are done and kept")
         for moved in p.moved:

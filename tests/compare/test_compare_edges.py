@@ -121,3 +121,16 @@ def test_a_second_compare_on_a_locked_workspace_is_refused_without_announcing_wo
         code, _out, err = run_cli(capsys, "compare", "experiments/small.yaml", "--jobs", "1")
     assert code != 0 and "locked" in err
     assert "to run" not in err and err.strip().count("\n") == 0  # one sentence
+
+
+def test_the_plan_says_when_the_run_will_need_fresh(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = "name: small\npersonas: [alex]\neval_seeds: [0]\narms: {none: {}}\n"
+    write_small(ws.root, small)
+    assert cli_json(capsys, "compare", "experiments/small.yaml", "--jobs", "1")
+    assert cli_json(capsys, "compare", "experiments/small.yaml", "--plan")["needs_fresh"] is False
+    write_small(ws.root, small.replace("eval_seeds: [0]", "eval_seeds: [0, 1]"))
+    code, _out, err = run_cli(capsys, "compare", "experiments/small.yaml", "--plan")
+    assert code == 0 and "the run needs --fresh" in err
+    assert cli_json(capsys, "compare", "experiments/small.yaml", "--plan")["needs_fresh"] is True

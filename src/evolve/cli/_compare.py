@@ -115,6 +115,7 @@ def compare_cmd(
                     "models": prepared.models,
                     "jobs": jobs,
                     "pending": len(prepared.pending),
+                    "needs_fresh": prepared.needs_fresh,
                 }
             )
             return
@@ -122,6 +123,12 @@ def compare_cmd(
             f"experiment {exp.name}: {len(jobs)} jobs ({len(prepared.pending)} to run) on "
             f"{prepared.base[:10]}, models {', '.join(f'{k}={v}' for k, v in prepared.models.items())}"
         )
+        if prepared.needs_fresh:
+            click.echo(
+                f"note: {prepared.folder.relative_to(ws.root)} holds results of another plan "
+                "(a changed file, base commit or model); the run needs --fresh to discard them",
+                err=True,
+            )
         for job in jobs:
             mark = "done" if job["done"] else "todo"
             click.echo(f"  {mark}  {job['label']}" + (f"  -> {job['ref']}" if job["ref"] else ""))

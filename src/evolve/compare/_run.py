@@ -74,6 +74,7 @@ class Prepared:
     jobs: list[Job]
     done: dict[str, dict[str, Any]] = field(default_factory=dict)  # job key -> cell
     moved: list[str] = field(default_factory=list)  # arm refs moved since they were measured
+    needs_fresh: bool = False  # results of another plan are there: the run asks for --fresh
 
     @property
     def pending(self) -> list[Job]:
@@ -120,7 +121,9 @@ def prepare(
     prepared = Prepared(exp, base, models, folder, plan(exp))
     known = _read_plan(folder)
     if known is not None and known != _plan_doc(prepared):
-        return prepared  # another plan's results: `run` refuses them unless --fresh
+        # another plan's results: `run` refuses them unless --fresh
+        prepared.needs_fresh = any((folder / "cells").glob("*.json"))
+        return prepared
     for job in prepared.jobs:
         cell = _finished(ws, prepared, job)
         if cell is not None:

@@ -119,6 +119,8 @@ def test_results_per_arm_with_intervals_are_written_and_recorded(
     assert json.loads((folder / "results.json").read_text())["rows"] == doc["rows"]
     md = (folder / "results.md").read_text()
     assert "| ace |" in md and "gap closed" in md
+    # How to read the arms: this experiment's own refs, a command that runs as written.
+    assert f"`git diff {ACE} {TEPA} -- memory/`" in md
     [recorded] = load_results(ws)
     assert recorded["rows"] == doc["rows"]
     assert load_records(ws) == []  # generation records are not confused by experiments

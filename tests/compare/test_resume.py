@@ -117,3 +117,57 @@ def test_a_stale_clone_and_arm_ref_of_a_killed_job_are_redone(
         assert new["memory_chars"] == old["memory_chars"]
     assert not stale.exists()
     assert run_git(ws.root, "log", "--format=%s", ref) == subjects
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_workers_die_with_a_parent_killed_alone(tmp_path: Path) -> None:
+    """`kill -9` of the compare process alone (not its group): its worker processes do not
+    go on running queued jobs beside a resumed run, nor wait forever for work."""
+    ws = init_workspace(tmp_path / "ws")
+    write_small(ws.root)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evolve", "compare", "experiments/small.yaml", "--jobs", "2"],
+        cwd=ws.root, env={**os.environ, "EVOLVE_FAULT": "compare-cell:hang"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    workers: list[int] = []
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "hanging at step compare-cell" in line:
+                break
+        workers = _children(proc.pid)
+        assert workers
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [w for w in workers if _alive(w)]
+    finally:
+        for w in workers:
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)

@@ -67,6 +67,20 @@ def test_any_registered_recipe_is_an_arm_skills_included() -> None:
         ("name: t\npersonas: [alex]\nfeedback: [loud]\narms: {none: {}}\n", "feedback"),
         ("name: t\npersonas: [alex, alex]\narms: {none: {}}\n", "lists a value twice"),
         ("name: t\npersonas: [alex]\narms: {none: {recipe: ace}}\n", "takes no recipe"),
+        ("name: t\npersonas: [alex]\narms: {oracle: {review: true}}\n", "takes no recipe"),
+        # A key given twice is refused, not silently the last one (an arm, a parameter).
+        ("name: t\npersonas: [alex]\narms: {ace: {}, ace: {recipe: tepa}}\n",
+         "gives 'ace' twice (line 3)"),
+        ("name: t\npersonas: [alex]\narms: {ace: {caps: {units: 2, units: 9}}}\n",
+         "gives 'units' twice"),
+        ("name: t\npersonas: [alex]\narms: {none: {}}\npersonas: [blair]\n",
+         "gives 'personas' twice (line 4)"),
+        # Nothing to score, or nothing to train under: refused, not an empty result.
+        ("name: t\npersonas: [alex]\nsplits: []\narms: {none: {}}\n", "splits"),
+        ("name: t\npersonas: [alex]\nfeedback: []\narms: {ace: {}}\n", "feedback"),
+        # A seed is an integer, not a boolean or a string that looks like one.
+        ("name: t\npersonas: [alex]\norders: [true]\narms: {ace: {}}\n", "orders.0"),
+        ("name: t\npersonas: [alex]\neval_seeds: ['1']\narms: {ace: {}}\n", "eval_seeds.0"),
     ],
 )  # fmt: skip
 def test_a_wrong_file_is_one_sentence(text: str, says: str) -> None:

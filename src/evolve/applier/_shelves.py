@@ -79,3 +79,17 @@ def _delta(before: MemoryUnit | None, op: Op, shelf: str) -> int:
         return int(unit is not None and shelf_of(unit) == shelf and occupies(unit))
 
     return (0 if op.op == "evict" else on(op.unit)) - on(before)
+
+
+def overflowing(
+    before: Sequence[MemoryUnit], after: Sequence[MemoryUnit], caps: ShelfCaps
+) -> list[str]:
+    """Shelves that `after` leaves over their cap and fuller than `before` did (a shelf a
+    person filled over its cap by hand may stay so; it only takes no more), each as
+    `<shelf> (<n> skills, cap <cap>)`."""
+    was, now = occupancy(before), occupancy(after)
+    return [
+        f"{shelf} ({n} skills, cap {shelf_cap(shelf, caps)})"
+        for shelf, n in sorted(now.items())
+        if n > shelf_cap(shelf, caps) and n > was.get(shelf, 0)
+    ]

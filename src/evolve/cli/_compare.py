@@ -115,6 +115,7 @@ def compare_cmd(
                     "models": prepared.models,
                     "jobs": jobs,
                     "pending": len(prepared.pending),
+                    "needs_fresh": prepared.needs_fresh,
                 }
             )
             return
@@ -122,6 +123,12 @@ def compare_cmd(
             f"experiment {exp.name}: {len(jobs)} jobs ({len(prepared.pending)} to run) on "
             f"{prepared.base[:10]}, models {', '.join(f'{k}={v}' for k, v in prepared.models.items())}"
         )
+        if prepared.needs_fresh:
+            click.echo(
+                f"note: {prepared.folder.relative_to(ws.root)} holds results of another plan "
+                "(a changed file, base commit or model); the run needs --fresh to discard them",
+                err=True,
+            )
         for job in jobs:
             mark = "done" if job["done"] else "todo"
             click.echo(f"  {mark}  {job['label']}" + (f"  -> {job['ref']}" if job["ref"] else ""))
@@ -130,18 +137,16 @@ def compare_cmd(
     def say(line: str) -> None:
         click.echo(line, err=True)
 
-    dirty = ws.store.dirty_paths(["memory", "prompts"])
+    # Every arm runs in a clone of HEAD: its configuration, evaluation set, memory and prompts
+    # are the committed ones.
+    dirty = ws.store.dirty_paths(["memory", "prompts", "evolve.yaml", "evalset"])
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
         say(
-            f"note: memory/ or prompts/ has uncommitted changes ({shown}); every arm starts "
-            f"from HEAD {prepared.base[:10]}, without them."
+            f"note: uncommitted changes ({shown}) are not part of the experiment; every arm "
+            f"starts from HEAD {prepared.base[:10]}, without them."
         )
 
-    say(
-        f"experiment {exp.name}: {len(prepared.jobs)} jobs, {len(prepared.pending)} to run, "
-        f"on {prepared.base[:10]}"
-    )
     doc = run(ws, prepared, workers=workers, fresh=fresh, say=say)
     if as_json:
         emit_json(doc)

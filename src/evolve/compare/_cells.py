@@ -17,9 +17,11 @@ the job runs again from the base commit).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -189,7 +191,7 @@ def _arm_result(
 
 def run_job(spec: JobSpec) -> dict[str, Any]:
     """Run one job to its end and write its result file; returns the result."""
-    from evolve.train import train
+    from evolve.train import last_episode, stream_id, train
 
     started = time.perf_counter()
     exp, job = spec.experiment, spec.job
@@ -227,28 +229,44 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
             env = open_env(ws)
             agent = CountingLLM(make_role_llm(arm_cfg, "agent", env=env))
             updater = CountingLLM(make_role_llm(arm_cfg, "updater", env=env))
+            # The skills recipe's batch evolver is a model too: its tokens are training's.
+            evolver = (
+                CountingLLM(make_role_llm(arm_cfg, "evolver", env=env))
+                if arm_cfg.train.recipe == "skills"
+                else None
+            )
+            # A stream HEAD already trained (say `evolve train` on the workspace before the
+            # experiment) is continued, never cut short: the arm trains `episodes` new ones.
+            last = last_episode(
+                ws, stream_id(job.persona, arm_cfg.train.recipe, job.order, job.tier)
+            )
+            begin = 0 if last is None else last + 1
             report = train(
                 ws,
-                episodes=exp.episodes,
+                episodes=begin + exp.episodes,
                 feedback=job.tier,  # type: ignore[arg-type]
                 seed=job.order,
                 persona=job.persona,
                 agent_llm=agent,
                 updater_llm=updater,
+                evolver_llm=evolver,
             )
             ws.store.close()
             ws = Workspace(clone, config=arm_cfg)
             llm = make_role_llm(arm_cfg, "agent", env=env)
             setup = episode_setup(ws, env, job.persona, "recipe")
             result = _arm_result(job.arm, spec, setup, _evaluate(ws, llm, setup, exp))
+            models = [m for m in (agent, updater, evolver) if m is not None]
             result["train"] = {
                 "episodes": len(report.outcomes),
+                "stream_start": report.start,  # > 0: the stream HEAD already had, continued
                 "accepted": sum(o.accepted for o in report.outcomes),
                 "commits": len(report.commits),
-                "tokens": agent.usage.total + updater.usage.total,
+                "tokens": sum(m.usage.total for m in models),
                 "agent_tokens": agent.usage.total,
                 "updater_tokens": updater.usage.total,
-                "cost": round(agent.usage.cost + updater.usage.cost, 8),
+                **({"evolver_tokens": evolver.usage.total} if evolver is not None else {}),
+                "cost": round(sum(m.usage.cost for m in models), 8),
                 "duration_s": round(report.duration_s, 3),
             }
             results.append(result)
@@ -280,6 +298,20 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
         return out
     finally:
         shutil.rmtree(clone, ignore_errors=True)
+
+
+def die_with_parent(parent: int) -> None:
+    """Initializer of a worker process: exit as soon as the `evolve compare` that started it
+    is gone (killed with SIGKILL, say). Otherwise an orphaned worker would go on running
+    queued jobs, writing result files and arm refs beside the run that resumes, and then
+    wait forever for work."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="evolve-compare-parent", daemon=True).start()
 
 
 def run_job_quietly(spec: JobSpec) -> dict[str, Any]:

@@ -298,12 +298,24 @@ def results_markdown(doc: dict[str, Any]) -> str:
                         )
                         + " |"
                     )
-    lines += [
-        "",
-        "Arms' memory: `git diff refs/evolve/arms/<experiment>/<arm>/<persona>/<tier>/<order> "
-        "refs/evolve/arms/<experiment>/<other arm>/<persona>/<tier>/<order> -- memory/`.",
-    ]
+    lines += ["", _diff_hint(doc)]
     return "\n".join(lines) + "\n"
+
+
+def _diff_hint(doc: dict[str, Any]) -> str:
+    """How to read the arms' memory, with this experiment's own refs where it has two."""
+    refs: list[str] = []
+    for row in doc.get("rows", []):
+        if row.get("type") == "recipe":
+            refs += [r for r in row.get("refs", []) if r not in refs]
+    first = refs[0] if refs else None
+    tail = first.split("/", 5)[-1] if first else ""
+    other = next((r for r in refs[1:] if r.split("/", 5)[-1] == tail), None)
+    if first is not None and other is not None:
+        return f"Arms' memory: `git diff {first} {other} -- memory/`."
+    if first is not None:
+        return f"An arm's memory: `evolve memory --as-of {first} --persona {tail.split('/')[0]}`."
+    return "No recipe arm: no arm refs to read."
 
 
 def headline(doc: dict[str, Any]) -> list[tuple[str, str, str, Interval | None]]:

@@ -34,7 +34,13 @@ from typing import Any
 
 from evolve._faults import fault
 from evolve._io import atomic_write
-from evolve.compare._cells import JobSpec, clones_dir, run_job, run_job_quietly
+from evolve.compare._cells import (
+    JobSpec,
+    clones_dir,
+    die_with_parent,
+    run_job,
+    run_job_quietly,
+)
 from evolve.compare._results import build_results, results_markdown
 from evolve.compare._spec import (
     ARM_RECORDS_REF,
@@ -49,6 +55,7 @@ from evolve.errors import EvolveError
 from evolve.evaluate import open_env
 from evolve.generations._records import RECORDS_REF
 from evolve.llm import make_role_llm, with_models
+from evolve.llm._roles import RoleName
 from evolve.updaters import RECIPES
 from evolve.workspace import Workspace
 
@@ -67,6 +74,7 @@ class Prepared:
     jobs: list[Job]
     done: dict[str, dict[str, Any]] = field(default_factory=dict)  # job key -> cell
     moved: list[str] = field(default_factory=list)  # arm refs moved since they were measured
+    needs_fresh: bool = False  # results of another plan are there: the run asks for --fresh
 
     @property
     def pending(self) -> list[Job]:
@@ -101,7 +109,10 @@ def prepare(
     )
     models = _models(ws, exp, overrides or {})
     cfg = with_models(ws.config, **{k: v for k, v in models.items() if k != "cache"})
-    for role in ("agent", "updater"):
+    roles: list[RoleName] = ["agent", "updater"]
+    if any(a.recipe == "skills" for a in exp.arms.values()):
+        roles.append("evolver")  # the skills recipe's batch evolver (models.evolver)
+    for role in roles:
         make_role_llm(cfg, role, env=env)  # an unknown model is refused before anything runs
     base = ws.store.head()
     if base is None:
@@ -110,7 +121,9 @@ def prepare(
     prepared = Prepared(exp, base, models, folder, plan(exp))
     known = _read_plan(folder)
     if known is not None and known != _plan_doc(prepared):
-        return prepared  # another plan's results: `run` refuses them unless --fresh
+        # another plan's results: `run` refuses them unless --fresh
+        prepared.needs_fresh = any((folder / "cells").glob("*.json"))
+        return prepared
     for job in prepared.jobs:
         cell = _finished(ws, prepared, job)
         if cell is not None:
@@ -205,7 +218,10 @@ def run(
     started = time.perf_counter()
     with writer(ws, "evolve compare"):
         known = _read_plan(p.folder)
-        if known is not None and known != _plan_doc(p) and not fresh:
+        another = known is not None and known != _plan_doc(p)
+        if another and not any((p.folder / "cells").glob("*.json")):
+            fresh = True  # another plan that finished no job: nothing to keep or mix
+        if another and not fresh:
             raise EvolveError(
                 f"{p.folder.relative_to(ws.root)} holds results of another plan of experiment "
                 f"{exp.name} (a changed file, base commit or model); rerun with --fresh to "
@@ -223,6 +239,8 @@ def run(
         atomic_write(p.folder / "plan.json", json.dumps(_plan_doc(p), indent=2) + "\n")
         pending = p.pending
         total = len(p.jobs)
+        # Said once the lock is held: a run refused by another's lock announces no work.
+        say(f"experiment {exp.name}: {total} jobs, {len(pending)} to run, on {p.base[:10]}")
         if p.done:
             say(f"resuming: {len(p.done)} of {total} jobs are done and kept")
         for moved in p.moved:
@@ -252,7 +270,12 @@ def run(
                 finished(spec, run_job(spec))
         else:
             context = multiprocessing.get_context("spawn")
-            with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            with cf.ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=context,
+                initializer=die_with_parent,
+                initargs=(os.getpid(),),
+            ) as pool:
                 futures = {pool.submit(run_job_quietly, spec): spec for spec in specs}
                 try:
                     for future in cf.as_completed(futures):
@@ -263,6 +286,20 @@ def run(
                     raise
         shutil.rmtree(clones_dir(ws.store.common_dir, exp.name), ignore_errors=True)
         cells = [p.done[j.key] for j in p.jobs]
+        continued = [
+            f"{c['arm']} · {c['persona']} · {c['tier']} · order {c['order']} from episode "
+            f"{r['train']['stream_start']}"
+            for c in cells
+            for r in c.get("results", [])
+            if r.get("train", {}).get("stream_start")
+        ]
+        if continued:
+            say(
+                f"note: HEAD already holds training of {len(continued)} arm stream(s) "
+                f"({'; '.join(continued[:3])}{' ...' if len(continued) > 3 else ''}); those "
+                "arms continued it with that memory (compare from a commit without it for "
+                "arms that all start alike)"
+            )
         doc = build_results(exp, cells, base=p.base, duration_s=time.perf_counter() - started)
         doc["models"] = p.models
         text = json.dumps(doc, indent=2, sort_keys=True) + "\n"

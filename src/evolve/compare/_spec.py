@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from evolve.errors import EvolveError
 from evolve.workspace._config import RecipeCaps
@@ -75,11 +75,11 @@ class Experiment(_Strict):
     name: str
     description: str = ""
     personas: tuple[str, ...] = Field(min_length=1)
-    feedback: tuple[TierName, ...] = ("instance",)
-    orders: tuple[int, ...] = Field(default=(0,), min_length=1)
-    eval_seeds: tuple[int, ...] = Field(default=(0,), min_length=1)
+    feedback: tuple[TierName, ...] = Field(default=("instance",), min_length=1)
+    orders: tuple[StrictInt, ...] = Field(default=(0,), min_length=1)
+    eval_seeds: tuple[StrictInt, ...] = Field(default=(0,), min_length=1)
     episodes: int = Field(default=24, ge=1, le=100_000)
-    splits: tuple[SplitName, ...] = ("dev",)
+    splits: tuple[SplitName, ...] = Field(default=("dev",), min_length=1)
     models: ModelsSpec = ModelsSpec()
     bootstrap_samples: int = Field(default=1000, ge=100, le=100_000)
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
@@ -92,6 +92,29 @@ class Experiment(_Strict):
 
     def digest(self) -> str:
         return hashlib.sha256(self.model_dump_json().encode("utf-8")).hexdigest()[:16]
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: object, line: int) -> None:
+        super().__init__(key, line)
+        self.key, self.line = key, line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML that refuses a key given twice in one mapping (plain YAML keeps the last one, so
+    a second `ace:` arm would silently replace the first)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[object] = set()
+        for key_node, _value in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                if key in seen:
+                    raise _DuplicateKey(key, key_node.start_mark.line + 1)
+                seen.add(key)
+            except TypeError:
+                pass  # an unhashable key: the base class says so
+        return super().construct_mapping(node, deep=deep)
 
 
 def _sentence(err: Any) -> str:
@@ -119,7 +142,12 @@ def parse_experiment(
             arm that cannot be run; one sentence naming the file.
     """
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except _DuplicateKey as dup:
+        raise ExperimentError(
+            f"{source} gives {dup.key!r} twice (line {dup.line}); each key, arm names "
+            "included, may appear once."
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -189,7 +217,12 @@ def _check(
             if arm.recipe not in recipes:
                 raise fail(f"arm {name!r} names unknown recipe {arm.recipe!r}; choose from "
                            f"{', '.join(recipes)}")  # fmt: skip
-        elif arm.recipe is not None or arm.caps is not None or arm.max_memory_chars is not None:
+        elif (
+            arm.recipe is not None
+            or arm.caps is not None
+            or arm.max_memory_chars is not None
+            or arm.review
+        ):
             raise fail(f"arm {name!r} of type {arm.type} takes no recipe parameters")
         if arm.type == "fixed":
             if (arm.match is None) == (arm.chars is None):

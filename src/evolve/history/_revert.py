@@ -462,7 +462,29 @@ def revert(
             add_deltas(deltas, counter_deltas(store, target))
         counts = take_back(store, head, deltas, changes)
         changes.update(counts.files)
+        _check_shelves(ws, info, head, changes)
         return _commit(ws, info, targets, plan, changes, reason, counts)
+
+
+def _check_shelves(
+    ws: Workspace, info: CommitInfo, head: str, changes: dict[str, bytes | None]
+) -> None:
+    """A revert that would leave a skill shelf over its cap (a lifted tombstone on a shelf
+    filled since) is refused like any other write over a cap."""
+    from evolve.applier._shelves import overflowing
+
+    touched = {p for p in changes if is_unit_path(p) and p.startswith("memory/skills/")}
+    if not touched:
+        return
+    before = [u for u in load_units_at(ws.store, head) if u.shelf is not None]
+    after = [u for u in before if str(u.path()) not in touched]
+    after += [u for p in touched if (u := unit_of(p, changes[p])) is not None]
+    over = overflowing(before, after, ws.config.skills.caps)
+    if over:
+        raise EvolveError(
+            f"reverting {info.short} would put a skill shelf over its cap (skills.caps in "
+            f"evolve.yaml): {', '.join(over)}; revoke or revert a skill there first."
+        )
 
 
 def _commit(

@@ -36,6 +36,7 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 _QUOTED = re.compile(r"'([^']{2,80})'|\"([^\"]{2,80})\"|“([^”]{2,80})”")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
+_POSSESSIVE = re.compile(r"['’]s?$")
 # Keys of call arguments/results whose values name something of this task.
 _NAMEY = re.compile(
     r"name|email|phone|recipient|receiver|sender|contact|title|subject|to$|id$|card|user"
@@ -185,9 +186,16 @@ def screen(text: str, task: TaskSpecifics) -> str | None:
         if len(phrase) > 3 and re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", low):
             return f"names {phrase!r} from the task"
     for word in _WORD.findall(text):
-        if word.lower().strip("'’") in task.words:
+        if _forms(word) & task.words:
             return f"names {word!r} from the task"
     return None
+
+
+def _forms(word: str) -> set[str]:
+    """A word as the filter compares it: whole, without a possessive ("Jamie's" is Jamie),
+    and each part of a hyphenated or apostrophized word ("Jamie-style")."""
+    low = _POSSESSIVE.sub("", word.lower()).strip("'’-")
+    return {low, *(part for part in re.split(r"['’-]", low) if len(part) > 2)}
 
 
 def _numbers(text: str) -> list[str]:
@@ -214,7 +222,7 @@ def _proper_words(instruction: str) -> set[str]:
         word = _WORD.search(token)
         opens = previous == "" or _SENTENCE_END.search(previous) is not None
         if word is not None and word.group(0)[:1].isupper() and not opens:
-            out.add(word.group(0).lower())
+            out.add(_POSSESSIVE.sub("", word.group(0).lower()).strip("'’-"))
         previous = token
     return out
 

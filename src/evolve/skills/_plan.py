@@ -231,7 +231,7 @@ def plan_batch(
             else slug(cand.lesson)
         )
         shapes.setdefault(shape, []).append(cand)
-        line = _verdict(entry, cand, shape, state, caps, maker, units, plan)
+        line = _verdict(entry, cand, shape, state, caps, maker, units, plan, topics)
         plan.verdicts.append(line)
     for cand in candidates:
         if cand.ref not in seen:
@@ -271,6 +271,7 @@ def _verdict(
     maker: Maker,
     units: Sequence[MemoryUnit],
     plan: BatchPlan,
+    topics: frozenset[str] = frozenset(),
 ) -> VerdictLine:
     verdict = str(entry.get("verdict", "")).strip().upper()
     why = _text(entry.get("why"), 300) or ""
@@ -353,6 +354,16 @@ def _verdict(
         )
     if verdict == "REVISE" and lesson is None:
         return _refuse(plan, cand, verdict, shape, target.id, "a REVISE needs the new lesson")
+    if shelf_key(target) == "general":
+        # The general shelf is context-free, whichever way a text gets there.
+        context = _app_context(cand.task, topics | {cand.topic})
+        for text in (lesson, trigger):
+            bad = screen(text, context) if text else None
+            if bad is not None:
+                return _refuse(
+                    plan, cand, verdict, shape, text or "",
+                    f"its target is a general skill, whose text must be context-free; it {bad}",
+                )  # fmt: skip
     kept = [e for e in (target.evidence or []) if e != evidence]
     state[target.id] = target.with_(
         text=lesson or target.text,
@@ -407,6 +418,16 @@ def _promote(
     plan.staging = out
 
 
+def _app_context(task: TaskSpecifics, topics: frozenset[str]) -> TaskSpecifics:
+    """`task`'s specifics plus the apps' names: what a general skill's text may not name."""
+    names = topics | task.topics
+    # the apps' names, whole ("note" alone is an ordinary word; "simple_note" is the app)
+    spaced = frozenset(n for t in names if "_" in t for n in (t, t.replace("_", " ")))
+    return TaskSpecifics(
+        task.task_id, task.words | frozenset(names), task.phrases | spaced, task.numbers
+    )
+
+
 def _general(
     entry: dict[str, Any],
     shape: str,
@@ -431,12 +452,7 @@ def _general(
     task = cands[0].task
     for cand in cands[1:]:
         task = task.merged(cand.task)
-    names = topics | frozenset(seen.topics) | task.topics
-    # the apps' names, whole ("note" alone is an ordinary word; "simple_note" is the app)
-    spaced = frozenset(n for t in names if "_" in t for n in (t, t.replace("_", " ")))
-    context = TaskSpecifics(
-        task.task_id, task.words | frozenset(names), task.phrases | spaced, task.numbers
-    )
+    context = _app_context(task, topics | frozenset(seen.topics))
     for text in (lesson, trigger):
         bad = screen(text, context)
         if bad is not None:

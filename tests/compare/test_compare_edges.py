@@ -134,3 +134,42 @@ def test_the_plan_says_when_the_run_will_need_fresh(
     code, _out, err = run_cli(capsys, "compare", "experiments/small.yaml", "--plan")
     assert code == 0 and "the run needs --fresh" in err
     assert cli_json(capsys, "compare", "experiments/small.yaml", "--plan")["needs_fresh"] is True
+
+
+SKILLS_EXPERIMENT = """\
+name: sk
+personas: [alex]
+feedback: [corrective]
+orders: [0]
+eval_seeds: [0]
+episodes: 12
+splits: [dev]
+models: {agent: sim, updater: sim}
+bootstrap_samples: 100
+arms:
+  none: {type: none}
+  oracle: {type: oracle}
+  fixed: {type: fixed, match: skills}
+  skills: {recipe: skills}
+"""
+
+
+@pytest.mark.slow
+def test_a_skills_arm_counts_its_injected_section_and_its_control_matches_it(
+    ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (ws.root / "experiments" / "sk.yaml").write_text(SKILLS_EXPERIMENT, encoding="utf-8")
+    run_git(ws.root, "add", "experiments/sk.yaml")
+    run_git(ws.root, "commit", "-qm", "experiment: skills")
+    code, _, err = run_cli(capsys, "compare", "experiments/sk.yaml", "--jobs", "1")
+    assert code == 0, err
+    cell = json.loads(
+        (
+            ws.root / "generations" / "experiments" / "sk" / "cells"
+            / "train--skills--alex--corrective--0.json"
+        ).read_text(encoding="utf-8")
+    )  # fmt: skip
+    chars = {r["arm"]: r["memory_chars"] for r in cell["results"]}
+    # The skills arm renders no <memory> of its own: what it adds is its <skills> section.
+    assert chars["skills"] > 0
+    assert chars["fixed"] == chars["skills"]

@@ -177,14 +177,35 @@ def _evaluate(ws: Workspace, llm: LLM, setup: EpisodeSetup, exp: Experiment) -> 
     return out
 
 
+def prompt_chars(ws: Workspace, setup: EpisodeSetup, exp: Experiment) -> int:
+    """What an arm adds to the agent's prompt: its rendered memory, plus, where skills are
+    injected, the mean `<skills>` section over the evaluated tasks and seeds (the section is
+    picked per task, so its length varies)."""
+    chars = len(setup.memory)
+    if setup.skills is None:
+        return chars
+    env = open_env(ws)
+    sizes = [
+        len(setup.skills.pick(task.instruction, seed).section)
+        for split in exp.splits
+        for task in env.tasks(split)
+        for seed in exp.eval_seeds
+    ]
+    return chars + (round(sum(sizes) / len(sizes)) if sizes else 0)
+
+
 def _arm_result(
-    arm: str, spec: JobSpec, setup: EpisodeSetup, scored: dict[str, Any]
+    arm: str,
+    spec: JobSpec,
+    setup: EpisodeSetup,
+    scored: dict[str, Any],
+    chars: int | None = None,
 ) -> dict[str, Any]:
     return {
         "arm": arm,
         "type": spec.experiment.arms[arm].type,
         "persona": spec.job.persona,
-        "memory_chars": len(setup.memory),
+        "memory_chars": len(setup.memory) if chars is None else chars,
         "splits": scored,
     }
 
@@ -255,7 +276,8 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
             ws = Workspace(clone, config=arm_cfg)
             llm = make_role_llm(arm_cfg, "agent", env=env)
             setup = episode_setup(ws, env, job.persona, "recipe")
-            result = _arm_result(job.arm, spec, setup, _evaluate(ws, llm, setup, exp))
+            chars = prompt_chars(ws, setup, exp)
+            result = _arm_result(job.arm, spec, setup, _evaluate(ws, llm, setup, exp), chars)
             models = [m for m in (agent, updater, evolver) if m is not None]
             result["train"] = {
                 "episodes": len(report.outcomes),
@@ -275,6 +297,11 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
             for name, arm in exp.arms.items():
                 if arm.type == "fixed" and arm.match == job.arm:
                     fixed = episode_setup(ws, env, job.persona, "fixed")
+                    if setup.skills is not None:  # as long as memory and skills together
+                        fixed = replace(
+                            episode_setup(ws, env, job.persona, "none"),
+                            memory=fixed_block(chars),
+                        )
                     results.append(_arm_result(name, spec, fixed, _evaluate(ws, llm, fixed, exp)))
             ref, records_ref = job.ref(exp.name), job.records_ref(exp.name)
             assert ref is not None and records_ref is not None

@@ -214,3 +214,42 @@ def test_a_linked_worktree_gets_its_own_index_updated(
     assert processes == []
     _clean(linked, run_git)
     _clean(main.root, run_git)  # the main worktree's index is untouched and still agrees
+
+
+def _extension_names(index: bytes, rawlen: int) -> list[bytes]:
+    """The signatures of the extensions of a version 2 index (entries read as git lays them)."""
+    count = int.from_bytes(index[8:12], "big")
+    pos = 12
+    for _ in range(count):
+        flags = int.from_bytes(index[pos + 40 + rawlen : pos + 42 + rawlen], "big")
+        end = index.index(b"\0", pos + 42 + rawlen)
+        assert flags & 0x4000 == 0
+        pos += (end - pos + 8) & ~7
+    names = []
+    while pos < len(index) - rawlen:
+        names.append(index[pos : pos + 4])
+        pos += 8 + int.from_bytes(index[pos + 4 : pos + 8], "big")
+    return names
+
+
+def test_an_unknown_optional_extension_is_dropped_as_git_drops_it(
+    tmp_path: Path, run_git: RunGit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A newer git's optional extension may describe the entries (offsets, per-entry bits):
+    # kept after the entries changed, it would describe other ones. git itself never writes
+    # back an extension it does not know, and neither may we.
+    import hashlib
+
+    store = _repo(tmp_path, run_git)
+    index = store.git_dir / "index"
+    data = index.read_bytes()[:-20]
+    body = b"\0\0\0\x02per-entry data"
+    data += b"ZNEW" + len(body).to_bytes(4, "big") + body
+    index.write_bytes(data + hashlib.sha1(data).digest())
+    assert b"ZNEW" in _extension_names(index.read_bytes(), 20)
+    run_git(store.root, "status", "--porcelain")  # git reads it (optional: ignored)
+    processes = _index_processes(monkeypatch)
+    assert store.commit(_change(store.root), "change") is not None
+    assert processes == []
+    assert b"ZNEW" not in _extension_names(index.read_bytes(), 20)
+    _clean(store.root, run_git)

@@ -14,7 +14,9 @@ with flags (assume-valid, skip-worktree, intent-to-add), a path that is a direct
 index or under a file of it, an index named by `GIT_INDEX_FILE`, or `core.fileMode` /
 `core.symlinks` / `core.ignoreCase` / `core.sharedRepository` / `core.fsync` settings git
 would apply. Optional extensions that hold offsets or per-entry data (`EOIE`, `IEOT`,
-`FSMN`, `UNTR`) are dropped, as git allows: git rebuilds them when it wants them. `REUC` and unknown optional extensions are kept as they are.
+`FSMN`, `UNTR`) are dropped, as git allows: git rebuilds them when it wants them. `REUC` is
+kept as it is; an optional extension git does not know is dropped, as git drops it (a newer
+git's extension may describe the entries, which changed).
 
 Stat data: each entry records the `lstat` taken *before* its file was read for the blob, so a
 change made after that read leaves a mismatch that git sees; a change in the same timestamp
@@ -35,7 +37,7 @@ Change = tuple[int, bytes, os.stat_result] | None
 
 _HEADER = struct.Struct(">4sII")
 _STAT = struct.Struct(">10I")
-_DROPPED = {b"EOIE", b"IEOT", b"FSMN", b"UNTR"}
+_KEPT = {b"TREE", b"REUC"}
 _MASK = 0xFFFFFFFF
 
 
@@ -240,7 +242,7 @@ def _rewritten(data: bytes, changes: Mapping[str, Change], rawlen: int) -> bytes
     pieces.append(data[offsets[at] : offsets[-1]])
     kept: list[bytes] = []
     for ext, body in exts:
-        if ext in _DROPPED:
+        if ext not in _KEPT:
             continue
         if ext == b"TREE":
             try:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from evolve.errors import EvolveError
-from evolve.store import GitStore
+from evolve.store import GitStore, _index
 
 RunGit = Callable[..., str]
 
@@ -195,6 +195,7 @@ def test_a_held_index_lock_falls_back_to_git_and_its_message(
     store = _repo(tmp_path, run_git)
     _write(store.root, "memory/a.md", "alpha, changed\n")
     monkeypatch.setattr(GitStore, "_check_index_free", lambda self: None)
+    monkeypatch.setattr(_index, "LOCK_WAIT_S", 0.05)
     lock = store.git_dir / "index.lock"
     lock.write_bytes(b"")
     with pytest.raises(EvolveError, match="could not update the index"):
@@ -252,4 +253,30 @@ def test_an_unknown_optional_extension_is_dropped_as_git_drops_it(
     assert store.commit(_change(store.root), "change") is not None
     assert processes == []
     assert b"ZNEW" not in _extension_names(index.read_bytes(), 20)
+    _clean(store.root, run_git)
+
+
+def test_a_git_command_racing_the_commit_is_waited_for_not_left_behind(
+    tmp_path: Path, run_git: RunGit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The user's `git add` takes index.lock between the store's check and its index write:
+    # the commit is made either way, so giving up at once would leave the index behind HEAD
+    # (`git status` showing the commit's changes reverted in the index).
+    import threading
+
+    store = _repo(tmp_path, run_git)
+    paths = _change(store.root)
+    lock = store.git_dir / "index.lock"
+    real = GitStore._check_index_free
+
+    def git_add_starts(self: GitStore) -> None:
+        real(self)
+        lock.write_bytes(b"")
+        threading.Timer(0.3, lock.unlink).start()
+
+    monkeypatch.setattr(GitStore, "_check_index_free", git_add_starts)
+    processes = _index_processes(monkeypatch)
+    assert store.commit(paths, "change") is not None
+    assert processes == []
+    assert not lock.exists()
     _clean(store.root, run_git)

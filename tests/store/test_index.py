@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from evolve.errors import EvolveError
-from evolve.store import GitStore
+from evolve.store import GitStore, _index
 
 RunGit = Callable[..., str]
 
@@ -195,6 +195,7 @@ def test_a_held_index_lock_falls_back_to_git_and_its_message(
     store = _repo(tmp_path, run_git)
     _write(store.root, "memory/a.md", "alpha, changed\n")
     monkeypatch.setattr(GitStore, "_check_index_free", lambda self: None)
+    monkeypatch.setattr(_index, "LOCK_WAIT_S", 0.05)
     lock = store.git_dir / "index.lock"
     lock.write_bytes(b"")
     with pytest.raises(EvolveError, match="could not update the index"):
@@ -214,3 +215,68 @@ def test_a_linked_worktree_gets_its_own_index_updated(
     assert processes == []
     _clean(linked, run_git)
     _clean(main.root, run_git)  # the main worktree's index is untouched and still agrees
+
+
+def _extension_names(index: bytes, rawlen: int) -> list[bytes]:
+    """The signatures of the extensions of a version 2 index (entries read as git lays them)."""
+    count = int.from_bytes(index[8:12], "big")
+    pos = 12
+    for _ in range(count):
+        flags = int.from_bytes(index[pos + 40 + rawlen : pos + 42 + rawlen], "big")
+        end = index.index(b"\0", pos + 42 + rawlen)
+        assert flags & 0x4000 == 0
+        pos += (end - pos + 8) & ~7
+    names = []
+    while pos < len(index) - rawlen:
+        names.append(index[pos : pos + 4])
+        pos += 8 + int.from_bytes(index[pos + 4 : pos + 8], "big")
+    return names
+
+
+def test_an_unknown_optional_extension_is_dropped_as_git_drops_it(
+    tmp_path: Path, run_git: RunGit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A newer git's optional extension may describe the entries (offsets, per-entry bits):
+    # kept after the entries changed, it would describe other ones. git itself never writes
+    # back an extension it does not know, and neither may we.
+    import hashlib
+
+    store = _repo(tmp_path, run_git)
+    index = store.git_dir / "index"
+    data = index.read_bytes()[:-20]
+    body = b"\0\0\0\x02per-entry data"
+    data += b"ZNEW" + len(body).to_bytes(4, "big") + body
+    index.write_bytes(data + hashlib.sha1(data).digest())
+    assert b"ZNEW" in _extension_names(index.read_bytes(), 20)
+    run_git(store.root, "status", "--porcelain")  # git reads it (optional: ignored)
+    processes = _index_processes(monkeypatch)
+    assert store.commit(_change(store.root), "change") is not None
+    assert processes == []
+    assert b"ZNEW" not in _extension_names(index.read_bytes(), 20)
+    _clean(store.root, run_git)
+
+
+def test_a_git_command_racing_the_commit_is_waited_for_not_left_behind(
+    tmp_path: Path, run_git: RunGit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The user's `git add` takes index.lock between the store's check and its index write:
+    # the commit is made either way, so giving up at once would leave the index behind HEAD
+    # (`git status` showing the commit's changes reverted in the index).
+    import threading
+
+    store = _repo(tmp_path, run_git)
+    paths = _change(store.root)
+    lock = store.git_dir / "index.lock"
+    real = GitStore._check_index_free
+
+    def git_add_starts(self: GitStore) -> None:
+        real(self)
+        lock.write_bytes(b"")
+        threading.Timer(0.3, lock.unlink).start()
+
+    monkeypatch.setattr(GitStore, "_check_index_free", git_add_starts)
+    processes = _index_processes(monkeypatch)
+    assert store.commit(paths, "change") is not None
+    assert processes == []
+    assert not lock.exists()
+    _clean(store.root, run_git)

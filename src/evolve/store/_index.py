@@ -14,7 +14,9 @@ with flags (assume-valid, skip-worktree, intent-to-add), a path that is a direct
 index or under a file of it, an index named by `GIT_INDEX_FILE`, or `core.fileMode` /
 `core.symlinks` / `core.ignoreCase` / `core.sharedRepository` / `core.fsync` settings git
 would apply. Optional extensions that hold offsets or per-entry data (`EOIE`, `IEOT`,
-`FSMN`, `UNTR`) are dropped, as git allows: git rebuilds them when it wants them. `REUC` and unknown optional extensions are kept as they are.
+`FSMN`, `UNTR`) are dropped, as git allows: git rebuilds them when it wants them. `REUC` is
+kept as it is; an optional extension git does not know is dropped, as git drops it (a newer
+git's extension may describe the entries, which changed).
 
 Stat data: each entry records the `lstat` taken *before* its file was read for the blob, so a
 change made after that read leaves a mismatch that git sees; a change in the same timestamp
@@ -26,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+import time
 from bisect import bisect_left
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,8 +38,11 @@ Change = tuple[int, bytes, os.stat_result] | None
 
 _HEADER = struct.Struct(">4sII")
 _STAT = struct.Struct(">10I")
-_DROPPED = {b"EOIE", b"IEOT", b"FSMN", b"UNTR"}
+_KEPT = {b"TREE", b"REUC"}
 _MASK = 0xFFFFFFFF
+# How long to wait for another process's `index.lock` before giving up (git's own commands
+# hold it for milliseconds; a lock held longer is reported by the caller).
+LOCK_WAIT_S = 2.0
 
 
 class Declined(Exception):
@@ -153,7 +159,7 @@ def update_index(
 
     Raises:
         Declined: the index or the settings call for git itself (nothing was written).
-        FileExistsError: another process holds `index.lock`.
+        FileExistsError: another process held `index.lock` for longer than `LOCK_WAIT_S`.
     """
     if "GIT_INDEX_FILE" in os.environ:
         raise Declined("GIT_INDEX_FILE names another index")
@@ -171,7 +177,7 @@ def update_index(
     # git's lock first, then the read: a git process that changed the index before we got
     # the lock is not overwritten with what we read before it.
     lock = index.with_name(index.name + ".lock")
-    fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o666)
+    fd = _take_lock(lock)
     try:
         with os.fdopen(fd, "wb") as handle:
             try:
@@ -183,6 +189,25 @@ def update_index(
     except BaseException:
         lock.unlink(missing_ok=True)
         raise
+
+
+def _take_lock(lock: Path) -> int:
+    """Create `lock` (git's protocol), waiting up to `LOCK_WAIT_S` for a git process that
+    holds it (a user's `git add` or `git status` racing the commit holds it for milliseconds;
+    failing at once would leave the index behind the commit just made).
+
+    Raises:
+        FileExistsError: the lock is still held after the wait.
+    """
+    flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            return os.open(lock, flags, 0o666)
+        except FileExistsError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _rewritten(data: bytes, changes: Mapping[str, Change], rawlen: int) -> bytes:
@@ -240,7 +265,7 @@ def _rewritten(data: bytes, changes: Mapping[str, Change], rawlen: int) -> bytes
     pieces.append(data[offsets[at] : offsets[-1]])
     kept: list[bytes] = []
     for ext, body in exts:
-        if ext in _DROPPED:
+        if ext not in _KEPT:
             continue
         if ext == b"TREE":
             try:

@@ -55,7 +55,7 @@ def test_sigkill_then_rerun_keeps_finished_jobs_and_gives_the_clean_results(
         for line in proc.stderr:
             if "hanging at step compare-cell" in line:
                 break
-        time.sleep(0.3)  # the other worker is in the middle of its job
+        time.sleep(0.05)  # the other worker is in the middle of its job (jobs take ~0.2 s)
         os.killpg(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=30)

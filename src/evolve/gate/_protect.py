@@ -27,8 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import git
-
 from evolve.store import GitStore
 
 
@@ -144,8 +142,11 @@ def _blob_ids(store: GitStore, paths: Sequence[str]) -> dict[str, str]:
         ids = done.stdout.decode("ascii", "replace").split()
         if done.returncode == 0 and len(ids) == len(simple):
             out.update(zip(simple, ids, strict=True))
-    for path in paths:
-        if path not in out:
+    rest = [p for p in paths if p not in out]
+    if rest:
+        import git  # GitPython (its import is a sixth of a scoring run's start-up): only here
+
+        for path in rest:
             with contextlib.suppress(git.GitCommandError):
                 out[path] = store.repo.git.hash_object("--", path).strip()
     return out

@@ -27,8 +27,6 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
-import git
-
 from evolve._io import atomic_write
 from evolve.applier import journal_end as end_apply_journal
 from evolve.errors import EvolveError
@@ -104,6 +102,8 @@ def _ignored(store: GitStore) -> list[str]:
 
 
 def _branch(store: GitStore) -> str | None:
+    import git  # GitPython: only the recovery paths need its error type
+
     try:
         return str(store.repo.git.symbolic_ref("-q", "HEAD")).strip() or None
     except git.GitCommandError:
@@ -204,6 +204,8 @@ def _commit_summary(store: GitStore, sha: str) -> tuple[str, dict[str, str]]:
 
 def generation_commits(store: GitStore, base: str, tip: str, number: int) -> list[ChangeRecord]:
     """The commits of generation `number` between `base` and `tip`, oldest first."""
+    import git  # GitPython: only the recovery paths need its error type
+
     if base == tip:
         return []
     try:
@@ -231,6 +233,8 @@ def error_record(
     refused: list[str] | None = None,
 ) -> GenerationRecord:
     """The record of a generation that ended in an error: `rejected (error: ...)`."""
+    import git  # GitPython: only the recovery paths need its error type
+
     store = ws.store
     final = store.head() or journal.base
     try:
@@ -260,6 +264,8 @@ def error_record(
 def keep_tip(store: GitStore, journal: GenerationJournal, tip: str) -> None:
     """Keep the commits of an aborted generation reachable under refs/evolve/aborted/ (for a
     post-mortem; no branch contains them)."""
+    import git  # GitPython: only the recovery paths need its error type
+
     if tip != journal.base:
         with contextlib.suppress(git.GitCommandError):
             store.repo.git.update_ref(f"{ABORTED_REFS}/gen-{journal.number:04d}", tip)

@@ -283,6 +283,7 @@ class GitStore:
                 "convert it with `git refs migrate --ref-format=files`."
             )
         self._config_cache: dict[str, str | None] | None = None
+        self._global_attributes: bool | None = None
         self._trees: dict[str, str] = {}
         self._tree_cache: dict[str, dict[str, tuple[int, bytes]]] = {}
         self.objects_dir = self.common_dir / "objects"
@@ -1018,11 +1019,50 @@ class GitStore:
             data = os.readlink(full).encode("utf-8", "surrogateescape")
             mode = 0o120000
         elif stat.S_ISREG(st.st_mode):
-            data = full.read_bytes()
             mode = 0o100755 if st.st_mode & 0o100 else 0o100644  # as git reads the mode
+            if self._attributes_may_apply(path):
+                # A filter (LFS, git-crypt, ident, eol, working-tree-encoding) may change what
+                # git stores for this file: let git hash it as `git add` would.
+                oid = self._git_bytes("hash-object", "-w", f"--path={path}", "--", path)
+                return mode, bytes.fromhex(oid.decode("ascii").strip()), st
+            data = full.read_bytes()
         else:
             return None
         return mode, bytes.fromhex(self._store(b"blob", data)), st
+
+    def _attributes_may_apply(self, path: str) -> bool:
+        """Whether any gitattributes file git reads for `path` exists (the repository's
+        `info/attributes`, `core.attributesFile`, the user's and the system's, or a
+        `.gitattributes` in the work tree's root or a folder above `path`); `core.autocrlf` set
+        to true or input counts too. Then the file is hashed by git, with its filters."""
+        if self._global_attributes is None:
+            config = self._config()
+            home = Path(os.path.expanduser("~"))
+            xdg = os.environ.get("XDG_CONFIG_HOME") or str(home / ".config")
+            configured = config.get("core.attributesfile")
+            sources = [
+                self.common_dir / "info" / "attributes",
+                Path(xdg) / "git" / "attributes",
+                Path("/etc/gitattributes"),
+            ]
+            if configured:
+                sources.append(Path(os.path.expanduser(configured)))
+            autocrlf = (config.get("core.autocrlf", "false") or "true").strip().lower()
+            self._global_attributes = any(p.is_file() for p in sources) or autocrlf in (
+                "true",
+                "yes",
+                "on",
+                "1",
+                "input",
+            )
+        if self._global_attributes:
+            return True
+        folder = self.root
+        for part in ["", *path.split("/")[:-1]]:
+            folder = folder / part if part else folder
+            if (folder / ".gitattributes").is_file():
+                return True
+        return False
 
     def _write_tree(
         self, base: str | None, changes: dict[str, tuple[int, bytes] | None]

@@ -114,3 +114,27 @@ def test_concurrent_readers_all_get_the_full_answer(
     assert _logcache.load(Repo.find(str(ws.root))) is not None
     assert not list(ws.store.git_dir.glob("*.tmp"))
     _same(capsys)
+
+
+def test_entries_of_commits_gone_from_history_are_pruned(
+    ws: Workspace,
+    run_git: RunGit,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    build(ws, run_git)
+    first = _same(capsys)
+    repo = Repo.find(str(ws.root))
+    cache = _logcache.load(repo)
+    assert cache is not None
+    kept = len(cache)
+    # As after many rebases: entries of commits that no branch has any more.
+    stale = {f"{n:040x}": (1, True, "{}") for n in range(3 * kept + 10)}
+    _logcache.save(repo, {**cache, **stale})
+    monkeypatch.setattr(_logcache, "PRUNE_SLACK", 5)
+    _write(ws, "memory/alex/note.md", "Alex pays rent on the 3rd.\n")
+    run_git(ws.root, "commit", "-qam", "hand: rent day")  # a new commit: the cache is written
+    after = _same(capsys)
+    assert len(json.loads(after)) == len(json.loads(first)) + 1
+    pruned = _logcache.load(repo)
+    assert pruned is not None and not set(stale) & set(pruned) and len(pruned) == kept + 1

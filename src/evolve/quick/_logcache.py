@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 LOG_CACHE = "evolve-log.cache"
 _FORMAT = 1
 Record = tuple[int, bool, str]  # parents, changed memory/ or prompts/, JSON entry
+# Entries beyond twice this history's length plus this many are pruned at the next write.
+PRUNE_SLACK = 1_000
 
 
 def _stamp() -> tuple[object, ...]:
@@ -159,6 +161,10 @@ def all_lines(repo: Repo, encoder: Callable[[], Callable[[str], str]]) -> list[s
         for c in fresh:
             evolve_made = c.sha not in unsure
             cache[c.sha] = (len(c.parents), evolve_made or c.sha in touched, json_line(c, esc))
+        if len(cache) > 2 * len(order) + PRUNE_SLACK:
+            # Mostly commits no longer on this branch (rebases, amends, resets): keep this
+            # history's, so the file does not grow without end.
+            cache = {sha: cache[sha] for sha in order}
         save(repo, cache)
     records = [cache[sha] for sha in order]
     found = [sha for sha, r in zip(order, records, strict=True) if r[0] and r[1]]

@@ -29,6 +29,7 @@ from evolve.ops import Op, Refusal
 from evolve.skills._filter import TaskSpecifics, screen
 from evolve.skills._reflect import MAX_LESSON, MAX_TRIGGER, Candidate
 from evolve.skills._staging import Sighting, Staging
+from evolve.updaters._base import items
 from evolve.workspace import ShelfCaps
 
 RECIPE = "skills"
@@ -163,23 +164,9 @@ def _text(value: object, limit: int) -> str | None:
 
 
 def _entries(data: object, key: str, plan: BatchPlan) -> list[dict[str, Any]]:
-    value = data.get(key, []) if isinstance(data, dict) else None
-    if value is None:
+    if not isinstance(data, dict) or data.get(key) is None:
         return []
-    if not isinstance(value, list):
-        plan.refused.append(
-            Refusal(op="evolve", what=str(value)[:80], reason=f"'{key}' is not a list")
-        )
-        return []
-    out = []
-    for entry in value:
-        if isinstance(entry, dict):
-            out.append(entry)
-        else:
-            plan.refused.append(
-                Refusal(op="evolve", what=str(entry)[:80], reason="not a JSON object")
-            )
-    return out
+    return items(data, key, plan, op="evolve")
 
 
 def plan_batch(

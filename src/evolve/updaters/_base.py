@@ -297,22 +297,26 @@ def ask(
     return data
 
 
-def items(data: dict[str, Any], key: str, update: Update) -> list[dict[str, Any]]:
-    """The list under `key` of a reply; anything else is refused."""
+class Refusals(Protocol):
+    """Anything that collects refusals (a recipe's :class:`Update`, a skills batch plan)."""
+
+    refused: list[Refusal]
+
+
+def items(
+    data: dict[str, Any], key: str, update: Refusals, op: str = "reply"
+) -> list[dict[str, Any]]:
+    """The list under `key` of a reply; anything else is refused (as `op`)."""
     value = data.get(key, [])
     if not isinstance(value, list):
-        update.refused.append(
-            Refusal(op="reply", what=str(value)[:80], reason=f"'{key}' is not a list")
-        )
+        update.refused.append(Refusal(op=op, what=str(value)[:80], reason=f"'{key}' is not a list"))
         return []
     out = []
     for entry in value:
         if isinstance(entry, dict):
             out.append(entry)
         else:
-            update.refused.append(
-                Refusal(op="reply", what=str(entry)[:80], reason="not a JSON object")
-            )
+            update.refused.append(Refusal(op=op, what=str(entry)[:80], reason="not a JSON object"))
     return out
 
 

@@ -3,19 +3,19 @@ the prices in evolve.yaml), and the gate's scoring through the executor seam."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 import yaml
+from test_gate import _evidence as gate_evidence
 
 import evolve.generations._loop as loop
 from _alex import alex_statements
 from conftest import run_cli
 from evolve.evaluate import SplitReport, open_env
-from evolve.gate import Gate, GateEvidence, PairedGain, Verdict, cost_cap_problem
+from evolve.gate import Gate, GateEvidence, Verdict, cost_cap_problem
 from evolve.generations import evolve, load_records
 from evolve.generations._loop import _Models
 from evolve.llm import Message, MockLLM
@@ -24,29 +24,13 @@ from evolve.sim import SimLLM
 from evolve.workspace import CONFIG_NAME, Workspace
 
 RunGit = Callable[..., str]
-H = "a" * 64
 
 
 def _evidence(**changes: object) -> GateEvidence:
-    good = GateEvidence(
-        base_protected_hash=H,
-        candidate_protected_hash=H,
-        protected_dirty=(),
-        tests_passed=True,
-        tests_output="4 passed\n",
-        dev_gain=PairedGain(mean=0.4, low=0.2, high=0.6, tasks=20, pairs=60),
-        min_gain=0.0,
-        prompt_chars=1000,
-        max_prompt_chars=6000,
-        base_tokens=3000.0,
-        candidate_tokens=3300.0,
-        max_token_factor=1.5,
-        changed=True,
-        base_cost=0.0012,
-        candidate_cost=0.0015,
-        max_cost=0.002,
+    """The gate tests' accepted evidence, with a cost cap the base and candidate keep."""
+    return gate_evidence(
+        **{"base_cost": 0.0012, "candidate_cost": 0.0015, "max_cost": 0.002, **changes}
     )
-    return dataclasses.replace(good, **changes)  # type: ignore[arg-type]
 
 
 def test_a_candidate_within_the_cost_cap_is_accepted() -> None:

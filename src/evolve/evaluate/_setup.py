@@ -86,7 +86,5 @@ def episode_setup(
         max_attempts=MAX_ATTEMPTS,
         redactor=Redactor.from_settings(cfg.redact.values, cfg.redact.env),
         # The same `<skills>` section the agent gets in training, with nothing held out.
-        skills=make_picker(cfg, every, training=False, env=env)
-        if mode == "recipe"
-        else None,
+        skills=make_picker(cfg, every, training=False, env=env) if mode == "recipe" else None,
     )

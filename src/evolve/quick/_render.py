@@ -124,53 +124,62 @@ def render_memory(units: Iterable[U], scope: str, renderers: Mapping[str, Render
     return "\n".join(b.strip() for b in blocks if b.strip())
 
 
-# --- light copies of the recipes' renderers (evolve.updaters) --------------------------------
+# --- the recipes' renderers (evolve.updaters' recipes call these: one definition) ----------
 
 
-def _active_by_age(units: Sequence[U]) -> list[U]:
+def active_by_age(units: Iterable[U]) -> list[U]:
+    """The active units, oldest-learned first."""
     return by_learned(u for u in units if u.status == "active")
 
 
-def _plain(units: Sequence[UnitLike]) -> str:  # ace, trace, reflexion
-    return "\n".join(tagged(u.id, u.text) for u in _active_by_age(units))
+def render_plain(units: Sequence[UnitLike]) -> str:
+    """ace, trace, reflexion: every active unit's lines, oldest-learned first."""
+    return "\n".join(tagged(u.id, u.text) for u in active_by_age(units))
 
 
-def _tepa(units: Sequence[UnitLike]) -> str:
-    return "\n".join(tagged(u.id, f"[{u.key}] {u.text}") for u in _active_by_age(units))
+def render_keyed(units: Sequence[UnitLike]) -> str:
+    """tepa: each active precedent under its key."""
+    return "\n".join(tagged(u.id, f"[{u.key}] {u.text}") for u in active_by_age(units))
 
 
-def _rewrite(units: Sequence[UnitLike]) -> str:
+def render_document(units: Sequence[UnitLike]) -> str:
+    """rewrite: the active memory document."""
     return "\n".join(
         tagged(u.id, u.text) for u in units if u.status == "active" and u.kind == "document"
     )
 
 
-TOPL_TOP = 8  # TopLRecipe.top
+TOPL_TOP = 8  # how many assertions topl renders (TopLRecipe.top)
 
 
-def _posterior_mean(u: UnitLike) -> float:
+def posterior_mean(u: UnitLike) -> float:
     a, b = u.alpha or 1.0, u.beta or 1.0
     return a / (a + b)
 
 
-def _topl(units: Sequence[UnitLike]) -> str:
+def ranked_by_posterior(units: Iterable[U]) -> list[U]:
+    """topl's pool, best first: posterior mean, then alpha, then oldest-learned."""
     active = [u for u in units if u.status == "active"]
-    ranked = sorted(active, key=lambda u: (-_posterior_mean(u), -(u.alpha or 0), learned_key(u)))
-    return "\n".join(tagged(u.id, u.text) for u in by_learned(ranked[:TOPL_TOP]))
+    return sorted(active, key=lambda u: (-posterior_mean(u), -(u.alpha or 0), learned_key(u)))
+
+
+def render_top(units: Sequence[UnitLike], top: int = TOPL_TOP) -> str:
+    """topl: the best `top` of the pool, in the order they were learned."""
+    return "\n".join(tagged(u.id, u.text) for u in by_learned(ranked_by_posterior(units)[:top]))
 
 
 RENDERERS: dict[str, Renderer[UnitLike]] = {
-    "ace": _plain,
-    "tepa": _tepa,
-    "trace": _plain,
-    "reflexion": _plain,
-    "rewrite": _rewrite,
-    "topl": _topl,
+    "ace": render_plain,
+    "tepa": render_keyed,
+    "trace": render_plain,
+    "reflexion": render_plain,
+    "rewrite": render_document,
+    "topl": render_top,
 }
 
 
 def renderers_for(names: Iterable[str]) -> dict[str, Renderer[UnitLike]]:
-    """`evolve.updaters.renderers_for`, from the light copies.
+    """`evolve.updaters.renderers_for`, without importing the recipes.
 
     Raises:
         Unhandled: a name without a light renderer (the full command knows it, or says so).

@@ -24,9 +24,10 @@ from typing import ClassVar
 
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
-from evolve.memory import MemoryUnit, tagged
+from evolve.memory import MemoryUnit
 from evolve.memory._similarity import Similarity, conflicts, normalize, trigram_cosine
 from evolve.ops import Op, Refusal
+from evolve.quick._render import render_plain
 from evolve.updaters._base import (
     MAX_STATEMENT,
     RecipeContext,
@@ -207,7 +208,7 @@ class AceRecipe:
         self.similarity = similarity
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        return "\n".join(tagged(u.id, u.text) for u in active_by_age(units))
+        return render_plain(units)
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         return []

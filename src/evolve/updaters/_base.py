@@ -21,9 +21,10 @@ from evolve._io import sha256_hex
 from evolve._text import NotJson, ReplyError, fragment, loads_reply, shape_error
 from evolve.envs import ApiCall
 from evolve.llm import LLM, JsonSchema, Message
-from evolve.memory import MemoryUnit, by_learned, learned_key, learned_time
+from evolve.memory import MemoryUnit, learned_key, learned_time
 from evolve.memory._similarity import trigram_cosine
 from evolve.ops import Op, Refusal
+from evolve.quick._render import active_by_age as _active_by_age
 from evolve.redact import redact
 
 _TICK = timedelta(microseconds=1)
@@ -185,7 +186,7 @@ def age(unit: MemoryUnit) -> tuple[datetime, str]:
 
 def active_by_age(units: Sequence[MemoryUnit]) -> list[MemoryUnit]:
     """The active units, oldest-learned first (the order recipes render and evict in)."""
-    return by_learned(u for u in units if u.status == "active")
+    return _active_by_age(units)
 
 
 def named_units(

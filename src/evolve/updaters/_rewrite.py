@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
-from evolve.memory import MemoryUnit, tagged
+from evolve.memory import MemoryUnit
 from evolve.ops import Op, Refusal
+from evolve.quick._render import render_document
 from evolve.updaters._base import RecipeContext, Update, ask, load_prompt
 
 SCHEMA = JsonSchema(
@@ -27,9 +28,7 @@ class RewriteRecipe:
     name = "rewrite"
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        return "\n".join(
-            tagged(u.id, u.text) for u in units if u.status == "active" and u.kind == "document"
-        )
+        return render_document(units)
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         return []

@@ -19,14 +19,14 @@ from collections.abc import Sequence
 
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
-from evolve.memory import MemoryUnit, tagged
+from evolve.memory import MemoryUnit
 from evolve.memory._similarity import normalize
 from evolve.ops import Op, Refusal
+from evolve.quick._render import render_keyed
 from evolve.updaters._base import (
     MAX_STATEMENT,
     RecipeContext,
     Update,
-    active_by_age,
     ask,
     items,
     load_prompt,
@@ -120,7 +120,7 @@ class TepaRecipe:
     name = "tepa"
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        return "\n".join(tagged(u.id, f"[{u.key}] {u.text}") for u in active_by_age(units))
+        return render_keyed(units)
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         return []

@@ -22,9 +22,11 @@ from typing import Any, ClassVar
 
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
-from evolve.memory import MemoryUnit, by_learned, learned_key, tagged
+from evolve.memory import MemoryUnit
 from evolve.memory._similarity import conflicts, normalize, trigram_cosine
 from evolve.ops import Op, Refusal
+from evolve.quick._render import TOPL_TOP, ranked_by_posterior, render_top
+from evolve.quick._render import posterior_mean as posterior_mean  # re-exported
 from evolve.updaters._base import (
     MAX_STATEMENT,
     RecipeContext,
@@ -61,23 +63,17 @@ SCHEMA = JsonSchema(
 )
 
 
-def posterior_mean(u: MemoryUnit) -> float:
-    a, b = u.alpha or 1.0, u.beta or 1.0
-    return a / (a + b)
-
-
 class TopLRecipe:
     name = "topl"
-    top: ClassVar[int] = 8
+    top: ClassVar[int] = TOPL_TOP
     pool_cap: ClassVar[int] = 60
     threshold: ClassVar[float] = 0.7
 
     def ranked(self, units: Sequence[MemoryUnit]) -> list[MemoryUnit]:
-        active = [u for u in units if u.status == "active"]
-        return sorted(active, key=lambda u: (-posterior_mean(u), -(u.alpha or 0), learned_key(u)))
+        return ranked_by_posterior(units)
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        return "\n".join(tagged(u.id, u.text) for u in by_learned(self.ranked(units)[: self.top]))
+        return render_top(units, self.top)
 
     def pool(self, units: Sequence[MemoryUnit]) -> str:
         """The pool as the updater sees it: every active entry, best first, with its id."""

@@ -20,8 +20,9 @@ from typing import ClassVar
 
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
-from evolve.memory import MemoryUnit, tagged
+from evolve.memory import MemoryUnit
 from evolve.ops import Op, Refusal
+from evolve.quick._render import render_plain
 from evolve.updaters._base import (
     RecipeContext,
     Update,
@@ -121,7 +122,7 @@ class TraceRecipe:
     cap: ClassVar[int] = 12
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        return "\n".join(tagged(u.id, u.text) for u in active_by_age(units))
+        return render_plain(units)
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         failures = []

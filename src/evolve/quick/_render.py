@@ -1,10 +1,10 @@
 """Rendering memory without the unit model: the functions `evolve.memory` renders with (it
-re-exports them), and light copies of each recipe's renderer for the fast path.
+re-exports them), and each recipe's renderer.
 
-The recipe renderers belong to `evolve.updaters`, whose import brings the whole update
-machinery (pydantic included); the fast path renders with the copies in :data:`RENDERERS`,
-and a test renders the same units through both. A recipe without a copy here is
-:class:`Unhandled`: the full command renders it.
+The recipes (`evolve.updaters`) render with the functions here, so the fast path, which must
+not import the update machinery (pydantic included), renders with the very same code through
+:data:`RENDERERS`. A recipe without an entry here is :class:`Unhandled`: the full command
+renders it.
 """
 
 from __future__ import annotations

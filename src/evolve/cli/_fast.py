@@ -1,10 +1,12 @@
-"""The reading commands' arguments, read without click (see `evolve.quick`).
+"""The reading commands' and `evolve run`'s arguments, read without click (see `evolve.quick`
+and `evolve.evaluate._fast`).
 
-:func:`run` answers `evolve log`, `show` and `memory` when their arguments are among the
-common forms below, and returns None otherwise (`--help`, an unknown or malformed option, a
-PATH for `log`): then the click command runs, with its own help and error messages. The
-options mirror the click commands in `evolve.cli._reading`; a test checks that every option
-of those commands is either read here or left to click.
+:func:`run` answers `evolve log`, `show`, `memory` and `run` when their arguments are among
+the common forms below, and returns None otherwise (`--help`, an unknown or malformed option,
+a PATH for `log`, a value click would refuse): then the click command runs, with its own help
+and error messages. The options mirror the click commands in `evolve.cli._reading` and
+`evolve.cli._run`; a test checks that every option of those commands is either read here or
+left to click.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from evolve.quick._commands import Output
+
 WORKSPACE = ("-C", "--workspace")
 # command -> (flags, options taking a value (long names), short name -> long name)
 SPEC: dict[str, tuple[frozenset[str], frozenset[str], dict[str, str]]] = {
@@ -24,7 +28,53 @@ SPEC: dict[str, tuple[frozenset[str], frozenset[str], dict[str, str]]] = {
     "show": (frozenset({"--json"}), frozenset({"--workspace"}), {"-C": "--workspace"}),
     "memory": (frozenset({"--json"}), frozenset({"--as-of", "--scope", "--persona", "--workspace"}),
                {"-C": "--workspace"}),
+    # --model, --updater-model, --reflector-model and --cache are left to click.
+    "run": (frozenset({"--json"}),
+            frozenset({"--split", "--runs", "--seed", "--concurrency", "--executor", "--persona",
+                       "--inject", "--workspace"}),
+            {"-C": "--workspace"}),
 }  # fmt: skip
+# evolve.envs.SPLITS and evolve.evaluate.INJECT_MODES (a test checks they agree).
+SPLITS = ("train", "dev", "holdout")
+INJECT_MODES = ("none", "recipe", "oracle", "fixed")
+
+
+def _number(text: str | None, low: int, high: int | None) -> int | None:
+    """`text` as click's integer option reads it, when it is plain digits within [low, high];
+    raises ValueError for anything else (click answers it)."""
+    if text is None:
+        return None
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError("click says so")
+    value = int(text)
+    if value < low or (high is not None and value > high):
+        raise ValueError("click says so")
+    return value
+
+
+def _run_command(values: dict[str, str], flags: set[str], positional: list[str]) -> Output:
+    """`evolve run` on the fast path (raises ValueError or Unhandled for click's cases)."""
+    split = values.get("--split")
+    inject = values.get("--inject")
+    if (
+        positional
+        or split not in SPLITS
+        or values.get("--executor", "auto") != "auto"
+        or (inject is not None and inject not in INJECT_MODES)
+    ):
+        raise ValueError("click says so")
+    from evolve.evaluate._fast import run as run_fast
+
+    return run_fast(
+        _workspace(values),
+        split,
+        runs=_number(values.get("--runs"), 1, 50),
+        seed=_number(values.get("--seed"), 0, None),
+        concurrency=_number(values.get("--concurrency"), 1, 64),
+        persona=values.get("--persona"),
+        inject=inject,
+        as_json="--json" in flags,
+    )
 
 
 def parse(command: str, args: Sequence[str]) -> tuple[set[str], dict[str, str], list[str]] | None:
@@ -72,7 +122,8 @@ def _workspace(values: dict[str, str]) -> str | None:
 
 
 def run(args: Sequence[str]) -> int | None:
-    """Answer a reading command; None when click should (nothing has been written then)."""
+    """Answer a reading command or `run`; None when click should (nothing has been written
+    then)."""
     if not args or args[0] not in SPEC or sys.stdout is None or sys.stderr is None:
         return None
     command = args[0]
@@ -81,38 +132,16 @@ def run(args: Sequence[str]) -> int | None:
         return None
     flags, values, positional = parsed
     from evolve.errors import EvolveError
-    from evolve.quick._git import Repo, Unhandled
+    from evolve.quick._git import Unhandled
 
     try:
-        repo = Repo.find(_workspace(values))
-        if command == "log":
-            count = values.get("--max-count")
-            if count is not None and not (count.isascii() and count.isdigit()):
-                return None
-            from evolve.quick._commands import run_log
-
-            outs = run_log(
-                repo,
-                None if count is None else int(count),
-                "--json" in flags,
-                "--jsonl" in flags,
-                tuple(positional),
-            )
-        elif command == "show":
-            if len(positional) != 1:
-                return None
-            from evolve.quick._commands import run_show
-
-            outs = run_show(repo, positional[0], "--json" in flags)
-        else:
-            if positional:
-                return None
-            from evolve.quick._commands import run_memory
-
-            outs = run_memory(
-                repo, values.get("--as-of"), values.get("--scope"), values.get("--persona"),
-                "--json" in flags,
-            )  # fmt: skip
+        outs = (
+            _run_command(values, flags, positional)
+            if command == "run"
+            else _reading(command, values, flags, positional)
+        )
+        if outs is None:
+            return None
     except (Unhandled, EvolveError, ValueError, OSError):
         return None  # nothing was written: the click command answers, in its own words
     except KeyboardInterrupt:  # as the click group says it (nothing is written here)
@@ -122,3 +151,39 @@ def run(args: Sequence[str]) -> int | None:
 
     write(outs)
     return 0
+
+
+def _reading(
+    command: str, values: dict[str, str], flags: set[str], positional: list[str]
+) -> Output | None:
+    """`evolve log`, `show` or `memory` on the fast path; None for click's cases."""
+    from evolve.quick._git import Repo
+
+    repo = Repo.find(_workspace(values))
+    if command == "log":
+        count = values.get("--max-count")
+        if count is not None and not (count.isascii() and count.isdigit()):
+            return None
+        from evolve.quick._commands import run_log
+
+        return run_log(
+            repo,
+            None if count is None else int(count),
+            "--json" in flags,
+            "--jsonl" in flags,
+            tuple(positional),
+        )
+    if command == "show":
+        if len(positional) != 1:
+            return None
+        from evolve.quick._commands import run_show
+
+        return run_show(repo, positional[0], "--json" in flags)
+    if positional:
+        return None
+    from evolve.quick._commands import run_memory
+
+    return run_memory(
+        repo, values.get("--as-of"), values.get("--scope"), values.get("--persona"),
+        "--json" in flags,
+    )  # fmt: skip

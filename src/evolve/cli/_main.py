@@ -1,8 +1,9 @@
 """The `evolve` command line: thin commands over the Python API.
 
 This module imports nothing but the standard library: `evolve --version` answers without
-loading click; the reading commands (`log`, `show`, `memory`) are answered by `_fast` without
-click in their common forms; everything else is handed to the click group in `_group`.
+loading click; the reading commands (`log`, `show`, `memory`) and `run --json` are answered by
+`_fast` without click in their common forms; everything else is handed to the click group in
+`_group`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args == ["--version"]:
         print(f"evolve, version {__version__}")
         return 0
-    if args and args[0] in ("log", "show", "memory"):
+    if args and args[0] in ("log", "show", "memory", "run"):
         from evolve.cli._fast import run as run_fast
 
         done = run_fast(args)

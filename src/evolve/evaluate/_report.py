@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evolve.episode import EpisodeRecord
+if TYPE_CHECKING:
+    from evolve.episode._records import EpisodeRecord
 
 
 @dataclass(frozen=True)

@@ -17,17 +17,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evolve._io import canonical_json, derive_seed
 from evolve.envs import Environment, Split, Task, make_env
-from evolve.episode import EpisodeRecord, EpisodeSetup, run_episode
+from evolve.episode._run import EpisodeSetup, run_episode
 from evolve.errors import ConfigError, UnknownName
 from evolve.evaluate._report import SplitReport
-from evolve.evaluate._setup import InjectMode, episode_setup
 from evolve.executors import SPAWNING, choose_executor, get_executor
-from evolve.llm import LLM, make_role_llm, with_models
-from evolve.workspace import EvolveConfig, Workspace
+from evolve.llm import LLM
+
+if TYPE_CHECKING:  # the full path's modules: `evolve run`'s fast path does not import them
+    from evolve.episode._records import EpisodeRecord
+    from evolve.evaluate._setup import InjectMode
+    from evolve.workspace import EvolveConfig, Workspace
+
+RUNS = "generations/runs"  # evolve.workspace.RUNS
 
 Progress = Callable[[int, int], None]
 
@@ -67,6 +72,10 @@ _CONTEXT_LOCK = threading.Lock()
 def _context(spec: WorkerSpec) -> tuple[Environment, LLM, EpisodeSetup, Any]:
     with _CONTEXT_LOCK:
         if spec.token not in _CONTEXTS:
+            from evolve.evaluate._setup import episode_setup
+            from evolve.llm import make_role_llm
+            from evolve.workspace import Workspace
+
             ws = Workspace(Path(spec.root), config=spec.config)
             env = open_env(ws)
             llm = make_role_llm(spec.config, "agent", env=env)
@@ -143,15 +152,22 @@ def score_tasks(
 
 def write_run_log(ws: Workspace, report: SplitReport) -> Path:
     """Write the episodes and the summary to a new folder under `generations/runs/`."""
+    return write_log(ws.root, report)
+
+
+def write_log(root: Path, report: SplitReport) -> Path:
+    """Write the episodes and the summary to a new folder under `root/generations/runs/`
+    (the workspace at `root`)."""
+    runs_dir = root / RUNS
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    final = ws.runs_dir / f"{stamp}-{report.split}-{report.persona}"
-    ws.runs_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-run-", dir=ws.runs_dir))
+    final = runs_dir / f"{stamp}-{report.split}-{report.persona}"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-run-", dir=runs_dir))
     try:
         with (tmp / "episodes.jsonl").open("w", encoding="utf-8") as handle:
             for record in report.episodes:
                 handle.write(canonical_json(record.model_dump(mode="json")) + "\n")
-        report.log_dir = str(final.relative_to(ws.root))
+        report.log_dir = str(final.relative_to(root))
         (tmp / "summary.json").write_text(
             json.dumps(report.summary(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
         )
@@ -160,6 +176,13 @@ def write_run_log(ws: Workspace, report: SplitReport) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return final
+
+
+def check_persona(env: Environment, persona: str) -> None:
+    """Raises UnknownName unless `env` knows `persona`."""
+    known = env.personas()
+    if persona not in known:
+        raise UnknownName(f"unknown persona {persona!r}; choose one of {', '.join(known)}.")
 
 
 def run_split(
@@ -187,12 +210,13 @@ def run_split(
         UnknownName: for an unknown split, persona or model.
         ModelError: when the model cannot be reached.
     """
+    from evolve.evaluate._setup import episode_setup
+    from evolve.llm import make_role_llm, with_models
+
     cfg = ws.config
     env = open_env(ws)
     persona = persona or cfg.persona
-    known = env.personas()
-    if persona not in known:
-        raise UnknownName(f"unknown persona {persona!r}; choose one of {', '.join(known)}.")
+    check_persona(env, persona)
     tasks = env.tasks(split)
     base_seed = cfg.run.seed if seed is None else seed
     spawn: WorkerSpec | None = None

@@ -1,0 +1,204 @@
+"""`evolve run` on its fast path: the same scoring, without click, rich or the config model.
+
+`evolve run --split dev` with the `sim` model spends most of its CPU on start-up: click, rich,
+the pydantic configuration model, the memory unit model, the update recipes. This path scores
+with the very same code (`score_tasks`, `run_episode`, the environment, the sim, `write_log`)
+and builds what the full command builds from `evolve.yaml` from the remembered settings
+(:mod:`evolve.evaluate._settings`) and memory from the reading commands' unit reader and
+renderers (:mod:`evolve.quick`). It answers the common case only; for anything else (a model
+other than the plain `sim`, a request cache, an executor other than serial, skills, an
+enforcing recipe's units, the `fixed` injection, a terminal on stderr, a generation journal
+to recover, an invalid file, any error before the run log is written) it raises
+:class:`Unhandled` before writing anything, and the click command runs instead. Tests compare
+the two paths' output, run log included, byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from evolve.quick._git import Repo, Unhandled
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from evolve.envs import Environment
+    from evolve.evaluate._settings import Settings
+    from evolve.quick._commands import Output
+    from evolve.quick._git import Finished, Run
+
+# Recipes whose `verify` can fail an attempt (and so retry it): a run whose memory holds
+# their active units goes the full way. A test checks this against every recipe's `verify`.
+ENFORCING = frozenset({"trace"})
+# Environment variables that change what the full command does here: the model roles and the
+# request cache (flags' fallbacks), and a terminal forced for rich's progress bar.
+_DEFERRED_ENV = (
+    "EVOLVE_MODEL",
+    "EVOLVE_UPDATER_MODEL",
+    "EVOLVE_REFLECTOR_MODEL",
+    "EVOLVE_CACHE",
+    "FORCE_COLOR",
+    "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE",
+)
+
+
+def _dirty(raw: bytes) -> list[str]:
+    """`GitStore.dirty_paths` of `git status --porcelain=v1 -z` output."""
+    dirty: list[str] = []
+    skip = False
+    for entry in raw.decode("utf-8", "surrogateescape").split("\x00"):
+        if not entry:
+            continue
+        if skip:
+            skip = False
+            continue
+        status, path = entry[:2], entry[3:]
+        if "R" in status or "C" in status:
+            skip = True  # the next entry is the rename source
+        dirty.append(path)
+    return dirty
+
+
+def run(
+    workspace: str | None,
+    split: str,
+    *,
+    runs: int | None,
+    seed: int | None,
+    concurrency: int | None,
+    persona: str | None,
+    inject: str | None,
+    as_json: bool,
+) -> Output:
+    """What `evolve run` writes, stream by stream, with the run log written.
+
+    Raises:
+        Unhandled: a case the full command answers (nothing has been written then).
+    """
+    if not as_json:
+        raise Unhandled("the text report is rich's")
+    if any(name in os.environ for name in _DEFERRED_ENV):
+        raise Unhandled("a model, cache or terminal set in the environment")
+    try:
+        if sys.stderr.isatty():
+            raise Unhandled("a terminal: rich draws the progress bar")
+    except (AttributeError, ValueError) as exc:
+        raise Unhandled("an unusual stderr") from exc
+    repo = Repo.find(workspace)  # Unhandled for a journal to recover, an unusual repository
+    from evolve.evaluate._settings import Invalid, load
+
+    try:
+        settings = load(repo.root, repo.git_dir)
+    except Invalid as exc:
+        raise Unhandled("evolve.yaml or parameters.yaml is invalid") from exc
+    if (
+        settings["agent"].strip() != "sim"
+        or settings["cache"] != "off"
+        or settings["agent_priced"]
+        or settings["environment"] != "persona_world"
+    ):
+        raise Unhandled("not the plain sim on persona_world")
+    mode = inject or settings["inject"]
+    if mode == "fixed" or (mode == "recipe" and settings["skills"]):
+        raise Unhandled("the fixed block, or skills")
+    status = repo.start(
+        "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "memory", "prompts"
+    )
+    try:
+        return _score(repo, settings, split, runs, seed, concurrency, persona, mode, status)
+    finally:
+        status.kill()
+
+
+def _score(
+    repo: Repo,
+    settings: Settings,
+    split: str,
+    runs: int | None,
+    seed: int | None,
+    concurrency: int | None,
+    persona: str | None,
+    mode: str,
+    status: Run | Finished,
+) -> Output:
+    import time
+    from pathlib import Path
+
+    from evolve.agent._prompt import read_prompt_files
+    from evolve.envs import make_env
+    from evolve.episode._run import EpisodeSetup
+    from evolve.errors import EvolveError
+    from evolve.evaluate._report import SplitReport
+    from evolve.evaluate._run import check_persona, score_tasks, write_log
+    from evolve.executors import choose_executor
+    from evolve.llm._registry import make_llm
+    from evolve.quick._commands import emit_json
+    from evolve.redact import Redactor
+
+    root = Path(repo.root)
+    persona = persona or settings["persona"]
+    runs = runs or settings["runs"]
+    concurrency = concurrency or settings["concurrency"]
+    base_seed = settings["seed"] if seed is None else seed
+    if choose_executor("auto", "sim", concurrency, can_spawn=True) != "serial":
+        raise Unhandled("not the serial executor")
+    try:
+        env = make_env("persona_world", root / "evalset")
+        check_persona(env, persona)
+        tasks = env.tasks(split)  # type: ignore[arg-type]
+        llm = make_llm("sim", env=env)
+        setup = EpisodeSetup(
+            prompt_files=tuple(read_prompt_files(root / "prompts")),
+            memory=_memory(repo, env, persona, mode, settings["rendered"]),
+            persona=persona,
+            stats=settings["stats"],
+            max_turns=settings["max_turns"],
+            redactor=Redactor.from_settings(settings["redact_values"], settings["redact_env"]),
+        )
+        started = time.perf_counter()
+        records = score_tasks(
+            env, llm, tasks, setup, runs=runs, base_seed=base_seed, concurrency=concurrency
+        )
+        report = SplitReport(split, persona, llm.name, runs, records, time.perf_counter() - started)
+        report.seed = base_seed
+    except (EvolveError, OSError) as exc:  # the full command says it in its own words
+        raise Unhandled("an error") from exc
+    dirty = _dirty(status.wait())
+    if any("\x1b" in path for path in dirty):
+        raise Unhandled("an escape sequence click would strip")
+    write_log(root, report)
+    err = ""
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+        err = (
+            f"warning: memory/ or prompts/ has uncommitted changes ({shown}); this run scores "
+            "the working tree, not HEAD. Commit them to make the result reproducible.\n"
+        )
+    # rich's progress bar, on a stderr that is not a terminal, ends with one empty line.
+    return [
+        (sys.stderr, err + "\n"),
+        (sys.stdout, emit_json({**report.to_json(), "uncommitted": dirty})),
+    ]
+
+
+def _memory(
+    repo: Repo, env: Environment, persona: str, mode: str, rendered: tuple[str, ...]
+) -> str:
+    """`evolve.evaluate.agent_memory` for the modes this path answers."""
+    if mode == "none":
+        return ""
+    if mode == "oracle":
+        return "\n".join(f"- {s}" for s in env.oracle_statements(persona, None))
+    from evolve.quick._read import load_worktree
+    from evolve.quick._render import render_memory, renderers_for
+
+    units = load_worktree(repo.root, repo.git_dir)
+    scope = f"user:{persona}"
+    enforcing = ENFORCING.intersection(rendered)
+    if any(
+        u.recipe in enforcing and u.status == "active" and u.scope in (scope, "global")
+        for u in units
+    ):
+        raise Unhandled("an enforcing recipe's units: the verifier retries attempts")
+    return render_memory(units, scope, renderers_for(rendered))

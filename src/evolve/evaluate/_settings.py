@@ -1,0 +1,198 @@
+"""What scoring a split reads from `evolve.yaml` and `prompts/parameters.yaml`, remembered.
+
+`evolve run` on its fast path (:mod:`evolve.evaluate._fast`) needs a dozen settings, and
+validating `evolve.yaml` with the configuration model (pydantic, PyYAML) costs more than the
+scoring of a dev split. So the settings are computed once per distinct pair of file contents
+by the full model (:func:`compute`: `parse_config`, `max_turns`, the skills settings) and
+remembered in `.git/evolve-run.cache`, keyed by those exact bytes and by the source of the code
+that computed them. A hit is exactly what the full model computed for the same files; a miss,
+an invalid file or any error leaves the full command to answer (it reports the error in its
+own words). This module imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypedDict
+
+    from evolve.workspace._config import EvolveConfig
+
+    class Settings(TypedDict):
+        """The values a run reads (see :func:`compute`)."""
+
+        environment: str
+        persona: str
+        agent: str
+        cache: str
+        agent_priced: bool
+        runs: int
+        seed: int
+        concurrency: int
+        inject: str
+        stats: bool
+        max_turns: int
+        rendered: tuple[str, ...]
+        redact_values: tuple[str, ...]
+        redact_env: tuple[str, ...]
+        skills: bool
+
+
+RUN_CACHE = "evolve-run.cache"
+PARAMETERS = ("prompts", "parameters.yaml")  # evolve.workspace._parameters.PARAMETERS_FILE
+_FORMAT = 1
+_SIZE = 8
+# The code a remembered answer depends on, besides the two files (a change of any of these
+# files, or of evolve's version, forgets every answer).
+_SOURCES = (
+    ("workspace", "_config.py"),
+    ("workspace", "_parameters.py"),
+    ("evaluate", "_settings.py"),
+    ("skills", "_select.py"),
+    ("llm", "_cost.py"),
+)
+
+
+class Invalid(Exception):  # noqa: N818 - a signal: the full command reports the problem
+    """The files are not valid; the full command says why."""
+
+
+def compute(config: EvolveConfig, root: str) -> Settings:
+    """The settings a dev run reads, from the validated configuration (and the workspace's
+    `prompts/parameters.yaml`), as plain values.
+
+    Raises:
+        ConfigError: parameters.yaml is invalid.
+    """
+    from pathlib import Path
+
+    from evolve.llm._cost import Rate, find_rate
+    from evolve.skills._select import settings_of
+    from evolve.workspace._parameters import max_turns
+
+    m = config.models
+    prices = {key: Rate(p.input, p.output) for key, p in config.prices.items()}
+    return {
+        "environment": config.environment,
+        "persona": config.persona,
+        "agent": m.agent,
+        "cache": m.cache,
+        "agent_priced": find_rate(m.agent.strip(), prices) is not None,
+        "runs": config.run.runs,
+        "seed": config.run.seed,
+        "concurrency": config.run.concurrency,
+        "inject": config.memory.inject,
+        "stats": config.memory.stats,
+        "max_turns": max_turns(Path(root), config),
+        "rendered": tuple(config.rendered_recipes()),
+        "redact_values": tuple(config.redact.values),
+        "redact_env": tuple(config.redact.env),
+        "skills": settings_of(config).enabled,
+    }
+
+
+_KEYS = {
+    "environment", "persona", "agent", "cache", "agent_priced", "runs", "seed", "concurrency",
+    "inject", "stats", "max_turns", "rendered", "redact_values", "redact_env", "skills",
+}  # fmt: skip
+
+
+def _stamp() -> tuple[object, ...]:
+    from evolve import __version__
+
+    here = os.path.dirname(os.path.dirname(__file__))
+    out: list[object] = [_FORMAT, __version__]
+    for parts in _SOURCES:
+        try:
+            st = os.stat(os.path.join(here, *parts))
+            out += [st.st_mtime_ns, st.st_size]
+        except OSError:
+            out += [0, 0]
+    return tuple(out)
+
+
+def _read(path: str) -> bytes | None:
+    """The bytes of the file at `path` (following links, as `Path.is_file` does), or None."""
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _load(
+    path: str, stamp: tuple[object, ...]
+) -> list[tuple[tuple[bytes, bytes | None], Settings]]:
+    import marshal
+
+    try:
+        with open(path, "rb") as f:
+            data = marshal.loads(f.read())
+    except (OSError, EOFError, ValueError, TypeError):
+        return []
+    if not isinstance(data, tuple) or len(data) != 2 or data[0] != stamp:
+        return []
+    items = data[1] if isinstance(data[1], list) else []
+    return [((item[0], item[1]), item[2]) for item in items if _valid(item)]
+
+
+def _valid(item: Any) -> bool:
+    return (
+        isinstance(item, tuple)
+        and len(item) == 3
+        and isinstance(item[0], bytes)
+        and isinstance(item[1], bytes | None)
+        and isinstance(item[2], dict)
+        and set(item[2]) == _KEYS
+    )
+
+
+def _save(
+    path: str, stamp: tuple[object, ...], entries: list[tuple[tuple[bytes, bytes | None], Settings]]
+) -> None:
+    """Write the cache atomically; never fails the command (a read-only `.git/`: no cache)."""
+    import marshal
+
+    data = (stamp, [(key[0], key[1], value) for key, value in entries[-_SIZE:]])
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(marshal.dumps(data))  # type: ignore[arg-type]
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        try:  # noqa: SIM105 - contextlib costs start-up here
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def load(root: str, git_dir: str, config_name: str = "evolve.yaml") -> Settings:
+    """The settings of the workspace at `root`: remembered for these exact file contents, or
+    computed by the full configuration model (and remembered).
+
+    Raises:
+        Invalid: evolve.yaml or parameters.yaml is not valid (nothing is remembered).
+    """
+    raw = _read(os.path.join(root, config_name))
+    if raw is None:
+        raise Invalid("no evolve.yaml")
+    params = _read(os.path.join(root, *PARAMETERS))
+    path = os.path.join(git_dir, RUN_CACHE)
+    stamp = _stamp()
+    entries = _load(path, stamp)
+    for key, value in entries:
+        if key[0] == raw and key[1] == params:
+            return value
+    from evolve.errors import EvolveError
+    from evolve.workspace._config import parse_config
+
+    try:
+        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text
+        config = parse_config(text, source=os.path.join(root, config_name))
+        value = compute(config, root)
+    except (EvolveError, UnicodeDecodeError) as exc:
+        raise Invalid(str(exc)) from exc
+    if _read(os.path.join(root, *PARAMETERS)) == params:  # unchanged while it was read
+        _save(path, stamp, [*entries, ((raw, params), value)])
+    return value

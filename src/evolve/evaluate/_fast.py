@@ -182,23 +182,133 @@ def _score(
     ]
 
 
+MEMORY_CACHE = "evolve-memory.cache"
+RACY_NS = 2_000_000_000  # as evolve.quick._read: a file this recent is never remembered
+_MEMORY_SIZE = 8
+# The code the remembered text depends on besides the files (its version and size).
+_MEMORY_SOURCES = (
+    ("quick", "_units.py"),
+    ("quick", "_read.py"),
+    ("quick", "_render.py"),
+    ("memory", "_unit.py"),
+    ("evaluate", "_fast.py"),
+)
+
+
 def _memory(
     repo: Repo, env: Environment, persona: str, mode: str, rendered: tuple[str, ...]
 ) -> str:
-    """`evolve.evaluate.agent_memory` for the modes this path answers."""
+    """`evolve.evaluate.agent_memory` for the modes this path answers.
+
+    The text of `recipe` mode is remembered in `.git/evolve-memory.cache`, keyed by the scope,
+    the rendered recipes and a digest of every entry under `memory/` (path, type, mtime,
+    ctime, size, inode: no edit leaves them all unchanged), so an unchanged memory of a
+    thousand units is not read and parsed again on every run.
+    """
     if mode == "none":
         return ""
     if mode == "oracle":
         return "\n".join(f"- {s}" for s in env.oracle_statements(persona, None))
+    scope = f"user:{persona}"
+    key, racy = _memory_key(repo.root, scope, rendered)
+    path = os.path.join(repo.git_dir, MEMORY_CACHE)
+    entries = _load_memory(path)
+    for known, text, enforced in entries:
+        if known == key:
+            if enforced:
+                raise Unhandled("an enforcing recipe's units: the verifier retries attempts")
+            return text
     from evolve.quick._read import load_worktree
     from evolve.quick._render import render_memory, renderers_for
 
     units = load_worktree(repo.root, repo.git_dir)
-    scope = f"user:{persona}"
     enforcing = ENFORCING.intersection(rendered)
-    if any(
+    enforced = any(
         u.recipe in enforcing and u.status == "active" and u.scope in (scope, "global")
         for u in units
-    ):
+    )
+    text = "" if enforced else render_memory(units, scope, renderers_for(rendered))
+    if not racy and _memory_key(repo.root, scope, rendered) == (key, racy):
+        _save_memory(path, [*entries, (key, text, enforced)])
+    if enforced:
         raise Unhandled("an enforcing recipe's units: the verifier retries attempts")
-    return render_memory(units, scope, renderers_for(rendered))
+    return text
+
+
+def _memory_key(root: str, scope: str, rendered: tuple[str, ...]) -> tuple[bytes, bool]:
+    """(digest of the scope, the recipes and every entry under `root/memory/`, whether an
+    entry changed too recently to be remembered)."""
+    import hashlib
+    import time
+
+    stats: list[tuple[str, int, int, int, int, int]] = []
+    latest = 0
+    folder = os.path.join(root, "memory")
+    todo = [folder] if os.path.isdir(folder) else []
+    while todo:
+        here = todo.pop()
+        with os.scandir(here) as found:
+            for entry in found:
+                st = entry.stat(follow_symlinks=False)
+                stats.append(
+                    (entry.path, st.st_mode, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+                )
+                latest = max(latest, st.st_mtime_ns, st.st_ctime_ns)
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(entry.path)
+    import marshal
+
+    stats.sort()
+    digest = hashlib.blake2b(marshal.dumps((scope, rendered, stats)), digest_size=20).digest()
+    return digest, latest >= time.time_ns() - RACY_NS
+
+
+def _memory_stamp() -> tuple[object, ...]:
+    from evolve import __version__
+
+    here = os.path.dirname(os.path.dirname(__file__))
+    out: list[object] = [__version__]
+    for parts in _MEMORY_SOURCES:
+        try:
+            st = os.stat(os.path.join(here, *parts))
+            out += [st.st_mtime_ns, st.st_size]
+        except OSError:
+            out += [0, 0]
+    return tuple(out)
+
+
+def _load_memory(path: str) -> list[tuple[bytes, str, bool]]:
+    import marshal
+
+    try:
+        with open(path, "rb") as f:
+            data = marshal.loads(f.read())
+    except (OSError, EOFError, ValueError, TypeError):
+        return []
+    if not isinstance(data, tuple) or len(data) != 2 or data[0] != _memory_stamp():
+        return []
+    return [
+        item
+        for item in (data[1] if isinstance(data[1], list) else [])
+        if isinstance(item, tuple)
+        and len(item) == 3
+        and isinstance(item[0], bytes)
+        and isinstance(item[1], str)
+        and isinstance(item[2], bool)
+    ]
+
+
+def _save_memory(path: str, entries: list[tuple[bytes, str, bool]]) -> None:
+    """Write the cache atomically; never fails the command."""
+    import marshal
+
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(marshal.dumps((_memory_stamp(), entries[-_MEMORY_SIZE:])))  # type: ignore[arg-type]
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        try:  # noqa: SIM105 - contextlib costs start-up here
+            os.unlink(tmp)
+        except OSError:
+            pass

@@ -35,6 +35,11 @@ def role(name: str) -> Callable[[Role], Role]:
     return wrap
 
 
+def load_roles() -> None:
+    """Import the modules that register the other roles (the agent's is built in)."""
+    from evolve.sim import _roles, _selector, _skills  # noqa: F401  (they register roles)
+
+
 @role("statements")
 def _statements(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
     return {"statements": [p.statement for p in learn(messages, rng, sim.rates.instance_vague)]}
@@ -65,6 +70,8 @@ class SimLLM:
     ) -> Completion:
         name = json_schema.name if json_schema is not None else "text"
         key = f"{self.seed}|{seed}"
+        if name != "agent_action" and name not in ROLES:
+            load_roles()
         if name == "agent_action":
             payload: Any = self._agent.act(messages, derive_seed(key))
         elif name in ROLES:

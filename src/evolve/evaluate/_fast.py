@@ -156,10 +156,16 @@ def _score(
             max_turns=settings["max_turns"],
             redactor=Redactor.from_settings(settings["redact_values"], settings["redact_env"]),
         )
+        from evolve.sim._agent import remember_directives
+
         started = time.perf_counter()
-        records = score_tasks(
-            env, llm, tasks, setup, runs=runs, base_seed=base_seed, concurrency=concurrency
-        )
+        remember_directives(os.path.join(repo.git_dir, SIM_CACHE))
+        try:
+            records = score_tasks(
+                env, llm, tasks, setup, runs=runs, base_seed=base_seed, concurrency=concurrency
+            )
+        finally:
+            remember_directives(None)
         report = SplitReport(split, persona, llm.name, runs, records, time.perf_counter() - started)
         report.seed = base_seed
     except (EvolveError, OSError) as exc:  # the full command says it in its own words
@@ -183,6 +189,7 @@ def _score(
 
 
 MEMORY_CACHE = "evolve-memory.cache"
+SIM_CACHE = "evolve-sim.cache"  # what the sim parsed from a prompt (evolve.sim._parse.DiskMemo)
 RACY_NS = 2_000_000_000  # as evolve.quick._read: a file this recent is never remembered
 _MEMORY_SIZE = 8
 # The code the remembered text depends on besides the files (its version and size).

@@ -30,13 +30,14 @@ from evolve.envs.persona_world import (
     PersonaWorldEnv,
     Profile,
     Ref,
+    Value,
     contact_of,
     reference_args,
     split_sentences,
 )
 from evolve.envs.persona_world._rules import Rule
 from evolve.llm import Message
-from evolve.sim._parse import PromptCache, recognized
+from evolve.sim._parse import DiskMemo, PromptCache, recognized
 from evolve.sim._rates import SimRates
 from evolve.sim._skills_agent import SENT_PAYMENTS, follow_skills
 
@@ -69,7 +70,62 @@ PROMPTS: PromptCache[tuple[tuple[str, Directive], ...]] = PromptCache(64)
 
 
 def _directives_of(system_prompt: str) -> tuple[tuple[str, Directive], ...]:
-    return PROMPTS.get(system_prompt, _parse_directives)
+    return PROMPTS.get(system_prompt, _parse_or_recall)
+
+
+def _parse_or_recall(system_prompt: str) -> tuple[tuple[str, Directive], ...]:
+    store = STORE
+    if store is None:
+        return _parse_directives(system_prompt)
+    return store.get(system_prompt, _parse_directives)
+
+
+# Where parsed prompts are also kept across processes (see `remember_directives`), if anywhere.
+STORE: DiskMemo[tuple[tuple[str, Directive], ...]] | None = None
+
+
+def remember_directives(path: str | None) -> None:
+    """Keep what `read_directives` parses in the file at `path` as well (None: stop), so a
+    process that sends a prompt another process parsed reads the answer instead of parsing a
+    thousand units again. `evolve run` sets it (in `.git/`): its prompt is the same from run to
+    run until memory changes. The answer is keyed by a digest of the prompt and by the source
+    of the code that parses it (see `evolve.sim._parse.DiskMemo`)."""
+    global STORE
+    STORE = DiskMemo(path, _dump_directives, _load_directives) if path else None
+
+
+def _dump_directives(found: tuple[tuple[str, Directive], ...]) -> object:
+    return tuple((slot, d.slot, *_dump_value(d.value), d.negated) for slot, d in found)
+
+
+def _dump_value(value: Value) -> tuple[str, str]:
+    if isinstance(value, Ref):
+        return ("ref", value.field)
+    if isinstance(value, Computed):
+        return ("computed", value.what)
+    return ("text", value)
+
+
+def _load_directives(raw: object) -> tuple[tuple[str, Directive], ...]:
+    """The directives `_dump_directives` wrote; ValueError for anything else."""
+    out = []
+    for item in raw if isinstance(raw, tuple) else ():
+        if not (isinstance(item, tuple) and len(item) == 5):
+            raise ValueError("not a remembered directive")
+        key, slot, kind, value, negated = item
+        if not all(isinstance(v, str) for v in (key, slot, kind, value)) or not isinstance(
+            negated, bool
+        ):
+            raise ValueError("not a remembered directive")
+        loaded: Value = (
+            Ref(value) if kind == "ref" else Computed(value) if kind == "computed" else value
+        )
+        if kind not in ("ref", "computed", "text"):
+            raise ValueError("not a remembered directive")
+        out.append((key, Directive(slot, loaded, negated)))
+    if not isinstance(raw, tuple):
+        raise ValueError("not remembered directives")
+    return tuple(out)
 
 
 def _parse_directives(system_prompt: str) -> tuple[tuple[str, Directive], ...]:

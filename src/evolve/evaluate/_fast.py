@@ -126,7 +126,7 @@ def _score(
     from pathlib import Path
 
     from evolve.agent._prompt import read_prompt_files
-    from evolve.envs import make_env
+    from evolve.envs.persona_world import PersonaWorldEnv
     from evolve.episode._run import EpisodeSetup
     from evolve.errors import EvolveError
     from evolve.evaluate._report import SplitReport
@@ -144,7 +144,8 @@ def _score(
     if choose_executor("auto", "sim", concurrency, can_spawn=True) != "serial":
         raise Unhandled("not the serial executor")
     try:
-        env = make_env("persona_world", root / "evalset")
+        # make_env's environment, with the validated evalset remembered in .git/.
+        env = PersonaWorldEnv(root / "evalset", remember=os.path.join(repo.git_dir, EVALSET_CACHE))
         check_persona(env, persona)
         tasks = env.tasks(split)  # type: ignore[arg-type]
         llm = make_llm("sim", env=env)
@@ -189,6 +190,7 @@ def _score(
 
 
 MEMORY_CACHE = "evolve-memory.cache"
+EVALSET_CACHE = "evolve-evalset.cache"  # evolve.envs.persona_world._evalset
 SIM_CACHE = "evolve-sim.cache"  # what the sim parsed from a prompt (evolve.sim._parse.DiskMemo)
 RACY_NS = 2_000_000_000  # as evolve.quick._read: a file this recent is never remembered
 _MEMORY_SIZE = 8

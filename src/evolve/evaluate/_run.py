@@ -25,7 +25,7 @@ from evolve.episode._run import EpisodeSetup, run_episode
 from evolve.errors import ConfigError, UnknownName
 from evolve.evaluate._report import SplitReport
 from evolve.executors import SPAWNING, choose_executor, get_executor
-from evolve.llm import LLM
+from evolve.llm import LLM, make_role_llm, with_models  # (no HTTP client imported for these)
 
 if TYPE_CHECKING:  # the full path's modules: `evolve run`'s fast path does not import them
     from evolve.episode._records import EpisodeRecord
@@ -73,7 +73,6 @@ def _context(spec: WorkerSpec) -> tuple[Environment, LLM, EpisodeSetup, Any]:
     with _CONTEXT_LOCK:
         if spec.token not in _CONTEXTS:
             from evolve.evaluate._setup import episode_setup
-            from evolve.llm import make_role_llm
             from evolve.workspace import Workspace
 
             ws = Workspace(Path(spec.root), config=spec.config)
@@ -211,7 +210,6 @@ def run_split(
         ModelError: when the model cannot be reached.
     """
     from evolve.evaluate._setup import episode_setup
-    from evolve.llm import make_role_llm, with_models
 
     cfg = ws.config
     env = open_env(ws)

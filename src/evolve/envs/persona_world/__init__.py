@@ -1,4 +1,14 @@
-"""`persona_world`: apps, tasks, personas and preference rules, all offline."""
+"""`persona_world`: apps, tasks, personas and preference rules, all offline.
+
+The persona models (`Persona`, `Preference`, `load_personas`: pydantic) are imported on
+first use (PEP 562): the environment validates with them only when its evalset is not
+remembered (see `_evalset`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from evolve.envs.persona_world._env import (
     STAT_CARDS,
@@ -7,7 +17,6 @@ from evolve.envs.persona_world._env import (
     History,
     PersonaWorldEnv,
 )
-from evolve.envs.persona_world._personas import Persona, Preference, load_personas
 from evolve.envs.persona_world._rules import (
     RULES,
     RULES_BY_NAME,
@@ -42,6 +51,20 @@ from evolve.envs.persona_world._world import (
     api_docs,
     tool_names,
 )
+
+if TYPE_CHECKING:
+    from evolve.envs.persona_world._personas import Persona, Preference, load_personas
+
+_LAZY = {"Persona", "Preference", "load_personas"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'evolve.envs.persona_world' has no attribute {name!r}")
+    value = getattr(importlib.import_module("evolve.envs.persona_world._personas"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CONTACTS",

@@ -7,12 +7,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from evolve.envs._protocol import SPLITS, Feedback, Judgement, Split, Task, Tier, Violation
-from evolve.envs.persona_world._personas import Persona, load_personas
-from evolve.envs.persona_world._procedures import load_procedure_specs, procedure_failure
+from evolve.envs.persona_world._evalset import EvalsetReader, PersonaData
+from evolve.envs.persona_world._evalset import read_yaml as _load_yaml  # noqa: F401 (tests)
+from evolve.envs.persona_world._procedures import procedure_failure
 from evolve.envs.persona_world._rules import (
     RULES,
     RULES_BY_NAME,
@@ -36,31 +34,12 @@ from evolve.envs.persona_world._world import (
     api_docs,
     tool_names,
 )
-from evolve.envs.persona_world._yaml import load_yaml
 from evolve.errors import ConfigError, UnknownName
 
 # The formats of the harness-computed <stats> lines; the sim reads them back.
 STAT_CARDS = "Payment cards used so far: {usage}; most used: {card} (payment_card_id {card_id})."
 STAT_PAID = "Paid so far to {name}: ${total:.2f} (before this payment)."
 STAT_CHECKSUM = "Checksum of this note's items: {checksum}."
-
-
-class _TaskSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    id: str
-    family: str
-    params: dict[str, Any]
-
-
-class _ProcedureSpec(_TaskSpec):
-    split: Split
-
-
-class _Splits(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    train: tuple[str, ...]
-    dev: tuple[str, ...]
-    holdout: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -70,55 +49,36 @@ class History:
     payments: tuple[Payment, ...]
 
 
-def _load_yaml(path: Path) -> Any:
-    try:
-        return load_yaml(path)
-    except FileNotFoundError:
-        raise ConfigError(f"{path} is missing; the evalset is incomplete.") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML.") from exc
-
-
 class PersonaWorldEnv:
     """The environment over a workspace's `evalset/` folder."""
 
     name = "persona_world"
 
-    def __init__(self, evalset: Path) -> None:
+    def __init__(self, evalset: Path, *, remember: str | None = None) -> None:
+        """The environment over `evalset`; with `remember` (a cache file), the validated
+        evalset is remembered there and read back while its files are unchanged (see
+        `_evalset`).
+
+        Raises:
+            ConfigError: a missing or malformed evalset file, naming it.
+        """
         self.evalset = evalset
-        try:
-            specs = [_TaskSpec.model_validate(t) for t in _load_yaml(evalset / "tasks.yaml")]
-            splits = _Splits.model_validate(_load_yaml(evalset / "splits.yaml"))
-        except (ValidationError, TypeError) as exc:
-            raise ConfigError(
-                f"{evalset} has a malformed tasks.yaml or splits.yaml: {exc}"
-            ) from exc
-        split_of: dict[str, Split] = {}
-        try:  # procedure-shaped tasks (issue 13), only when evalset/procedures.yaml exists
-            extra = [_ProcedureSpec.model_validate(t) for t in load_procedure_specs(evalset)]
-        except (ValidationError, TypeError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{evalset} has a malformed procedures.yaml: {exc}") from exc
-        specs += [_TaskSpec(id=t.id, family=t.family, params=t.params) for t in extra]
-        split_of.update({t.id: t.split for t in extra})
-        for split in SPLITS:
-            for task_id in getattr(splits, split):
-                if task_id in split_of:
-                    raise ConfigError(f"task {task_id} is in both {split_of[task_id]} and {split}.")
-                split_of[task_id] = split
+        reader = EvalsetReader(evalset, remember)
+        specs, split_of = reader.specs()
         self._tasks: dict[str, Task] = {}
-        for spec in specs:
-            family = FAMILIES_BY_NAME.get(spec.family)
+        for task_id, family_name, params in specs:
+            family = FAMILIES_BY_NAME.get(family_name)
             if family is None:
-                raise ConfigError(f"task {spec.id} names an unknown family {spec.family!r}.")
-            if spec.id not in split_of:
+                raise ConfigError(f"task {task_id} names an unknown family {family_name!r}.")
+            if task_id not in split_of:
                 continue
-            self._tasks[spec.id] = Task(
-                id=spec.id,
-                family=spec.family,
+            self._tasks[task_id] = Task(
+                id=task_id,
+                family=family_name,
                 kind=family.kind,
-                split=split_of[spec.id],
-                instruction=instruction(family, spec.params),
-                params=spec.params,
+                split=split_of[task_id],
+                instruction=instruction(family, params),
+                params=params,
             )
         missing = set(split_of) - set(self._tasks)
         if missing:
@@ -126,7 +86,8 @@ class PersonaWorldEnv:
                 f"splits.yaml names tasks that tasks.yaml lacks: {sorted(missing)[:3]}."
             )
         self._by_instruction = {t.instruction: t for t in self._tasks.values()}
-        self._personas = load_personas(evalset / "personas")
+        self._personas = reader.personas()
+        reader.save()
 
     # --- tasks and personas -------------------------------------------------------------
 
@@ -147,7 +108,7 @@ class PersonaWorldEnv:
     def personas(self) -> list[str]:
         return sorted(self._personas)
 
-    def persona(self, name: str) -> Persona:
+    def persona(self, name: str) -> PersonaData:
         try:
             return self._personas[name]
         except KeyError:

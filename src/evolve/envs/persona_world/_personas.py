@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from evolve.envs.persona_world._evalset import value_at
 from evolve.envs.persona_world._rules import RULES_BY_NAME
 from evolve.envs.persona_world._values import Value, value_from_yaml
 from evolve.envs.persona_world._world import CONTACTS_BY_KEY, Card, Payment, Profile
@@ -55,16 +56,9 @@ class Preference(_Model):
     def value_at(self, episode: int | None) -> Value:
         """The value held at tick `episode` of the persona's clock; None means now (after
         every change)."""
-        raw = self.value
-        for change in sorted(self.changes, key=lambda c: c.at_episode):
-            if episode is None or change.at_episode <= episode:
-                raw = change.value
-        if raw is None:
-            implied = RULES_BY_NAME[self.rule].implied_value
-            if implied is None:  # the validator rejects this; kept for type narrowing
-                raise ValueError(f"rule {self.rule!r} needs a value")
-            return implied
-        return value_from_yaml(raw)
+        return value_at(
+            self.rule, self.value, [(c.at_episode, c.value) for c in self.changes], episode
+        )
 
 
 class CardSpec(_Model):

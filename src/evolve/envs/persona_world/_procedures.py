@@ -28,8 +28,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from evolve.envs._protocol import ApiCall, Task
 from evolve.envs.persona_world._tasks import MAIN_TOOL
 from evolve.envs.persona_world._world import PersonaWorldState, api
@@ -202,6 +200,8 @@ def write_procedures(evalset: Path) -> Path:
     """Write the default procedure tasks to `evalset/procedures.yaml` (returns the path)."""
     path = evalset / PROCEDURES_FILE
     text = "# Procedure-shaped tasks (issue 13): see evolve.envs.persona_world._procedures.\n"
+    import yaml  # PyYAML: only where the file is written or read
+
     text += yaml.safe_dump(list(PROCEDURE_TASKS), sort_keys=False, allow_unicode=True)
     path.write_text(text, encoding="utf-8")
     return path
@@ -212,5 +212,7 @@ def load_procedure_specs(evalset: Path) -> list[dict[str, Any]]:
     path = evalset / PROCEDURES_FILE
     if not path.is_file():
         return []
+    import yaml  # PyYAML: only where the file is written or read
+
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     return list(data) if isinstance(data, list) else []

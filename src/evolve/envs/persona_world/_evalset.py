@@ -1,0 +1,310 @@
+"""The evalset as the persona world holds it: task specs, splits and personas.
+
+The files are validated by the models (`_TaskSpec`, `_Splits`, `_ProcedureSpec` below and the
+persona models of `_personas`, pydantic), in the order and with the errors the environment
+has always given. What they validate to is held as plain values: task specs, and personas as
+the frozen dataclasses below (the judge, the worlds and the sim read these). A caller that
+names a cache file (`evolve run`'s fast path, in `.git/`) gets the validated values
+remembered there, keyed by a digest of every evalset file's bytes and of the validating code's
+source, so an unchanged evalset is neither parsed nor validated (nor pydantic imported)
+again; anything unusual (an unreadable file, a value the cache cannot hold) just validates.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evolve.envs._protocol import SPLITS, Split
+from evolve.envs.persona_world._rules import RULES_BY_NAME
+from evolve.envs.persona_world._values import Value, value_from_yaml
+from evolve.envs.persona_world._world import Card, Payment, Profile
+from evolve.errors import ConfigError
+
+if TYPE_CHECKING:
+    from evolve.envs.persona_world._personas import Persona
+
+Spec = tuple[str, str, dict[str, Any]]  # task id, family, params
+
+
+def value_at(
+    rule: str, value: Any, changes: Iterable[tuple[int, Any]], episode: int | None
+) -> Value:
+    """The value a preference holds at tick `episode` of the persona's clock (None: now,
+    after every change): its `value`, replaced by each change due by then."""
+    raw = value
+    for at_episode, changed in sorted(changes, key=lambda c: c[0]):
+        if episode is None or at_episode <= episode:
+            raw = changed
+    if raw is None:
+        implied = RULES_BY_NAME[rule].implied_value
+        if implied is None:  # validation rejects this; kept for type narrowing
+            raise ValueError(f"rule {rule!r} needs a value")
+        return implied
+    return value_from_yaml(raw)
+
+
+@dataclass(frozen=True)
+class PreferenceChange:
+    at_episode: int
+    value: Any
+
+
+@dataclass(frozen=True)
+class Preference:
+    """A validated preference (see `_personas.Preference`)."""
+
+    rule: str
+    value: Any = None
+    changes: tuple[PreferenceChange, ...] = ()
+
+    def value_at(self, episode: int | None) -> Value:
+        return value_at(
+            self.rule, self.value, [(c.at_episode, c.value) for c in self.changes], episode
+        )
+
+
+@dataclass(frozen=True)
+class CardSpec:
+    id: int
+    name: str
+
+
+@dataclass(frozen=True)
+class PaymentSpec:
+    contact: str
+    amount: float
+    card: int
+
+
+@dataclass(frozen=True)
+class PersonaData:
+    """A validated persona (see `_personas.Persona`), as the environment uses it."""
+
+    name: str
+    first_name: str
+    last_name: str
+    email: str
+    phone_number: str
+    venmo_password: str
+    cards: tuple[CardSpec, ...]
+    history: tuple[PaymentSpec, ...]
+    preferences: tuple[Preference, ...]
+
+    @classmethod
+    def of(cls, dump: dict[str, Any]) -> PersonaData:
+        """From `Persona.model_dump()` (what the cache keeps)."""
+        return cls(
+            name=dump["name"],
+            first_name=dump["first_name"],
+            last_name=dump["last_name"],
+            email=dump["email"],
+            phone_number=dump["phone_number"],
+            venmo_password=dump["venmo_password"],
+            cards=tuple(CardSpec(c["id"], c["name"]) for c in dump["cards"]),
+            history=tuple(
+                PaymentSpec(p["contact"], p["amount"], p["card"]) for p in dump["history"]
+            ),
+            preferences=tuple(
+                Preference(
+                    p["rule"],
+                    p["value"],
+                    tuple(PreferenceChange(c["at_episode"], c["value"]) for c in p["changes"]),
+                )
+                for p in dump["preferences"]
+            ),
+        )
+
+    @property
+    def profile(self) -> Profile:
+        return Profile(
+            self.first_name, self.last_name, self.email, self.phone_number, self.venmo_password
+        )
+
+    @property
+    def card_objects(self) -> tuple[Card, ...]:
+        return tuple(Card(c.id, c.name) for c in self.cards)
+
+    @property
+    def initial_history(self) -> tuple[Payment, ...]:
+        return tuple(Payment(p.contact, p.amount, p.card) for p in self.history)
+
+
+def read_yaml(path: Path) -> Any:
+    """An evalset file's document (see `_yaml`).
+
+    Raises:
+        ConfigError: the file is missing or not valid YAML.
+    """
+    import yaml
+
+    from evolve.envs.persona_world._yaml import load_yaml
+
+    try:
+        return load_yaml(path)
+    except FileNotFoundError:
+        raise ConfigError(f"{path} is missing; the evalset is incomplete.") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML.") from exc
+
+
+def _validated_specs(evalset: Path) -> tuple[list[Spec], dict[str, Split]]:
+    """Task specs and the split of each task, validated as the environment always has.
+
+    Raises:
+        ConfigError: a missing or malformed file, or a task in two splits.
+    """
+    import yaml
+    from pydantic import ValidationError
+
+    from evolve.envs.persona_world._procedures import load_procedure_specs
+    from evolve.envs.persona_world._specs import _ProcedureSpec, _Splits, _TaskSpec
+
+    try:
+        specs = [_TaskSpec.model_validate(t) for t in read_yaml(evalset / "tasks.yaml")]
+        splits = _Splits.model_validate(read_yaml(evalset / "splits.yaml"))
+    except (ValidationError, TypeError) as exc:
+        raise ConfigError(f"{evalset} has a malformed tasks.yaml or splits.yaml: {exc}") from exc
+    split_of: dict[str, Split] = {}
+    try:  # procedure-shaped tasks (issue 13), only when evalset/procedures.yaml exists
+        extra = [_ProcedureSpec.model_validate(t) for t in load_procedure_specs(evalset)]
+    except (ValidationError, TypeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{evalset} has a malformed procedures.yaml: {exc}") from exc
+    out: list[Spec] = [(t.id, t.family, t.params) for t in specs]
+    out += [(t.id, t.family, t.params) for t in extra]
+    split_of.update({t.id: t.split for t in extra})
+    for split in SPLITS:
+        for task_id in getattr(splits, split):
+            if task_id in split_of:
+                raise ConfigError(f"task {task_id} is in both {split_of[task_id]} and {split}.")
+            split_of[task_id] = split
+    return out, split_of
+
+
+def persona_data(persona: Persona) -> PersonaData:
+    return PersonaData.of(persona.model_dump())
+
+
+# --- remembered ------------------------------------------------------------------------------
+
+_FORMAT = 1
+# The code the validated values depend on besides the files (a change forgets them).
+_SOURCES = (
+    "_evalset.py", "_env.py", "_personas.py", "_procedures.py", "_rules.py", "_values.py",
+    "_world.py", "_yaml.py", "_tasks.py", "_specs.py",
+)  # fmt: skip
+
+
+def _digest(evalset: Path) -> bytes | None:
+    """A digest of every file the evalset is read from (None when one cannot be read)."""
+    import hashlib
+
+    here = os.path.dirname(__file__)
+    from evolve import __version__
+
+    h = hashlib.blake2b(digest_size=20)
+    h.update(repr((_FORMAT, __version__)).encode())
+    for name in _SOURCES:
+        try:
+            st = os.stat(os.path.join(here, name))
+        except OSError:
+            return None
+        h.update(repr((name, st.st_mtime_ns, st.st_size)).encode())
+    names = ["tasks.yaml", "splits.yaml", "procedures.yaml"]
+    try:
+        folder = evalset / "personas"
+        names += sorted(f"personas/{p.name}" for p in folder.iterdir())
+    except OSError:
+        return None
+    for name in names:
+        path = evalset / name
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            data = None
+        except OSError:
+            return None
+        h.update(repr((name, data)).encode())
+    return h.digest()
+
+
+class EvalsetReader:
+    """Reads an evalset (see the module's docstring); `remember`: the cache file, or None."""
+
+    def __init__(self, evalset: Path, remember: str | None = None) -> None:
+        self.evalset = evalset
+        self.path = remember
+        self.key = _digest(evalset) if remember is not None else None
+        self.known: tuple[list[Spec], dict[str, Split], dict[str, dict[str, Any]]] | None = None
+        if remember is not None and self.key is not None:
+            self.known = _load(remember, self.key)
+        self._specs: tuple[list[Spec], dict[str, Split]] | None = None
+        self._personas: dict[str, dict[str, Any]] | None = None
+
+    def specs(self) -> tuple[list[Spec], dict[str, Split]]:
+        if self.known is not None:
+            return self.known[0], self.known[1]
+        self._specs = _validated_specs(self.evalset)
+        return self._specs
+
+    def personas(self) -> dict[str, PersonaData]:
+        if self.known is not None:
+            return {name: PersonaData.of(dump) for name, dump in self.known[2].items()}
+        from evolve.envs.persona_world._personas import load_personas
+
+        self._personas = {
+            n: p.model_dump() for n, p in load_personas(self.evalset / "personas").items()
+        }
+        return {name: PersonaData.of(dump) for name, dump in self._personas.items()}
+
+    def save(self) -> None:
+        """Remember what was validated (when it was, and the files did not change meanwhile)."""
+        if (
+            self.path is None
+            or self.key is None
+            or self.known is not None
+            or self._specs is None
+            or self._personas is None
+            or _digest(self.evalset) != self.key
+        ):
+            return
+        import marshal
+
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            data = marshal.dumps((self.key, (*self._specs, self._personas)))
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, self.path)
+        except (OSError, ValueError):  # ValueError: a value marshal cannot hold
+            try:  # noqa: SIM105 - contextlib costs start-up here
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _load(
+    path: str, key: bytes
+) -> tuple[list[Spec], dict[str, Split], dict[str, dict[str, Any]]] | None:
+    import marshal
+
+    try:
+        with open(path, "rb") as f:
+            data = marshal.loads(f.read())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if not (isinstance(data, tuple) and len(data) == 2 and data[0] == key):
+        return None
+    value = data[1]
+    if not (
+        isinstance(value, tuple)
+        and len(value) == 3
+        and isinstance(value[0], list)
+        and isinstance(value[1], dict)
+        and isinstance(value[2], dict)
+    ):
+        return None
+    return value[0], value[1], value[2]

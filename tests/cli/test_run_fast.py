@@ -17,6 +17,7 @@ import pytest
 from evolve.cli import _fast
 from evolve.cli._group import run as run_click
 from evolve.cli._main import main
+from evolve.errors import ConfigError
 from evolve.evaluate import _fast as fast_run
 from evolve.evaluate._settings import RUN_CACHE
 from evolve.memory import MemoryUnit, dump_unit
@@ -286,15 +287,17 @@ def _loaded(root: Path, argv: list[str]) -> list[str]:
 
 
 NEVER = (
-    "click", "rich", "git", "httpx", "evolve.workspace", "evolve.store", "evolve.memory",
+    "click", "rich", "git", "httpx", "pydantic", "pydantic_core", "yaml", "evolve.workspace",
+    "evolve.store", "evolve.memory", "evolve.envs.persona_world._personas",
     "evolve.updaters", "evolve.applier", "evolve.skills", "evolve.review", "evolve.recovery",
     "evolve.sim._roles", "evolve.evaluate._setup",
 )  # fmt: skip
 
 
-def test_run_imports_no_click_rich_gitpython_or_config_model(workspace: Workspace) -> None:
-    """Deterministic (`sys.modules`, not time). pydantic and PyYAML are still imported: the
-    persona world validates its evalset with them, and episode records are pydantic models."""
+def test_run_imports_no_click_rich_gitpython_pydantic_or_yaml(workspace: Workspace) -> None:
+    """Deterministic (`sys.modules`, not time). The first run validates evolve.yaml and the
+    evalset with their models (pydantic, PyYAML) and remembers them in `.git/`; later runs
+    import neither while the files are unchanged."""
     _with_memory(workspace)
     argv = ["run", "--split", "dev", "--json"]
     _loaded(workspace.root, argv)  # the first run validates evolve.yaml with the model, once
@@ -337,3 +340,28 @@ def test_the_sims_parse_is_remembered_across_processes(tmp_path: Path) -> None:
     finally:
         _agent.remember_directives(None)
         _agent.PROMPTS.clear()
+
+
+def test_the_remembered_evalset_is_what_validation_gives(tmp_path: Path) -> None:
+    import shutil
+
+    from evolve.envs.persona_world import PersonaWorldEnv
+
+    evalset = tmp_path / "evalset"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "evalset", evalset)
+    cache = str(tmp_path / "evalset.cache")
+    plain = PersonaWorldEnv(evalset)
+    first = PersonaWorldEnv(evalset, remember=cache)  # validates, then remembers
+    assert Path(cache).is_file()
+    again = PersonaWorldEnv(evalset, remember=cache)  # read back
+    for env in (first, again):
+        assert env.personas() == plain.personas()
+        for split in ("train", "dev", "holdout"):
+            assert env.tasks(split) == plain.tasks(split)
+        for name in plain.personas():
+            assert env.persona(name) == plain.persona(name)
+            assert env.oracle_statements(name, None) == plain.oracle_statements(name, None)
+    persona = evalset / "personas" / "alex.yaml"
+    persona.write_text(persona.read_text(encoding="utf-8") + "bogus: 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not a valid persona"):
+        PersonaWorldEnv(evalset, remember=cache)  # an edit is validated again

@@ -12,7 +12,6 @@ import shutil
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -49,6 +48,12 @@ def open_env(ws: Workspace) -> Environment:
     return make_env(ws.config.environment, ws.evalset_dir)
 
 
+def _token() -> str:
+    import uuid  # (and `platform`): only where a worker spec is made
+
+    return uuid.uuid4().hex
+
+
 @dataclass(frozen=True)
 class WorkerSpec:
     """What a worker process needs to rebuild a run's episode by name: the workspace root,
@@ -60,7 +65,7 @@ class WorkerSpec:
     persona: str
     inject: InjectMode | None
     base_seed: int
-    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    token: str = field(default_factory=_token)
 
 
 # One rebuilt context per worker process and spec (a pool serves one run). A Ray actor runs

@@ -24,10 +24,11 @@ from evolve.memory import MemoryUnit, dump_unit
 from evolve.workspace import Workspace
 
 _TIMING = re.compile(r'("duration_s": ?)[0-9.e-]+')
+_TEXT_TIMING = re.compile(r"  time [0-9.]+s$", re.MULTILINE)
 
 
 def _timeless(text: str) -> str:
-    return _TIMING.sub(r"\g<1>0", text)
+    return _TEXT_TIMING.sub("  time 0s", _TIMING.sub(r"\g<1>0", text))
 
 
 def _logs(root: Path) -> set[Path]:
@@ -111,6 +112,8 @@ def _with_memory(ws: Workspace) -> None:
         ["run", "--json", "--split=holdout", "--runs", "2", "--seed", "7"],
         ["run", "--split", "dev", "--json", "--inject", "none", "--concurrency", "4"],
         ["run", "--split", "dev", "--json", "--inject", "oracle", "--persona", "alex"],
+        ["run", "--split", "dev"],
+        ["run", "--split", "train", "--runs", "3", "--persona", "blair"],
     ],
     ids=" ".join,
 )
@@ -118,7 +121,10 @@ def test_fast_run_writes_what_the_click_command_writes(
     ws: Workspace, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
     out = _same(ws, capsys, argv)
-    assert json.loads(out)["uncommitted"] == []
+    if "--json" in argv:
+        assert json.loads(out)["uncommitted"] == []
+    else:
+        assert "\u2503 rule " in out and out.endswith("episode logs: generations/runs/LOG\n")
 
 
 def test_with_memory_and_uncommitted_changes(
@@ -180,7 +186,6 @@ def test_an_invalid_configuration_is_refused_in_one_sentence(
 @pytest.mark.parametrize(
     "argv",
     [
-        ["run", "--split", "dev"],  # the text report: rich's
         ["run", "--split", "dev", "--json", "--model", "sim"],
         ["run", "--split", "dev", "--json", "--executor", "serial"],
         ["run", "--split", "dev", "--json", "--inject", "fixed"],
@@ -204,12 +209,51 @@ def test_other_forms_are_left_to_click(
     assert _logs(ws.root) == before
 
 
-@pytest.mark.parametrize("name", ["EVOLVE_MODEL", "EVOLVE_CACHE", "FORCE_COLOR"])
+@pytest.mark.parametrize("name", ["EVOLVE_MODEL", "EVOLVE_CACHE", "FORCE_COLOR", "COLUMNS"])
 def test_the_environment_that_changes_the_full_command_is_left_to_click(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
-    monkeypatch.setenv(name, "sim" if name == "EVOLVE_MODEL" else "off")
-    assert _fast.run(["run", "--split", "dev", "--json"]) is None
+    monkeypatch.setenv(name, "sim" if name == "EVOLVE_MODEL" else "1")
+    argv = ["run", "--split", "dev"] + ([] if name == "COLUMNS" else ["--json"])
+    assert _fast.run(argv) is None
+
+
+@pytest.mark.parametrize("rules", [1, 3, 12])
+@pytest.mark.parametrize("counts", [(0, 1), (7, 9), (123, 4567)])
+def test_the_text_report_is_what_rich_prints(rules: int, counts: tuple[int, int]) -> None:
+    import io
+
+    from rich.console import Console
+
+    from evolve.cli import _run as cli_run
+    from evolve.episode import EpisodeRecord
+    from evolve.evaluate import SplitReport
+
+    names = ["email_signoff", "a", "private_note_format_rule_x"] * 4
+    record = EpisodeRecord(
+        task_id="t", family="f", split="dev", persona="alex", run=0, seed=0, model="sim",
+        turns=[], hit_turn_limit=False, final_state={}, task_success=True, failure=None,
+        applicable_rules=[f"{names[i]}_{i}" for i in range(rules)],
+        violations={f"{names[0]}_0": "x"}, accepted=False, input_tokens=counts[1],
+        output_tokens=counts[0], prompt_chars=1, duration_s=0.5,
+    )  # fmt: skip
+    report = SplitReport("dev", "alex", "sim", 2, [record] * counts[0], 1.25, "generations/x")
+    report.seed = counts[1]
+    buffer = io.StringIO()
+    console = Console(file=buffer, highlight=False, soft_wrap=True)
+    real = vars(cli_run).get("stdout")
+    cli_run.stdout = console  # type: ignore[attr-defined]
+    try:
+        cli_run.print_report(report)
+    finally:
+        if real is not None:
+            cli_run.stdout = real  # type: ignore[attr-defined]
+    text = fast_run.text_report(report)
+    if counts[0] == 0:
+        assert text is None  # no rows: left to rich
+    else:
+        assert text is not None
+        assert text + "episode logs: generations/x\n" == buffer.getvalue()
 
 
 def test_enforcing_units_and_a_journal_are_left_to_click(

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from evolve.envs._protocol import SPLITS, Feedback, Judgement, Split, Task, Tier, Violation
-from evolve.envs.persona_world._evalset import EvalsetReader, PersonaData
-from evolve.envs.persona_world._evalset import read_yaml as _load_yaml  # noqa: F401 (tests)
+from evolve.envs.persona_world._evalset import EvalsetReader, PersonaData, read_yaml
 from evolve.envs.persona_world._procedures import procedure_failure
 from evolve.envs.persona_world._rules import (
     RULES,
@@ -35,6 +34,8 @@ from evolve.envs.persona_world._world import (
     tool_names,
 )
 from evolve.errors import ConfigError, UnknownName
+
+_load_yaml = read_yaml  # an evalset file's document (its old name here)
 
 # The formats of the harness-computed <stats> lines; the sim reads them back.
 STAT_CARDS = "Payment cards used so far: {usage}; most used: {card} (payment_card_id {card_id})."

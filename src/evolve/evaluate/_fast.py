@@ -1,18 +1,20 @@
-"""`evolve run` on its fast path: the same scoring, without click, rich or the config model.
+"""`evolve run` on its fast path: the same scoring, without click, rich, pydantic or PyYAML.
 
-`evolve run --split dev` with the `sim` model spends most of its CPU on start-up: click, rich,
-the pydantic configuration model, the memory unit model, the update recipes. This path scores
-with the very same code (`score_tasks`, `run_episode`, the environment, the sim, `write_log`)
-and builds what the full command builds from `evolve.yaml` from the remembered settings
-(:mod:`evolve.evaluate._settings`) and memory from the reading commands' unit reader and
-renderers (:mod:`evolve.quick`). It answers the common case only; for anything else (a model
-other than the plain `sim`, a request cache, an executor other than serial, skills, an
-enforcing recipe's units, the `fixed` injection, a terminal on stderr, a generation journal
-to recover, an invalid file, any error before the run log is written) it raises
+`evolve run --split dev` with the `sim` model spent most of its CPU on start-up: click, rich,
+the pydantic configuration, evalset and memory models, PyYAML, the update recipes. This path
+scores with the very same code (`score_tasks`, `run_episode`, the environment, the sim,
+`write_log`) and builds what the full command builds from files that were validated once and
+remembered in `.git/`: the settings of `evolve.yaml` (:mod:`evolve.evaluate._settings`), the
+evalset (:mod:`evolve.envs.persona_world._evalset`), the rendered memory (read, on a miss, by
+the reading commands' unit reader and renderers, :mod:`evolve.quick`) and what the sim parsed
+of the prompt. It prints what the click command prints: the JSON document, or the text report
+that rich lays out on a stream that is not a terminal. It answers the common case only; for
+anything else (a model other than the plain `sim`, a request cache, an executor other than
+serial, skills, an enforcing recipe's units, the `fixed` injection, a terminal, a generation
+journal to recover, an invalid file, any error before the run log is written) it raises
 :class:`Unhandled` before writing anything, and the click command runs instead. Tests compare
 the two paths' output, run log included, byte for byte.
 """
-
 from __future__ import annotations
 
 import os

@@ -15,6 +15,7 @@ journal to recover, an invalid file, any error before the run log is written) it
 :class:`Unhandled` before writing anything, and the click command runs instead. Tests compare
 the two paths' output, run log included, byte for byte.
 """
+
 from __future__ import annotations
 
 import os

@@ -14,6 +14,7 @@ import httpx
 
 from evolve.errors import ModelError
 from evolve.llm._errors import ShapeRefused
+from evolve.llm._transport import MAX_IDLE, plain_http_transport
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 120.0
@@ -104,11 +105,16 @@ class JsonPoster:
         self._retry = retry or RetryPolicy()
         if isinstance(timeout, int | float):
             timeout = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout))
-        # Keep a connection per episode in flight (--concurrency goes to 64): httpx keeps 20.
-        self._client = client or httpx.Client(
-            timeout=timeout or DEFAULT_TIMEOUT,
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
-        )
+        if client is None:
+            # A plain-HTTP server (a local one, usually) gets the lean transport; https and
+            # proxied endpoints keep httpx's own. Either keeps a connection per episode in
+            # flight (--concurrency goes to 64): httpx's default keeps 20.
+            client = httpx.Client(
+                timeout=timeout or DEFAULT_TIMEOUT,
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=MAX_IDLE),
+                transport=plain_http_transport(self.base_url),
+            )
+        self._client = client
         self._timeout = timeout if timeout is not None else self._client.timeout
 
     def post(

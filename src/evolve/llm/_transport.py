@@ -1,0 +1,230 @@
+"""A lean `httpx` transport for plain-HTTP model servers: HTTP/1.1 over `http.client`.
+
+`httpx`'s default transport (httpcore) spends about 0.2 ms of CPU per request on its
+connection pool and HTTP state machine, and more as connections multiply: each request walks
+every pooled connection and polls the idle ones' sockets. With 32 episodes in flight against a
+local server, the replies of a wave arrive together and are handled one after the other under
+the interpreter lock, so that CPU sits between one reply and the next request (see
+`benchmarks/bench_concurrency.py`). This transport keeps a last-in-first-out stack of idle
+kept-alive connections per origin (O(1) to take or return one) and lets the standard
+library's `http.client` write the request and parse the reply: about a third of the CPU.
+
+It is an `httpx.BaseTransport`, so everything above it is still `httpx` (request building,
+timeouts per request, the `Response` object, mocks that patch the client). It serves only
+`http://` URLs; :func:`plain_http_transport` says when a client should use it (a plain-HTTP
+base URL with no proxy configured), and `https` or proxied endpoints keep httpx's own
+transport (TLS, HTTP/2 and proxies are its business; their latency dwarfs this CPU anyway).
+
+Failures are raised as the `httpx` exceptions httpcore raises for the same event, so the
+retry policy in :mod:`evolve.llm._http` treats both transports alike. A reply that is not read
+to its end (a timeout, an interrupt, an error) closes its connection: nothing is left queued
+at the server on a connection that would be reused.
+"""
+
+from __future__ import annotations
+
+import http.client
+import select
+import threading
+import urllib.request
+from collections.abc import Iterator
+
+import httpx
+
+# Idle connections kept per origin (--concurrency goes to 64).
+MAX_IDLE = 64
+_CHUNK = 64 * 1024
+
+
+def plain_http_transport(base_url: str) -> PlainHTTPTransport | None:
+    """A :class:`PlainHTTPTransport` for a client of `base_url`, or None when httpx's own
+    transport must serve it: an `https` URL, or any proxy configured for plain HTTP in the
+    environment (`http_proxy`, `all_proxy`): httpx honours those, this transport does not."""
+    if httpx.URL(base_url).scheme != "http":
+        return None
+    proxies = urllib.request.getproxies()
+    if proxies.get("http") or proxies.get("all"):
+        return None
+    return PlainHTTPTransport()
+
+
+class _Connection(http.client.HTTPConnection):
+    """One kept-alive connection; `reused` tells a fresh one from one taken from the pool."""
+
+    reused = False
+
+    def stale(self) -> bool:
+        """Whether an idle connection can no longer be used: closed, or readable (the server
+        hung up, or sent something nobody asked for)."""
+        sock = self.sock
+        if sock is None:
+            return True
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
+
+
+class PlainHTTPTransport(httpx.BaseTransport):
+    """HTTP/1.1 over plain TCP with a pool of kept-alive connections per origin.
+
+    Args:
+        max_idle: idle connections kept per origin; more are closed when returned.
+    """
+
+    def __init__(self, max_idle: int = MAX_IDLE) -> None:
+        self._max_idle = max_idle
+        self._idle: dict[tuple[str, int], list[_Connection]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # --- the pool ---------------------------------------------------------------------------
+
+    def _take(self, origin: tuple[str, int]) -> _Connection | None:
+        while True:
+            with self._lock:
+                stack = self._idle.get(origin)
+                conn = stack.pop() if stack else None
+            if conn is None:
+                return None
+            if not conn.stale():
+                return conn
+            conn.close()
+
+    def _give_back(self, origin: tuple[str, int], conn: _Connection) -> None:
+        with self._lock:
+            if not self._closed:
+                stack = self._idle.setdefault(origin, [])
+                if len(stack) < self._max_idle:
+                    conn.reused = True
+                    stack.append(conn)
+                    return
+        conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle = [c for stack in self._idle.values() for c in stack]
+            self._idle.clear()
+        for conn in idle:
+            conn.close()
+
+    # --- one request ------------------------------------------------------------------------
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        if url.scheme != "http":
+            raise httpx.UnsupportedProtocol(
+                f"this transport serves http:// URLs only, not {url.scheme}://", request=request
+            )
+        timeout = request.extensions.get("timeout", {})
+        origin = (url.host, url.port or 80)
+        body = request.read()
+        conn = self._take(origin)
+        if conn is None:
+            conn = _Connection(url.host, origin[1], timeout=timeout.get("connect"))
+            try:
+                conn.connect()
+            except TimeoutError as exc:
+                conn.close()
+                raise httpx.ConnectTimeout(_text(exc, "timed out"), request=request) from exc
+            except OSError as exc:
+                conn.close()
+                raise httpx.ConnectError(_text(exc, "connection failed"), request=request) from exc
+        try:
+            reply = self._exchange(conn, request, body, timeout)
+        except BaseException:
+            conn.close()
+            raise
+        headers = reply.getheaders()
+        return httpx.Response(
+            reply.status,
+            headers=headers,
+            stream=_Body(self, origin, conn, reply, request),
+            extensions={
+                "http_version": b"HTTP/1.1" if reply.version == 11 else b"HTTP/1.0",
+                "reason_phrase": reply.reason.encode("latin-1", "replace"),
+            },
+        )
+
+    @staticmethod
+    def _exchange(
+        conn: _Connection, request: httpx.Request, body: bytes, timeout: dict[str, float | None]
+    ) -> http.client.HTTPResponse:
+        sock = conn.sock
+        assert sock is not None  # connected above or taken from the pool
+        try:
+            sock.settimeout(timeout.get("write"))
+            target = request.url.raw_path.decode("ascii")
+            conn.putrequest(request.method, target, skip_host=True, skip_accept_encoding=True)
+            for name, value in request.headers.raw:
+                conn.putheader(name, value)
+            conn.endheaders(body or None)
+        except TimeoutError as exc:
+            raise httpx.WriteTimeout(_text(exc, "timed out"), request=request) from exc
+        except OSError as exc:
+            raise httpx.WriteError(_text(exc, "write failed"), request=request) from exc
+        try:
+            sock.settimeout(timeout.get("read"))
+            return conn.getresponse()
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout(_text(exc, "timed out"), request=request) from exc
+        except http.client.RemoteDisconnected as exc:
+            raise httpx.RemoteProtocolError(
+                "Server disconnected without sending a response.", request=request
+            ) from exc
+        except http.client.HTTPException as exc:
+            raise httpx.RemoteProtocolError(_text(exc, "bad reply"), request=request) from exc
+        except OSError as exc:
+            raise httpx.ReadError(_text(exc, "read failed"), request=request) from exc
+
+
+class _Body(httpx.SyncByteStream):
+    """The reply's body; when it has been read to its end, the connection goes back to the
+    pool (unless the server asked to close it); otherwise it is closed."""
+
+    def __init__(
+        self,
+        pool: PlainHTTPTransport,
+        origin: tuple[str, int],
+        conn: _Connection,
+        reply: http.client.HTTPResponse,
+        request: httpx.Request,
+    ) -> None:
+        self._pool = pool
+        self._origin = origin
+        self._conn: _Connection | None = conn
+        self._reply = reply
+        self._request = request
+        self._complete = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        request = self._request
+        try:
+            while True:
+                chunk = self._reply.read(_CHUNK)
+                if not chunk:
+                    break
+                yield chunk
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout(_text(exc, "timed out"), request=request) from exc
+        except http.client.HTTPException as exc:
+            raise httpx.RemoteProtocolError(_text(exc, "bad reply"), request=request) from exc
+        except OSError as exc:
+            raise httpx.ReadError(_text(exc, "read failed"), request=request) from exc
+        self._complete = True
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        if self._complete and not self._reply.will_close and conn.sock is not None:
+            self._pool._give_back(self._origin, conn)
+        else:
+            self._reply.close()
+            conn.close()
+
+
+def _text(exc: BaseException, default: str) -> str:
+    return str(exc) or default

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import gc
+import itertools
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Literal, Protocol, TypeVar
@@ -144,8 +146,20 @@ class _PoolExecutor:
         return [results[i] for i in range(len(items))]
 
 
-class ThreadsExecutor(_PoolExecutor):
+class ThreadsExecutor:
+    """C threads, each taking the next item as soon as its last job is done.
+
+    Leaner than a `concurrent.futures` pool, which matters for HTTP models with many
+    episodes in flight: no future per item, and no hand-over to the calling thread after each
+    job (that thread only waits); the thread that finished a job takes the next item at once
+    and reports progress itself (under a lock, so the counts arrive in order). Measured with
+    the concurrency benchmark: the pool's hand-overs cost ~10 ms at C = 32.
+    """
+
     name = "threads"
+
+    def __init__(self, concurrency: int) -> None:
+        self.concurrency = max(1, concurrency)
 
     def map(
         self,
@@ -155,11 +169,59 @@ class ThreadsExecutor(_PoolExecutor):
         progress: Progress | None = None,
         label: Label | None = None,
     ) -> list[R]:
-        with frozen_heap():
-            return super().map(job, items, progress=progress, label=label)
+        if not items:
+            return []
+        total = len(items)
+        results: list[R | None] = [None] * total
+        lock = threading.Lock()
+        taken = itertools.count()  # next() on it is atomic: each index goes to one thread
+        done = 0
+        failures: list[tuple[int, BaseException]] = []
+        stop = threading.Event()
 
-    def _pool(self) -> cf.Executor:
-        return cf.ThreadPoolExecutor(max_workers=self.concurrency)
+        def work() -> None:
+            nonlocal done
+            while not stop.is_set():
+                index = next(taken)
+                if index >= total:
+                    return
+                try:
+                    result = job(items[index])
+                except BaseException as exc:
+                    with lock:
+                        failures.append((index, exc))
+                    stop.set()
+                    return
+                results[index] = result
+                with lock:
+                    done += 1
+                    try:
+                        if progress:
+                            progress(done, total)
+                    except BaseException as exc:
+                        failures.append((index, exc))
+                        stop.set()
+                        return
+
+        started: list[threading.Thread] = []
+        with frozen_heap():
+            try:
+                for i in range(min(self.concurrency, total)):
+                    worker = threading.Thread(target=work, name=f"evolve-{i}", daemon=True)
+                    worker.start()
+                    started.append(worker)
+                for worker in started:
+                    worker.join()
+            except BaseException:
+                # An interrupt in this thread: no new item is taken, the jobs in flight end.
+                stop.set()
+                for worker in started:
+                    worker.join()
+                raise
+        if failures:
+            index, exc = failures[0]
+            raise _failure(exc, index, total, label) from exc
+        return results  # type: ignore[return-value]
 
 
 class ProcessExecutor(_PoolExecutor):

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import http.client
 import select
+import socket
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 
@@ -33,7 +35,13 @@ import httpx
 
 # Idle connections kept per origin (--concurrency goes to 64).
 MAX_IDLE = 64
+# An idle connection is checked (is it still open?) before reuse once it has been idle this
+# long; servers keep connections alive for 5 s or more. One that fails anyway before the
+# first byte of its reply is replaced by a new one, once (as browsers do).
+RECHECK_AFTER_S = 1.0
 _CHUNK = 64 * 1024
+# A dropped kept-alive connection shows as one of these before any byte of the reply.
+_DROPPED = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 
 
 def plain_http_transport(base_url: str) -> PlainHTTPTransport | None:
@@ -48,26 +56,36 @@ def plain_http_transport(base_url: str) -> PlainHTTPTransport | None:
     return PlainHTTPTransport()
 
 
-class _Connection(http.client.HTTPConnection):
-    """One kept-alive connection; `reused` tells a fresh one from one taken from the pool."""
+class _Connection:
+    """One TCP connection; `reused` tells a fresh one from one taken from the pool."""
 
-    reused = False
+    __slots__ = ("sock", "reused", "idle_since")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.reused = False
+        self.idle_since = 0.0
 
     def stale(self) -> bool:
-        """Whether an idle connection can no longer be used: closed, or readable (the server
-        hung up, or sent something nobody asked for)."""
-        sock = self.sock
-        if sock is None:
-            return True
+        """Whether an idle connection can no longer be used: readable means the server hung
+        up (or sent something nobody asked for)."""
         try:
-            readable, _, _ = select.select([sock], [], [], 0)
+            readable, _, _ = select.select([self.sock], [], [], 0)
         except (OSError, ValueError):
             return True
         return bool(readable)
 
+    def close(self) -> None:
+        self.sock.close()
+
 
 class PlainHTTPTransport(httpx.BaseTransport):
     """HTTP/1.1 over plain TCP with a pool of kept-alive connections per origin.
+
+    The request is written in one `sendall` (head and body together) and the reply is
+    parsed by `http.client.HTTPResponse`; a request costs two system calls that release the
+    interpreter lock (the send and the wait for the reply), which matters when dozens of
+    threads hand the lock around.
 
     Args:
         max_idle: idle connections kept per origin; more are closed when returned.
@@ -88,7 +106,7 @@ class PlainHTTPTransport(httpx.BaseTransport):
                 conn = stack.pop() if stack else None
             if conn is None:
                 return None
-            if not conn.stale():
+            if time.monotonic() - conn.idle_since < RECHECK_AFTER_S or not conn.stale():
                 return conn
             conn.close()
 
@@ -98,6 +116,7 @@ class PlainHTTPTransport(httpx.BaseTransport):
                 stack = self._idle.setdefault(origin, [])
                 if len(stack) < self._max_idle:
                     conn.reused = True
+                    conn.idle_since = time.monotonic()
                     stack.append(conn)
                     return
         conn.close()
@@ -120,27 +139,25 @@ class PlainHTTPTransport(httpx.BaseTransport):
             )
         timeout = request.extensions.get("timeout", {})
         origin = (url.host, url.port or 80)
-        body = request.read()
-        conn = self._take(origin)
-        if conn is None:
-            conn = _Connection(url.host, origin[1], timeout=timeout.get("connect"))
+        message = _message(request)
+        while True:
+            conn = self._take(origin)
+            if conn is None:
+                conn = _connect(origin, timeout.get("connect"), request)
             try:
-                conn.connect()
-            except TimeoutError as exc:
+                reply = _exchange(conn, message, request, timeout)
+            except _Dropped as dropped:
                 conn.close()
-                raise httpx.ConnectTimeout(_text(exc, "timed out"), request=request) from exc
-            except OSError as exc:
+                if conn.reused:
+                    continue  # the server had closed it while idle: once more on a new one
+                raise dropped.error from dropped.__cause__
+            except BaseException:
                 conn.close()
-                raise httpx.ConnectError(_text(exc, "connection failed"), request=request) from exc
-        try:
-            reply = self._exchange(conn, request, body, timeout)
-        except BaseException:
-            conn.close()
-            raise
-        headers = reply.getheaders()
+                raise
+            break
         return httpx.Response(
             reply.status,
-            headers=headers,
+            headers=reply.getheaders(),
             stream=_Body(self, origin, conn, reply, request),
             extensions={
                 "http_version": b"HTTP/1.1" if reply.version == 11 else b"HTTP/1.0",
@@ -148,36 +165,80 @@ class PlainHTTPTransport(httpx.BaseTransport):
             },
         )
 
-    @staticmethod
-    def _exchange(
-        conn: _Connection, request: httpx.Request, body: bytes, timeout: dict[str, float | None]
-    ) -> http.client.HTTPResponse:
-        sock = conn.sock
-        assert sock is not None  # connected above or taken from the pool
-        try:
-            sock.settimeout(timeout.get("write"))
-            target = request.url.raw_path.decode("ascii")
-            conn.putrequest(request.method, target, skip_host=True, skip_accept_encoding=True)
-            for name, value in request.headers.raw:
-                conn.putheader(name, value)
-            conn.endheaders(body or None)
-        except TimeoutError as exc:
-            raise httpx.WriteTimeout(_text(exc, "timed out"), request=request) from exc
-        except OSError as exc:
-            raise httpx.WriteError(_text(exc, "write failed"), request=request) from exc
-        try:
-            sock.settimeout(timeout.get("read"))
-            return conn.getresponse()
-        except TimeoutError as exc:
-            raise httpx.ReadTimeout(_text(exc, "timed out"), request=request) from exc
-        except http.client.RemoteDisconnected as exc:
-            raise httpx.RemoteProtocolError(
+
+class _Dropped(Exception):
+    """The connection was closed before any byte of the reply; `error` is what to raise
+    when it was a new one."""
+
+    def __init__(self, error: httpx.TransportError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _message(request: httpx.Request) -> bytes:
+    """The request's head and body, as one buffer."""
+    method = request.method.encode("ascii")
+    target = request.url.raw_path
+    if not method.isalpha() or any(c in target for c in b" \r\n\0"):
+        raise httpx.LocalProtocolError("invalid request line", request=request)
+    lines = [b"%s %s HTTP/1.1" % (method, target)]
+    for name, value in request.headers.raw:
+        if any(c in name or c in value for c in b"\r\n\0") or b":" in name:
+            raise httpx.LocalProtocolError(f"invalid header {name!r}", request=request)
+        lines.append(b"%s: %s" % (name, value))
+    lines.append(b"")
+    lines.append(request.read())
+    return b"\r\n".join(lines)
+
+
+def _connect(origin: tuple[str, int], timeout: float | None, request: httpx.Request) -> _Connection:
+    try:
+        sock = socket.create_connection(origin, timeout=timeout)
+    except TimeoutError as exc:
+        raise httpx.ConnectTimeout(_text(exc, "timed out"), request=request) from exc
+    except OSError as exc:
+        raise httpx.ConnectError(_text(exc, "connection failed"), request=request) from exc
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        pass  # not every platform has it; only latency suffers
+    return _Connection(sock)
+
+
+def _exchange(
+    conn: _Connection, message: bytes, request: httpx.Request, timeout: dict[str, float | None]
+) -> http.client.HTTPResponse:
+    sock = conn.sock
+    try:
+        sock.settimeout(timeout.get("write"))
+        sock.sendall(message)
+    except TimeoutError as exc:
+        raise httpx.WriteTimeout(_text(exc, "timed out"), request=request) from exc
+    except _DROPPED as exc:
+        raise _Dropped(httpx.WriteError(_text(exc, "write failed"), request=request)) from exc
+    except OSError as exc:
+        raise httpx.WriteError(_text(exc, "write failed"), request=request) from exc
+    reply = http.client.HTTPResponse(sock, method=request.method)
+    try:
+        sock.settimeout(timeout.get("read"))
+        reply.begin()
+    except TimeoutError as exc:
+        reply.close()
+        raise httpx.ReadTimeout(_text(exc, "timed out"), request=request) from exc
+    except (http.client.RemoteDisconnected, *_DROPPED) as exc:
+        reply.close()
+        raise _Dropped(
+            httpx.RemoteProtocolError(
                 "Server disconnected without sending a response.", request=request
-            ) from exc
-        except http.client.HTTPException as exc:
-            raise httpx.RemoteProtocolError(_text(exc, "bad reply"), request=request) from exc
-        except OSError as exc:
-            raise httpx.ReadError(_text(exc, "read failed"), request=request) from exc
+            )
+        ) from exc
+    except http.client.HTTPException as exc:
+        reply.close()
+        raise httpx.RemoteProtocolError(_text(exc, "bad reply"), request=request) from exc
+    except OSError as exc:
+        reply.close()
+        raise httpx.ReadError(_text(exc, "read failed"), request=request) from exc
+    return reply
 
 
 class _Body(httpx.SyncByteStream):
@@ -219,10 +280,10 @@ class _Body(httpx.SyncByteStream):
         conn, self._conn = self._conn, None
         if conn is None:
             return
-        if self._complete and not self._reply.will_close and conn.sock is not None:
+        self._reply.close()
+        if self._complete and not self._reply.will_close:
             self._pool._give_back(self._origin, conn)
         else:
-            self._reply.close()
             conn.close()
 
 

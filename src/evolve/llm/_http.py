@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from evolve.errors import ModelError
+from evolve.executors._slots import request_slot
 from evolve.llm._errors import ShapeRefused
 from evolve.llm._transport import MAX_IDLE, plain_http_transport
 
@@ -148,10 +149,16 @@ class JsonPoster:
             attempt += 1
             final = attempt >= self._retry.max_attempts
             try:
-                with self._client.stream(
+                request = self._client.build_request(
                     "POST", url, json=body, headers=dict(headers), timeout=self._limit(timeout)
-                ) as response:
-                    response.read()
+                )
+                # Built before taking a request slot: a freed slot goes to a ready request.
+                with request_slot():
+                    response = self._client.send(request, stream=True)
+                    try:
+                        response.read()
+                    finally:
+                        response.close()
             except _TRANSIENT_ERRORS as exc:
                 if final:
                     raise self._error(self._unreachable(exc, attempt)) from exc

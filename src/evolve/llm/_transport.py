@@ -23,6 +23,7 @@ at the server on a connection that would be reused.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import select
 import socket
@@ -198,10 +199,8 @@ def _connect(origin: tuple[str, int], timeout: float | None, request: httpx.Requ
         raise httpx.ConnectTimeout(_text(exc, "timed out"), request=request) from exc
     except OSError as exc:
         raise httpx.ConnectError(_text(exc, "connection failed"), request=request) from exc
-    try:
+    with contextlib.suppress(OSError):  # not every platform has it; only latency suffers
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    except OSError:
-        pass  # not every platform has it; only latency suffers
     return _Connection(sock)
 
 

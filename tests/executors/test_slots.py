@@ -1,12 +1,16 @@
-"""Work and request slots of the threads executor."""
+"""Work and request slots of the threads executor, and the concurrency stub's timer."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
+import httpx
+
 from evolve.executors import get_executor
 from evolve.executors._slots import FairSemaphore, request_slot
+from evolve.executors._stub import StubServer, _Timer
 
 
 class Meter:
@@ -93,3 +97,32 @@ def test_a_fair_semaphore_serves_its_waiters_first_come_first_served() -> None:
     for thread in threads:
         thread.join()
     assert order == [0, 1, 2, 3, 4, 99]
+
+
+def test_the_stub_answers_after_its_latency_never_before() -> None:
+    loop = asyncio.new_event_loop()
+    timer = _Timer(loop)
+    try:
+        start = time.monotonic()
+        deadlines = [start + d for d in (0.06, 0.02, 0.04, 0.0, -1.0)]
+
+        async def wait(deadline: float) -> float:
+            await timer.until(deadline)
+            return time.monotonic()
+
+        async def all_of() -> list[float]:
+            return list(await asyncio.gather(*(wait(d) for d in deadlines)))
+
+        woke = loop.run_until_complete(all_of())
+    finally:
+        timer.stop()
+        loop.close()
+    assert all(w >= d for w, d in zip(woke, deadlines, strict=True))
+    assert woke[1] <= woke[2] <= woke[0]  # in the order of their deadlines
+
+    with StubServer(latency_s=0.05) as stub, httpx.Client() as http:
+        for _ in range(3):
+            started = time.monotonic()
+            reply = http.post(f"{stub.base_url}/chat/completions", json={"model": "m"})
+            assert reply.status_code == 200
+            assert time.monotonic() - started >= 0.05

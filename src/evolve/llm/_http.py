@@ -117,6 +117,7 @@ class JsonPoster:
             )
         self._client = client
         self._timeout = timeout if timeout is not None else self._client.timeout
+        self._urls: dict[str, httpx.URL] = {}
 
     def post(
         self,
@@ -144,13 +145,17 @@ class JsonPoster:
             ModelError: on a non-retryable error, or once every attempt has failed.
         """
         url = self.base_url + path
+        target = self._urls.get(path)
+        if target is None:
+            # Parsed once per path: httpx parses a string URL on every request.
+            target = self._urls[path] = httpx.URL(url)
         attempt = 0
         while True:
             attempt += 1
             final = attempt >= self._retry.max_attempts
             try:
                 request = self._client.build_request(
-                    "POST", url, json=body, headers=dict(headers), timeout=self._limit(timeout)
+                    "POST", target, json=body, headers=dict(headers), timeout=self._limit(timeout)
                 )
                 # Built before taking a request slot: a freed slot goes to a ready request.
                 with request_slot():

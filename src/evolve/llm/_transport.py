@@ -158,7 +158,12 @@ class PlainHTTPTransport(httpx.BaseTransport):
             break
         return httpx.Response(
             reply.status,
-            headers=reply.getheaders(),
+            # As received: http.client decodes them as Latin-1, so this gives the bytes back
+            # (`getheaders()` would run each through the email package's sanitising).
+            headers=[
+                (name.encode("latin-1"), value.encode("latin-1"))
+                for name, value in reply.msg.raw_items()
+            ],
             stream=_Body(self, origin, conn, reply, request),
             extensions={
                 "http_version": b"HTTP/1.1" if reply.version == 11 else b"HTTP/1.0",

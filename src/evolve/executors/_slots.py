@@ -20,6 +20,7 @@ Outside a `threads` map (serial runs, the process and ray workers, the caller's 
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,12 +46,14 @@ class FairSemaphore:
             self._waiters.append(baton)
         baton.acquire()  # released by `release`, which hands the slot over
 
-    def release(self) -> None:
+    def release(self) -> bool:
+        """Give the slot back; True when it went to a waiter."""
         with self._lock:
             if self._waiters:
                 self._waiters.popleft().release()
-            else:
-                self._free += 1
+                return True
+            self._free += 1
+            return False
 
 
 class Slots:
@@ -92,6 +95,7 @@ def request_slot() -> Iterator[None]:
         try:
             yield
         finally:
-            slots.requests.release()
+            if slots.requests.release():
+                time.sleep(0)  # let the waiter send its request before this job goes on
     finally:
         slots.work.acquire()

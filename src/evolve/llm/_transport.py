@@ -139,12 +139,15 @@ class PlainHTTPTransport(httpx.BaseTransport):
                 f"this transport serves http:// URLs only, not {url.scheme}://", request=request
             )
         timeout = request.extensions.get("timeout", {})
-        origin = (url.host, url.port or 80)
+        # The host as bytes (httpx has IDNA-encoded it already): a str host makes the socket
+        # module import its IDNA codec on the first connection, inside the first request.
+        origin = (url.raw_host.decode("ascii"), url.port or 80)
+        address = (url.raw_host, origin[1])
         message = _message(request)
         while True:
             conn = self._take(origin)
             if conn is None:
-                conn = _connect(origin, timeout.get("connect"), request)
+                conn = _connect(address, timeout.get("connect"), request)
             try:
                 reply = _exchange(conn, message, request, timeout)
             except _Dropped as dropped:
@@ -197,9 +200,11 @@ def _message(request: httpx.Request) -> bytes:
     return b"\r\n".join(lines)
 
 
-def _connect(origin: tuple[str, int], timeout: float | None, request: httpx.Request) -> _Connection:
+def _connect(
+    address: tuple[bytes, int], timeout: float | None, request: httpx.Request
+) -> _Connection:
     try:
-        sock = socket.create_connection(origin, timeout=timeout)
+        sock = socket.create_connection(address, timeout=timeout)  # type: ignore[arg-type]
     except TimeoutError as exc:
         raise httpx.ConnectTimeout(_text(exc, "timed out"), request=request) from exc
     except OSError as exc:

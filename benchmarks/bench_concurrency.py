@@ -1,16 +1,36 @@
 """Concurrency that pays: 120 episodes against a local OpenAI-compatible stub.
 
 The stub (`evolve.executors._stub`, one asyncio event loop: unlimited parallelism) answers
-every request after a fixed latency (default 200 ms) with `supervisor__complete_task`, so each
-episode is one turn. For each executor and concurrency C the benchmark runs the real
-`evolve run --split dev --runs 6` (20 dev tasks x 6 = 120 episodes) with `--model
-openai/stub`, `OPENAI_BASE_URL` pointed at the stub and `--executor` (default: auto, which is
-asyncio for HTTP models, then ray when Ray is installed), and prints the scoring time (the
-run's `duration_s`; with `--repeat N` the median of N runs) against the bound episodes x
-turns x latency / C, and the efficiency bound / time. Episodes go in waves of C, so with 120
-episodes the best possible efficiency at C = 16 and 32 is 120 / (C x ceil(120 / C)) = 93.75%;
-the `waves` column shows that bound too. The structured-output rung the stub was asked for is
-printed (it accepts json_schema, the first rung).
+every request a fixed latency (default 200 ms) after it arrived, with
+`supervisor__complete_task`, so each episode is one turn. For each executor and concurrency C
+the benchmark runs the real `evolve run --split dev --runs 6` (20 dev tasks x 6 = 120
+episodes) with `--model openai/stub`, `OPENAI_BASE_URL` pointed at the stub and `--executor`
+(default: auto, which is threads for HTTP models, then ray when Ray is installed), and prints
+the scoring time (the run's `duration_s`, which covers scoring only, not the process's
+start-up: the `process s` column has the whole process; with `--repeat N` the medians of N
+runs) against the bound episodes x turns x latency / C, and the efficiency bound / time.
+Episodes go in waves of C, so with 120 episodes the best possible efficiency at C = 16 and 32
+is 120 / (C x ceil(120 / C)) = 93.75%; the `waves` column shows that bound too. `max in
+flight` is the most requests the stub saw at once (C: for HTTP models C bounds the requests in
+flight; while they wait, the threads executor prepares the next episodes). The
+structured-output rung the stub was asked for is printed (it accepts json_schema, the first
+rung).
+
+Where the time above the bound goes at C = 32 (profiles of `evolve run`): a wave's replies
+arrive within a few milliseconds and are handled one after the other under the interpreter
+lock, so every millisecond of CPU per episode between a reply and the next request is paid
+~24 times per wave. Changes that count: a lean transport for plain-HTTP servers
+(`evolve.llm._transport`: ~0.3 ms of client CPU per request instead of ~0.6 under load, two
+lock-releasing system calls instead of a poll of every pooled connection), the threads
+executor (no futures and no hand-over to the calling thread per episode; asyncio, which ran
+the same synchronous jobs in threads, also imported asyncio inside the scoring time: ~20 ms),
+and request slots (the next episode's request is built while C requests are in flight).
+
+The stub's latency used to start after the request's body was read and parsed, and the event
+loop's timers woke up to 1 ms late (epoll's whole milliseconds, rounded up): ~0.8 ms per
+request over the asked latency, so every wave cost ~1 ms more than the bound says. It now
+counts from the request's arrival and wakes by a timer thread (~0.2 ms late, never early).
+The definition of efficiency is unchanged.
 
 The ray rows start a local Ray cluster inside each run (unless RAY_ADDRESS names one), and
 that start is part of the scoring time: it is what `evolve run --executor ray` costs on one

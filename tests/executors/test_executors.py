@@ -54,8 +54,8 @@ def test_a_seeded_sim_run_is_the_same_on_every_executor(
 
 def test_auto_picks_by_model_and_concurrency() -> None:
     assert choose_executor("auto", "sim", 1, can_spawn=True) == "serial"
-    assert choose_executor("auto", "openai/gpt-4o-mini", 8, can_spawn=True) == "asyncio"
-    assert choose_executor("auto", "anthropic/claude", 8, can_spawn=False) == "asyncio"
+    assert choose_executor("auto", "openai/gpt-4o-mini", 8, can_spawn=True) == "threads"
+    assert choose_executor("auto", "anthropic/claude", 8, can_spawn=False) == "threads"
     assert choose_executor("auto", "sim", 4, can_spawn=True) == "serial"  # ~1 ms episodes
     assert choose_executor("auto", "local/model.gguf", 4, can_spawn=True) == "process"
     assert choose_executor("auto", "local/model.gguf", 4, can_spawn=False) == "threads"

@@ -80,7 +80,9 @@ def server_accepting(lowest: str) -> Callable[[httpx.Request], httpx.Response]:
 
 @pytest.fixture
 def router() -> Iterator[respx.MockRouter]:
-    with respx.mock(assert_all_mocked=True) as mock:
+    # Mocked where the client picks its transport, so the lean plain-HTTP transport and
+    # httpx's own are both replaced (tests/llm/test_transport.py runs the former for real).
+    with respx.mock(assert_all_mocked=True, using="httpx") as mock:
         yield mock
 
 

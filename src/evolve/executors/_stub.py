@@ -10,13 +10,22 @@ work per request is a few dozen microseconds of parsing. (A thread per request, 
 `http.server` does, woke 32 threads at once after each latency and served their replies one
 after the other: that queue alone cost the benchmark several points of efficiency at C = 32.)
 HTTP/1.1 keep-alive is honoured, so a client reuses its connections.
+
+The latency is measured from the moment the request's head is read (reading and parsing the
+body are part of it) and kept to about 0.1 ms by a timer thread: the event loop alone wakes
+up to a millisecond late (epoll waits in whole milliseconds, rounded up), which made every
+request ~0.8 ms slower than asked, so each wave of a benchmark ~1 ms slower than the bound
+says. The stub never answers early.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import json
 import threading
+import time
 from types import TracebackType
 from typing import Any
 
@@ -36,6 +45,7 @@ class StubServer:
         self._lock = threading.Lock()
         self._writers: set[asyncio.StreamWriter] = set()
         self._loop = asyncio.new_event_loop()
+        self._timer = _Timer(self._loop)
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server = self._loop.run_until_complete(
             asyncio.start_server(self._serve, "127.0.0.1", 0, backlog=1024)
@@ -53,6 +63,7 @@ class StubServer:
                     return
                 if len(head) > _MAX_HEADER:
                     return
+                arrived = time.monotonic()
                 lines = head.decode("latin-1").split("\r\n")
                 headers = {}
                 for line in lines[1:]:
@@ -60,7 +71,7 @@ class StubServer:
                     if sep:
                         headers[name.strip().lower()] = value.strip()
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
-                status, reply = await self._answer(lines[0], body)
+                status, reply = await self._answer(lines[0], body, arrived)
                 data = json.dumps(reply).encode()
                 writer.write(
                     f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
@@ -76,7 +87,9 @@ class StubServer:
             self._writers.discard(writer)
             writer.close()
 
-    async def _answer(self, request_line: str, raw: bytes) -> tuple[str, dict[str, Any]]:
+    async def _answer(
+        self, request_line: str, raw: bytes, arrived: float
+    ) -> tuple[str, dict[str, Any]]:
         method, _, rest = request_line.partition(" ")
         path = rest.partition(" ")[0]
         if method != "POST" or not path.endswith("/chat/completions"):
@@ -87,7 +100,7 @@ class StubServer:
             return "400 Bad Request", {"error": {"message": "the body is not JSON"}}
         self._enter(body)
         try:
-            await asyncio.sleep(self.latency_s)
+            await self._timer.until(arrived + self.latency_s)
         finally:
             self._leave()
         return "200 OK", {
@@ -138,6 +151,53 @@ class StubServer:
             await self._server.wait_closed()
 
         asyncio.run_coroutine_threadsafe(stop(), self._loop).result(timeout=10)
+        self._timer.stop()
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()
         self._loop.close()
+
+
+class _Timer:
+    """Wakes coroutines of `loop` at monotonic deadlines, from a thread of its own that
+    sleeps until the next one (a condition's timed wait: ~0.1 ms late, against up to 1 ms for
+    the loop's own timers)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._due: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    async def until(self, deadline: float) -> None:
+        """Return at `deadline` (time.monotonic), not before."""
+        if deadline <= time.monotonic():
+            return
+        future: asyncio.Future[None] = self._loop.create_future()
+        with self._cond:
+            heapq.heappush(self._due, (deadline, next(self._order), future))
+            self._cond.notify()
+        await future
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._stopped:
+                now = time.monotonic()
+                while self._due and self._due[0][0] <= now:
+                    _, _, future = heapq.heappop(self._due)
+                    self._loop.call_soon_threadsafe(_wake, future)
+                wait = self._due[0][0] - now if self._due else None
+                self._cond.wait(wait)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        self._thread.join()
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():  # not cancelled meanwhile
+        future.set_result(None)

@@ -205,7 +205,7 @@ class _Scorer:
 
     Each commit is scored in a temporary export of exactly its tree, so nothing done to the
     working tree while scoring runs (an edited evalset file, a flag hiding it) is scored.
-    Episodes go through the executor seam as `evolve run`'s do (`auto`: asyncio for HTTP
+    Episodes go through the executor seam as `evolve run`'s do (`auto`: threads for HTTP
     models at concurrency > 1). An executor whose workers are other processes (`process`,
     `ray`) rebuilds the configured agent model by name (`by_name`); otherwise the live model
     object scores.

@@ -13,7 +13,9 @@ from typing import Any
 import httpx
 
 from evolve.errors import ModelError
+from evolve.executors._slots import request_slot
 from evolve.llm._errors import ShapeRefused
+from evolve.llm._transport import MAX_IDLE, plain_http_transport
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 120.0
@@ -104,12 +106,18 @@ class JsonPoster:
         self._retry = retry or RetryPolicy()
         if isinstance(timeout, int | float):
             timeout = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout))
-        # Keep a connection per episode in flight (--concurrency goes to 64): httpx keeps 20.
-        self._client = client or httpx.Client(
-            timeout=timeout or DEFAULT_TIMEOUT,
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
-        )
+        if client is None:
+            # A plain-HTTP server (a local one, usually) gets the lean transport; https and
+            # proxied endpoints keep httpx's own. Either keeps a connection per episode in
+            # flight (--concurrency goes to 64): httpx's default keeps 20.
+            client = httpx.Client(
+                timeout=timeout or DEFAULT_TIMEOUT,
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=MAX_IDLE),
+                transport=plain_http_transport(self.base_url),
+            )
+        self._client = client
         self._timeout = timeout if timeout is not None else self._client.timeout
+        self._urls: dict[str, httpx.URL] = {}
 
     def post(
         self,
@@ -137,15 +145,25 @@ class JsonPoster:
             ModelError: on a non-retryable error, or once every attempt has failed.
         """
         url = self.base_url + path
+        target = self._urls.get(path)
+        if target is None:
+            # Parsed once per path: httpx parses a string URL on every request.
+            target = self._urls[path] = httpx.URL(url)
         attempt = 0
         while True:
             attempt += 1
             final = attempt >= self._retry.max_attempts
             try:
-                with self._client.stream(
-                    "POST", url, json=body, headers=dict(headers), timeout=self._limit(timeout)
-                ) as response:
-                    response.read()
+                request = self._client.build_request(
+                    "POST", target, json=body, headers=dict(headers), timeout=self._limit(timeout)
+                )
+                # Built before taking a request slot: a freed slot goes to a ready request.
+                with request_slot():
+                    response = self._client.send(request, stream=True)
+                    try:
+                        response.read()
+                    finally:
+                        response.close()
             except _TRANSIENT_ERRORS as exc:
                 if final:
                     raise self._error(self._unreachable(exc, attempt)) from exc

@@ -47,6 +47,8 @@ from typing import Any
 
 SKILL_COUNTERS: tuple[str, ...] = ("injected", "injected_pass", "held_out", "held_out_pass")
 MIN_EACH = 2
+PENDING_SHARE = 0.5  # the hold-out share of a skill whose evidence is pending
+PENDING_HELD_OUT = 4  # held-out episodes a skill needs before its share can drop back
 
 
 def wilson(passes: int, n: int, z: float) -> tuple[float, float]:
@@ -156,17 +158,38 @@ def score_of(unit: Any, confidence: float = 0.9) -> Score:
     return Score(a, b, c, d, confidence=confidence)
 
 
+def holdout_shares(units: Iterable[Any], base: float, confidence: float) -> dict[str, float]:
+    """Each skill's hold-out share in training: PENDING_SHARE while its evidence is pending
+    (fewer than PENDING_HELD_OUT held-out episodes, or a negative lift so far), else `base`
+    (`skills.holdout_share`). Never below `base`; nothing when `base` is 0 (hold-out off)."""
+    out: dict[str, float] = {}
+    if base <= 0:
+        return out
+    for unit in units:
+        if getattr(unit, "kind", None) != "skill":
+            continue
+        score = score_of(unit, confidence)
+        lift = score.lift
+        pending = score.held_out < PENDING_HELD_OUT or (lift is not None and lift < 0)
+        out[str(unit.id)] = max(base, PENDING_SHARE) if pending else base
+    return out
+
+
 def tally(
     outcomes: Iterable[tuple[Sequence[str], Sequence[str], bool]],
 ) -> dict[str, dict[str, int]]:
-    """Counter increments per skill id from episodes' (injected, held_out, passed)."""
+    """Counter increments per skill id from episodes' (injected, held_out, passed).
+
+    An episode with a skill held out counts for that skill's held-out arm only; an episode
+    with nothing held out counts for every injected skill's injected arm (see the module
+    doc: the two arms then differ by exactly one skill)."""
     out: dict[str, dict[str, int]] = {}
     for injected, held, passed in outcomes:
-        for ids, arm in ((injected, "injected"), (held, "held_out")):
-            for ident in dict.fromkeys(ids):
-                entry = out.setdefault(ident, dict.fromkeys(SKILL_COUNTERS, 0))
-                entry[arm] += 1
-                entry[f"{arm}_pass"] += int(bool(passed))
+        ids, arm = (held, "held_out") if held else (injected, "injected")
+        for ident in dict.fromkeys(ids):
+            entry = out.setdefault(ident, dict.fromkeys(SKILL_COUNTERS, 0))
+            entry[arm] += 1
+            entry[f"{arm}_pass"] += int(bool(passed))
     return out
 
 
@@ -336,14 +359,39 @@ def count_ops_after(
 ) -> list[Any]:
     """`count` ops for `outcomes` that go in the same apply as `ops` (a skills batch): each
     counts on top of the unit as the last of `ops` on its id leaves it (so the applier, which
-    walks the ops in order, sees only the counters change), and skips an evicted unit."""
-    final = {u.id: u for u in units if getattr(u, "kind", None) == "skill"}
+    walks the ops in order, sees only the counters change), and skips an evicted unit.
+
+    A skill whose lesson `ops` rewrite (a MERGE or REVISE that changes its text, a promotion
+    into it) is a new treatment: its record restarts at 0, and the batch's episodes, which
+    ran with the old lesson, are not counted on it."""
+    from evolve.ops import Op
+
+    before = {u.id: u for u in units if getattr(u, "kind", None) == "skill"}
+    final = dict(before)
     for op in ops:
         if op.op == "evict":
             final.pop(op.id, None)
         elif getattr(op.unit, "kind", None) == "skill":
             final[op.id] = op.unit
-    return count_ops(final.values(), outcomes)
+    rewritten = {
+        ident
+        for ident, unit in final.items()
+        if ident in before and _lesson(unit) != _lesson(before[ident])
+    }
+    out = count_ops([u for i, u in final.items() if i not in rewritten], outcomes)
+    for ident in sorted(rewritten):
+        unit = final[ident]
+        if any(int(getattr(unit, name, None) or 0) for name in SKILL_COUNTERS):
+            zero = dict.fromkeys(SKILL_COUNTERS, 0)
+            out.append(Op(op="count", unit=unit.with_(**zero), reason=RESTART_REASON))
+    return out
+
+
+RESTART_REASON = "scoreboard: the lesson was rewritten; its record restarts"
+
+
+def _lesson(unit: Any) -> str:
+    return " ".join(str(unit.text).split())
 
 
 def retire_pass(

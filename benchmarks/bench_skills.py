@@ -18,13 +18,16 @@ written (distinct skills that carried the wrong text in any commit), how many of
 truly harmful, how many of those the scoreboard retired, and the right lessons (every other
 skill) it retired although they were not harmful (false retirements). The oracle is a
 with/without run, not the scoreboard's counters: for each skill, on the training tasks it is
-injected into (the library as training ends, the skill itself made active again if it was
-retired, nothing held out), every task x `--runs` seeds is run with the library and with the
-library without the skill (its slot going to the next match, as retiring it would leave it);
-the difference of pass rates (`task_success`, what the scoreboard counts) is the skill's true
-lift, and a lift below -0.01 is harmful.
+injected into (in the library just before its retirement commit if it was retired, else in
+the final library; nothing held out), every task x `--runs` seeds is run with the library and
+with the library without the skill (its slot going to the next match, as retiring it would
+leave it); the difference of pass rates (`task_success`, what the scoreboard counts) is the
+skill's true lift, and a lift below -0.01 is harmful. The summary line also counts the wrong
+lessons harmful with their slot left empty (the counterfactual the scoreboard's hold-out
+compares); `--verbose` prints each skill's two lifts and its scoreboard record.
 
-Run: `python benchmarks/bench_skills.py [--episodes 240] [--runs 2] [--seeds 0,1,2]`.
+Run: `python benchmarks/bench_skills.py [--episodes 240] [--runs 2] [--seeds 0,1,2]
+[--holdout 0.2] [--confidence 0.9] [--verbose]`.
 The sim's numbers test the harness's mechanics; they say nothing about real models.
 """
 

@@ -3,8 +3,10 @@
 The bound: a skill that fails every eligible episode it is injected into, while held-out
 episodes pass, is retired at the first episode after which both arms hold `MIN_EACH` (2)
 episodes (Newcombe's 90 % upper end is then below 0, see test_read_scoreboard). With the
-shipped seeds the stream below gets there at episode 10 (9 injected, 2 held out); the test
-asserts the retirement happens exactly at that first episode and within 30.
+shipped seeds the stream below gets there at episode 4 (2 injected, 3 held out: a skill with
+fewer than 4 held-out episodes is held out at the pending share 0.5; it was episode 10 with
+a fixed 0.2); the test asserts the retirement happens exactly at that first episode and
+within 30.
 """
 
 from __future__ import annotations

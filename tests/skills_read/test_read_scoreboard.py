@@ -59,7 +59,10 @@ def test_harmful_needs_min_each_and_an_interval_below_zero() -> None:
 
 
 def test_tally_counts_each_arm_and_each_skill_once_per_episode() -> None:
-    inc = tally([(["a", "a", "b"], ["c"], True), (["a"], [], False), ([], ["a"], True)])
+    # An episode with a skill held out counts for that skill only (test_read_ablation).
+    inc = tally(
+        [(["a", "a", "b"], [], True), (["a"], [], False), ([], ["a"], True), (["b"], ["c"], True)]
+    )
     assert inc["a"] == {"injected": 2, "injected_pass": 1, "held_out": 1, "held_out_pass": 1}
     assert inc["b"] == {"injected": 1, "injected_pass": 1, "held_out": 0, "held_out_pass": 0}
     assert inc["c"]["held_out"] == 1 and inc["c"]["held_out_pass"] == 1

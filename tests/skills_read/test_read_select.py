@@ -15,7 +15,6 @@ from evolve.llm import Completion, JsonSchema, Message, Usage
 from evolve.skills._select import (
     Skill,
     SkillPicker,
-    held_out,
     lexical_matches,
     parse_selection,
     within_budget,
@@ -75,13 +74,6 @@ def test_retired_and_inactive_skills_are_never_selected() -> None:
             self.trigger, self.shelf, self.topic = s.trigger, "general", None
 
     assert [s.id for s in skills_of([U(active), U(retired)])] == ["a"]
-
-
-def test_holdout_is_seeded_and_near_its_share() -> None:
-    draws = [held_out(seed, "s1", 0.2) for seed in range(4000)]
-    assert draws == [held_out(seed, "s1", 0.2) for seed in range(4000)]
-    assert 0.17 < sum(draws) / len(draws) < 0.23
-    assert not any(held_out(seed, "s1", 0.0) for seed in range(100))
 
 
 def test_held_out_skills_are_recorded_not_injected_and_not_replaced() -> None:

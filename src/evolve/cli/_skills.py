@@ -22,7 +22,8 @@ def skills_cmd(workspace: Path | None, as_json: bool) -> None:
     """List each skill: shelf or topic, status, trigger, injections, pass rates, lift.
 
     The pass rates are over training episodes where the skill's trigger matched: with it
-    injected, and held out by the seeded hold-out (skills.holdout_share). The interval is
+    injected and nothing held out, and with it alone held out by the seeded one-skill
+    hold-out (skills.holdout_share; 0.5 while its evidence is pending). The interval is
     Newcombe's, at skills.retire_confidence; a skill whose interval lies below 0 is retired.
     """
     from evolve.memory import load_units

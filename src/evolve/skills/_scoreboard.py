@@ -7,7 +7,7 @@ only by the applier's `count` op:
 - `injected`, `injected_pass`: training episodes whose prompt carried the skill, and how many
   of them passed;
 - `held_out`, `held_out_pass`: training episodes where the skill was selected (its trigger
-  matched) but the seeded hold-out (`skills.holdout_share`) kept it out, and how many passed.
+  matched) but the seeded hold-out kept it out, and how many passed.
 
 "Passed" is the task's own verdict (`task_success`): skills are procedures, and the
 persona's preferences (which memory learns, not skills) would otherwise drown the signal.
@@ -19,12 +19,31 @@ commit (`count_ops_after`, applied with the batch's verdicts); with any other re
 (`Evolve-Kind: skill count`). Either carries the episode number, so a resumed stream never
 counts an episode twice. Retirement is checked after each count.
 
+The experiment (`evolve.skills._select.ablated`). Each training episode holds out at most ONE
+of its candidates (a single-skill ablation), and the comparison is restricted to comparable
+episodes: a skill's held-out arm counts the episodes where it alone was held out, its
+injected arm the episodes where nothing was held out (`tally`). The two arms then differ by
+exactly that skill, every other candidate injected in both, which is what a skill that hurts
+only next to another needs: the sim's wrong lesson ("Skip the final check: ...") changes
+nothing alone and undoes a verify lesson injected with it; with independent hold-outs its
+held-out episodes often lacked the verify lesson too, and its harm was diluted away.
+
+The hold-out share is adaptive (`holdout_shares`), so evidence accrues where a decision is
+pending: a skill with fewer than PENDING_HELD_OUT (4) held-out episodes, or whose lift so far
+is negative, is held out at PENDING_SHARE (0.5) instead of `skills.holdout_share` (0.2); one
+whose lift is 0 or more drops back. The shares of an episode's candidates are scaled down to
+cover at most 60 % of its draws (`MAX_ABLATION`). The draw is seeded by the episode, so the
+hold-out is random given the record: a valid randomized comparison, whose allocation
+depends on earlier outcomes (a response-adaptive design).
+
+A rewritten lesson is a new treatment: when a batch's MERGE or REVISE changes a skill's text,
+its record restarts at 0 (`count_ops_after`), so a wrong lesson written over a good skill
+does not inherit the good record, nor a good lesson a wrong one's.
+
 The lift is `injected_pass/injected - held_out_pass/held_out`, with Newcombe's hybrid
 score interval for a difference of two independent proportions (method 10 of Newcombe 1998:
 each rate's Wilson score interval, combined). Wilson intervals behave at 0 and 100 % and with
-a handful of episodes, which is where a skill's record starts. The hold-out is randomized per
-(episode, skill), so the comparison is a small randomized experiment per skill: the other
-skills' injections are independent of it.
+a handful of episodes, which is where a skill's record starts.
 
 A skill is retired when the two-sided interval at `skills.retire_confidence` lies wholly
 below 0 and each arm has at least `MIN_EACH` episodes: its status becomes `retired` (never
@@ -33,8 +52,20 @@ rendered nor injected again) with the evidence in `reason`, in one commit of its
 
 Bound (tested): a skill that makes every eligible episode fail while held-out episodes pass
 is retired as soon as it has `MIN_EACH` held-out and `MIN_EACH` injected episodes at the
-default confidence 0.9 (then the upper end is below 0): with `holdout_share` 0.2 that is a
-median of about 10 eligible episodes.
+default confidence 0.9 (then the upper end is below 0).
+
+Error rates (stated, not controlled). The interval is looked at after every count, so over a
+stream the chance that a skill with no effect is retired is larger than the 5 % one side of a
+90 % interval: by simulation (`tests/skills_read/test_read_error_rate.py`), for a skill with
+no effect, pass rate 0.9, two other candidates, 60 eligible episodes, about 10 % (2 % with
+the fixed 0.2 share and independent hold-outs, the price of the pending share); a skill
+that lowers the pass rate from 0.95 by 0.22 is retired within those 60 episodes about 74 %
+of the time (63 % before). Measured on the sim (`benchmarks/bench_skills.py`, an oracle
+with/without run for every skill, 23 stream orders of 240 episodes: seeds 0-2 and 10-29):
+23 of the 58 wrong lessons that hurt when injected were retired (13 of 63 with the previous
+rule), and 7 right lessons were retired that the oracle found harmless (11 before). The
+wrong lessons left had little evidence: a topic's wrong lesson meets 3 to 8 of the tasks its
+harm lives on (the verify tasks) in 240 episodes. See docs/sim.md.
 """
 
 from __future__ import annotations
@@ -47,6 +78,8 @@ from typing import Any
 
 SKILL_COUNTERS: tuple[str, ...] = ("injected", "injected_pass", "held_out", "held_out_pass")
 MIN_EACH = 2
+PENDING_SHARE = 0.5  # the hold-out share of a skill whose evidence is pending
+PENDING_HELD_OUT = 4  # held-out episodes a skill needs before its share can drop back
 
 
 def wilson(passes: int, n: int, z: float) -> tuple[float, float]:
@@ -156,17 +189,38 @@ def score_of(unit: Any, confidence: float = 0.9) -> Score:
     return Score(a, b, c, d, confidence=confidence)
 
 
+def holdout_shares(units: Iterable[Any], base: float, confidence: float) -> dict[str, float]:
+    """Each skill's hold-out share in training: PENDING_SHARE while its evidence is pending
+    (fewer than PENDING_HELD_OUT held-out episodes, or a negative lift so far), else `base`
+    (`skills.holdout_share`). Never below `base`; nothing when `base` is 0 (hold-out off)."""
+    out: dict[str, float] = {}
+    if base <= 0:
+        return out
+    for unit in units:
+        if getattr(unit, "kind", None) != "skill":
+            continue
+        score = score_of(unit, confidence)
+        lift = score.lift
+        pending = score.held_out < PENDING_HELD_OUT or (lift is not None and lift < 0)
+        out[str(unit.id)] = max(base, PENDING_SHARE) if pending else base
+    return out
+
+
 def tally(
     outcomes: Iterable[tuple[Sequence[str], Sequence[str], bool]],
 ) -> dict[str, dict[str, int]]:
-    """Counter increments per skill id from episodes' (injected, held_out, passed)."""
+    """Counter increments per skill id from episodes' (injected, held_out, passed).
+
+    An episode with a skill held out counts for that skill's held-out arm only; an episode
+    with nothing held out counts for every injected skill's injected arm (see the module
+    doc: the two arms then differ by exactly one skill)."""
     out: dict[str, dict[str, int]] = {}
     for injected, held, passed in outcomes:
-        for ids, arm in ((injected, "injected"), (held, "held_out")):
-            for ident in dict.fromkeys(ids):
-                entry = out.setdefault(ident, dict.fromkeys(SKILL_COUNTERS, 0))
-                entry[arm] += 1
-                entry[f"{arm}_pass"] += int(bool(passed))
+        ids, arm = (held, "held_out") if held else (injected, "injected")
+        for ident in dict.fromkeys(ids):
+            entry = out.setdefault(ident, dict.fromkeys(SKILL_COUNTERS, 0))
+            entry[arm] += 1
+            entry[f"{arm}_pass"] += int(bool(passed))
     return out
 
 
@@ -336,14 +390,39 @@ def count_ops_after(
 ) -> list[Any]:
     """`count` ops for `outcomes` that go in the same apply as `ops` (a skills batch): each
     counts on top of the unit as the last of `ops` on its id leaves it (so the applier, which
-    walks the ops in order, sees only the counters change), and skips an evicted unit."""
-    final = {u.id: u for u in units if getattr(u, "kind", None) == "skill"}
+    walks the ops in order, sees only the counters change), and skips an evicted unit.
+
+    A skill whose lesson `ops` rewrite (a MERGE or REVISE that changes its text, a promotion
+    into it) is a new treatment: its record restarts at 0, and the batch's episodes, which
+    ran with the old lesson, are not counted on it."""
+    from evolve.ops import Op
+
+    before = {u.id: u for u in units if getattr(u, "kind", None) == "skill"}
+    final = dict(before)
     for op in ops:
         if op.op == "evict":
             final.pop(op.id, None)
         elif getattr(op.unit, "kind", None) == "skill":
             final[op.id] = op.unit
-    return count_ops(final.values(), outcomes)
+    rewritten = {
+        ident
+        for ident, unit in final.items()
+        if ident in before and _lesson(unit) != _lesson(before[ident])
+    }
+    out = count_ops([u for i, u in final.items() if i not in rewritten], outcomes)
+    for ident in sorted(rewritten):
+        unit = final[ident]
+        if any(int(getattr(unit, name, None) or 0) for name in SKILL_COUNTERS):
+            zero = dict.fromkeys(SKILL_COUNTERS, 0)
+            out.append(Op(op="count", unit=unit.with_(**zero), reason=RESTART_REASON))
+    return out
+
+
+RESTART_REASON = "scoreboard: the lesson was rewritten; its record restarts"
+
+
+def _lesson(unit: Any) -> str:
+    return " ".join(str(unit.text).split())
 
 
 def retire_pass(

@@ -17,18 +17,23 @@ Two selector roles (`models.selector`):
   for at most `b` ids as JSON (`{"skills": [...]}`). The reply is hostile input: unknown ids,
   duplicates and anything past `b` are dropped; an unusable reply selects nothing.
 
-The hold-out (for the scoreboard, :mod:`evolve.skills._scoreboard`): in training episodes each
-selected skill is, independently, held out with probability `skills.holdout_share`, decided by
-a hash of (episode seed, skill id), so a run is reproducible. A held-out skill is not injected
-and nothing is put in its place (so the other skills' injections do not depend on it); the
-episode records it in `skills_held_out`. Evaluation (`evolve run`, the gate's scoring) holds
-nothing out: it measures the library as it is.
+The hold-out (for the scoreboard, :mod:`evolve.skills._scoreboard`): in training episodes at
+most ONE of the task's candidates is held out (a single-skill ablation, :func:`ablated`): one
+uniform draw per episode, hashed from the episode seed so a run is reproducible, falls in
+candidate i's interval of length `share_i` (`skills.holdout_share`, or the scoreboard's
+larger pending share for a skill whose evidence is pending), the intervals scaled down to
+cover at most MAX_ABLATION (0.6) together. A held-out skill is not injected and nothing is
+put in its place; the episode records it in `skills_held_out`. So a held-out episode gets the
+selection evaluation would give minus exactly one skill, and a skill that only hurts next to
+another one (a "skip the final check" lesson next to a verify lesson) shows its harm in the
+comparison. Evaluation (`evolve run`, the gate's scoring) holds nothing out: it measures the
+library as it is.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,12 +139,27 @@ def parse_selection(reply: str, skills: Sequence[Skill], b: int) -> list[Skill]:
     return out
 
 
-def held_out(seed: int, skill_id: str, share: float) -> bool:
-    """Whether `skill_id` is held out of the episode seeded `seed` (probability `share`)."""
-    if share <= 0:
-        return False
-    digest = hashlib.sha256(f"{seed}|holdout|{skill_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < share
+MAX_ABLATION = 0.6  # at most this share of an episode's draws holds a skill out
+
+
+def ablated(seed: int, shares: Sequence[tuple[str, float]]) -> str | None:
+    """The one skill (of `(id, share)` pairs, the episode's candidates) held out of the
+    episode seeded `seed`, or None. One uniform draw per episode: skill i is held out when the
+    draw falls in its own interval of length `share_i` (scaled down so that the intervals
+    together cover at most MAX_ABLATION), so at most one skill is held out and the rest of
+    the episode's draws hold nothing out."""
+    total = sum(max(0.0, sh) for _, sh in shares)
+    if total <= 0:
+        return None
+    scale = min(1.0, MAX_ABLATION / total)
+    digest = hashlib.sha256(f"{seed}|ablation".encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2**64
+    edge = 0.0
+    for ident, sh in shares:
+        edge += max(0.0, sh) * scale
+        if u < edge:
+            return ident
+    return None
 
 
 def within_budget(skills: Sequence[Skill], budget_tokens: int) -> list[Skill]:
@@ -172,14 +192,24 @@ class Selection:
 
 @dataclass
 class SkillPicker:
-    """Picks the skills for each task of a run (the same for every attempt of an episode)."""
+    """Picks the skills for each task of a run (the same for every attempt of an episode).
+
+    `holdout_share` is each candidate's hold-out share unless `shares` gives one for its id
+    (the scoreboard's pending share, :func:`evolve.skills._scoreboard.holdout_shares`); at
+    most one candidate is held out per episode (:func:`ablated`) and its slot stays empty.
+    """
 
     skills: Sequence[Skill]
     max_injected: int = 3
     budget_tokens: int = 400
     holdout_share: float = 0.0  # training only; evaluation holds nothing out
     selector: LLM | None = None  # None: the lexical matcher
+    shares: Mapping[str, float] = field(default_factory=dict)
     _cache: dict[tuple[str, int], Selection] = field(default_factory=dict, repr=False)
+
+    def share(self, skill_id: str) -> float:
+        """The hold-out share of `skill_id` in this run."""
+        return self.shares.get(skill_id, self.holdout_share)
 
     def candidates(self, task_text: str, seed: int) -> list[Skill]:
         """At most `b` matching skills, best first (before the hold-out and the budget)."""
@@ -200,8 +230,9 @@ class SkillPicker:
         key = (task_text, seed)
         if key not in self._cache:
             chosen = self.candidates(task_text, seed)
-            out = [s for s in chosen if held_out(seed, s.id, self.holdout_share)]
-            kept = within_budget([s for s in chosen if s not in out], self.budget_tokens)
+            one = ablated(seed, [(s.id, self.share(s.id)) for s in chosen])
+            out = [s for s in chosen if s.id == one]
+            kept = within_budget([s for s in chosen if s.id != one], self.budget_tokens)
             self._cache[key] = Selection(
                 tuple(s.id for s in kept), tuple(s.id for s in out), render_skills(kept)
             )
@@ -266,10 +297,17 @@ def make_picker(
         from evolve.llm import make_role_llm  # the selector role: its cache, timeouts, price
 
         selector = make_role_llm(config, "selector", env=env)
+    units = list(units)
+    shares: dict[str, float] = {}
+    if training:  # the scoreboard's pending share (evaluation holds nothing out)
+        from evolve.skills._scoreboard import holdout_shares
+
+        shares = holdout_shares(units, s.holdout_share, s.retire_confidence)
     return SkillPicker(
         skills=skills_of(units),
         max_injected=s.max_injected,
         budget_tokens=s.budget_tokens,
         holdout_share=s.holdout_share if training else 0.0,
         selector=selector,
+        shares=shares,
     )

@@ -36,10 +36,11 @@ import httpx
 
 # Idle connections kept per origin (--concurrency goes to 64).
 MAX_IDLE = 64
-# An idle connection is checked (is it still open?) before reuse once it has been idle this
-# long; servers keep connections alive for 5 s or more. One that fails anyway before the
-# first byte of its reply is replaced by a new one, once (as browsers do).
-RECHECK_AFTER_S = 1.0
+# An idle connection is checked (is it still open, with nothing unasked-for to read?) before
+# reuse once it has been idle this long: always (one non-blocking select), since bytes a server
+# sent after a reply would otherwise be read as the next request's reply. One that fails anyway
+# before the first byte of its reply is replaced by a new one, once (as browsers do).
+RECHECK_AFTER_S = 0.0
 _CHUNK = 64 * 1024
 # A dropped kept-alive connection shows as one of these before any byte of the reply.
 _DROPPED = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
@@ -247,6 +248,13 @@ def _exchange(
     except OSError as exc:
         reply.close()
         raise httpx.ReadError(_text(exc, "read failed"), request=request) from exc
+    given = reply.msg.get_all("content-length") or []
+    lengths = {part.strip() for value in given for part in value.split(",")}
+    if not reply.chunked and (
+        len(lengths) > 1 or any(not (v.isascii() and v.isdigit()) for v in lengths)
+    ):  # http.client would read some length of it and leave the rest on the connection
+        reply.close()
+        raise httpx.RemoteProtocolError("bad or conflicting Content-Length", request=request)
     return reply
 
 
@@ -277,6 +285,11 @@ class _Body(httpx.SyncByteStream):
                 if not chunk:
                     break
                 yield chunk
+            if self._reply.length:  # http.client stops quietly where the server hung up
+                raise httpx.RemoteProtocolError(
+                    "peer closed connection without sending complete message body",
+                    request=request,
+                )
         except TimeoutError as exc:
             raise httpx.ReadTimeout(_text(exc, "timed out"), request=request) from exc
         except http.client.HTTPException as exc:

@@ -1,0 +1,120 @@
+"""The lean plain-HTTP transport against hostile servers (real local sockets): a body cut
+short, a Content-Length that lies, bytes sent after a reply on a kept-alive connection."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+
+from evolve.llm._transport import PlainHTTPTransport
+
+# (request number, counted over all connections; socket) -> None: writes whatever it likes.
+Answer = Callable[[int, socket.socket], None]
+
+
+def _read_request(conn: socket.socket) -> bool:
+    """Read one request (head and Content-Length body) from `conn`; False at its end."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        more = conn.recv(65536)
+        if not more:
+            return False
+        data += more
+    head, _, rest = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(rest) < length:
+        rest += conn.recv(65536)
+    return True
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Answer], str]]:
+    socks: list[socket.socket] = []
+
+    def start(answer: Answer) -> str:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        socks.append(sock)
+
+        count = iter(range(1, 1_000_000))
+
+        def talk(conn: socket.socket) -> None:
+            with conn, contextlib.suppress(OSError):
+                while _read_request(conn):
+                    answer(next(count), conn)
+
+        def accept() -> None:
+            while True:
+                try:
+                    conn, _ = sock.accept()
+                except OSError:
+                    return
+                threading.Thread(target=talk, args=(conn,), daemon=True).start()
+
+        threading.Thread(target=accept, daemon=True).start()
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/v1/chat"
+
+    yield start
+    for sock in socks:
+        sock.close()
+
+
+def _client() -> httpx.Client:
+    return httpx.Client(transport=PlainHTTPTransport(), timeout=5.0)
+
+
+def test_a_body_cut_short_of_its_content_length_is_an_error(
+    serve: Callable[[Answer], str],
+) -> None:
+    def answer(_: int, conn: socket.socket) -> None:
+        conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"a": 1}')
+        conn.shutdown(socket.SHUT_RDWR)
+
+    url = serve(answer)
+    with _client() as http, pytest.raises(httpx.RemoteProtocolError):
+        http.post(url, json={})
+
+
+@pytest.mark.parametrize(
+    "lengths", [b"Content-Length: 2\r\nContent-Length: 9", b"Content-Length: -5"]
+)
+def test_a_bad_or_conflicting_content_length_is_an_error(
+    serve: Callable[[Answer], str], lengths: bytes
+) -> None:
+    def answer(_: int, conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\n" + lengths + b"\r\n\r\n{}{}{}{}{")
+
+    url = serve(answer)
+    with _client() as http, pytest.raises(httpx.RemoteProtocolError):
+        http.post(url, json={})
+
+
+def test_bytes_sent_after_a_reply_are_never_read_as_the_next_reply(
+    serve: Callable[[Answer], str],
+) -> None:
+    # A server (or a bug in one) writes a second, unasked-for reply on the kept-alive
+    # connection; the next request must get its own reply, not that one.
+    def answer(number: int, conn: socket.socket) -> None:
+        if number == 1:
+            conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n"genuine"')
+            time.sleep(0.05)
+            conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n"evil"')
+        else:
+            conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n"second"')
+
+    url = serve(answer)
+    with _client() as http:
+        assert http.post(url, json={}).json() == "genuine"
+        time.sleep(0.2)  # the unasked-for bytes arrive
+        assert http.post(url, json={}).json() == "second"

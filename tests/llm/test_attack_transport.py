@@ -14,17 +14,18 @@ import pytest
 
 from evolve.llm._transport import PlainHTTPTransport
 
-# (request number, counted over all connections; socket) -> None: writes whatever it likes.
-Answer = Callable[[int, socket.socket], None]
+# (request number, counted over all connections; socket; the bytes of the request read so
+# far) -> None: writes whatever it likes.
+Answer = Callable[[int, socket.socket, bytes], None]
 
 
-def _read_request(conn: socket.socket) -> bool:
-    """Read one request (head and Content-Length body) from `conn`; False at its end."""
+def _read_request(conn: socket.socket) -> bytes | None:
+    """Read one request (head and Content-Length body) from `conn`; None at its end."""
     data = b""
     while b"\r\n\r\n" not in data:
         more = conn.recv(65536)
         if not more:
-            return False
+            return None
         data += more
     head, _, rest = data.partition(b"\r\n\r\n")
     length = 0
@@ -34,7 +35,7 @@ def _read_request(conn: socket.socket) -> bool:
             length = int(value)
     while len(rest) < length:
         rest += conn.recv(65536)
-    return True
+    return data[: data.index(b"\r\n\r\n") + 4] + rest
 
 
 @pytest.fixture
@@ -51,8 +52,8 @@ def serve() -> Iterator[Callable[[Answer], str]]:
 
         def talk(conn: socket.socket) -> None:
             with conn, contextlib.suppress(OSError):
-                while _read_request(conn):
-                    answer(next(count), conn)
+                while (request := _read_request(conn)) is not None:
+                    answer(next(count), conn, request)
 
         def accept() -> None:
             while True:
@@ -77,7 +78,7 @@ def _client() -> httpx.Client:
 def test_a_body_cut_short_of_its_content_length_is_an_error(
     serve: Callable[[Answer], str],
 ) -> None:
-    def answer(_: int, conn: socket.socket) -> None:
+    def answer(_: int, conn: socket.socket, request: bytes) -> None:
         conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"a": 1}')
         conn.shutdown(socket.SHUT_RDWR)
 
@@ -92,7 +93,7 @@ def test_a_body_cut_short_of_its_content_length_is_an_error(
 def test_a_bad_or_conflicting_content_length_is_an_error(
     serve: Callable[[Answer], str], lengths: bytes
 ) -> None:
-    def answer(_: int, conn: socket.socket) -> None:
+    def answer(_: int, conn: socket.socket, request: bytes) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\n" + lengths + b"\r\n\r\n{}{}{}{}{")
 
     url = serve(answer)
@@ -105,7 +106,7 @@ def test_bytes_sent_after_a_reply_are_never_read_as_the_next_reply(
 ) -> None:
     # A server (or a bug in one) writes a second, unasked-for reply on the kept-alive
     # connection; the next request must get its own reply, not that one.
-    def answer(number: int, conn: socket.socket) -> None:
+    def answer(number: int, conn: socket.socket, request: bytes) -> None:
         if number == 1:
             conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n"genuine"')
             time.sleep(0.05)
@@ -118,3 +119,30 @@ def test_bytes_sent_after_a_reply_are_never_read_as_the_next_reply(
         assert http.post(url, json={}).json() == "genuine"
         time.sleep(0.2)  # the unasked-for bytes arrive
         assert http.post(url, json={}).json() == "second"
+
+
+def test_a_streamed_request_body_is_sent_chunked_as_its_header_says(
+    serve: Callable[[Answer], str],
+) -> None:
+    # httpx marks a body given as an iterator `Transfer-Encoding: chunked`; sent raw, the
+    # server reads "hello" as a chunk size and the request never ends.
+    bodies: list[bytes] = []
+
+    def answer(_: int, conn: socket.socket, request: bytes) -> None:
+        data = request.partition(b"\r\n\r\n")[2]
+        while not data.endswith(b"0\r\n\r\n"):
+            more = conn.recv(65536)
+            if not more:
+                return
+            data += more
+        bodies.append(data)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+
+    def parts() -> Iterator[bytes]:
+        yield b"hello "
+        yield b"world"
+
+    url = serve(answer)
+    with httpx.Client(transport=PlainHTTPTransport(), timeout=2.0) as http:
+        assert http.post(url, content=parts()).json() == {}
+    assert bodies == [b"b\r\nhello world\r\n0\r\n\r\n"]

@@ -192,12 +192,17 @@ def _message(request: httpx.Request) -> bytes:
     if not method.isalpha() or any(c in target for c in b" \r\n\0"):
         raise httpx.LocalProtocolError("invalid request line", request=request)
     lines = [b"%s %s HTTP/1.1" % (method, target)]
+    chunked = False
     for name, value in request.headers.raw:
         if any(c in name or c in value for c in b"\r\n\0") or b":" in name:
             raise httpx.LocalProtocolError(f"invalid header {name!r}", request=request)
         lines.append(b"%s: %s" % (name, value))
+        chunked = chunked or (name.lower() == b"transfer-encoding" and b"chunked" in value.lower())
+    body = request.read()
+    if chunked:  # a streamed body (httpx set the header): framed as the header says
+        body = (b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n"
     lines.append(b"")
-    lines.append(request.read())
+    lines.append(body)
     return b"\r\n".join(lines)
 
 

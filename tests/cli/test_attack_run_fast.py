@@ -60,3 +60,18 @@ def test_utf8_streams_still_take_the_fast_path(
     err.flush()
     assert "\u2503 rule " in out_raw.getvalue().decode("utf-8")
     assert "caf\u00e9.txt" in err_raw.getvalue().decode("utf-8")
+
+
+class _GoneReader(io.StringIO):
+    """A stdout whose reader went away (`evolve run ... | head`)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+@pytest.mark.parametrize("argv", [["run", "--split", "dev", "--json"], ["run", "--split", "dev"]])
+def test_a_reader_that_went_away_ends_the_command_as_click_does(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdout", _GoneReader())
+    assert _fast.run(argv) == 1  # no BrokenPipeError traceback

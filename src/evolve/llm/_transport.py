@@ -253,11 +253,11 @@ def _exchange(
     except OSError as exc:
         reply.close()
         raise httpx.ReadError(_text(exc, "read failed"), request=request) from exc
-    given = reply.msg.get_all("content-length") or []
-    lengths = {part.strip() for value in given for part in value.split(",")}
+    given = [value.strip() for value in reply.msg.get_all("content-length") or []]
     if not reply.chunked and (
-        len(lengths) > 1 or any(not (v.isascii() and v.isdigit()) for v in lengths)
-    ):  # http.client would read some length of it and leave the rest on the connection
+        len(given) > 1 or any(not (v.isascii() and v.isdigit()) for v in given)
+    ):  # http.client would read some length of it and leave the rest on the connection, or
+        # (for "5, 5") none and wait for the server to close it
         reply.close()
         raise httpx.RemoteProtocolError("bad or conflicting Content-Length", request=request)
     return reply

@@ -150,3 +150,19 @@ def test_a_streamed_request_body_is_sent_chunked_as_its_header_says(
     with httpx.Client(transport=PlainHTTPTransport(), timeout=2.0) as http:
         assert http.post(url, content=parts()).json() == {}
     assert bodies == [b"b\r\nhello world\r\n0\r\n\r\n"]
+
+
+def test_an_informational_reply_before_the_reply_is_skipped(
+    serve: Callable[[Answer], str],
+) -> None:
+    def answer(number: int, conn: socket.socket, request: bytes) -> None:
+        conn.sendall(
+            b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>\r\n\r\n"
+            b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%d" % (len(str(number)), number)
+        )
+
+    url = serve(answer)
+    with _client() as http:
+        first = http.post(url, json={})
+        assert (first.status_code, first.json()) == (200, 1)
+        assert http.post(url, json={}).json() == 2  # the same connection, in step

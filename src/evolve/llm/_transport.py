@@ -233,20 +233,30 @@ def _exchange(
         raise _Dropped(httpx.WriteError(_text(exc, "write failed"), request=request)) from exc
     except OSError as exc:
         raise httpx.WriteError(_text(exc, "write failed"), request=request) from exc
-    reply = http.client.HTTPResponse(sock, method=request.method)
+    source = _Source(sock)
+    informed = False  # an informational (1xx) reply came first
+    reply = http.client.HTTPResponse(source, method=request.method)  # type: ignore[arg-type]
     try:
         sock.settimeout(timeout.get("read"))
         reply.begin()
+        # http.client skips `100 Continue` only; the others (`103 Early Hints`) precede the
+        # reply, as httpx's own transport reads them.
+        while 100 <= reply.status < 200 and reply.status != 101:
+            informed = True
+            reply.fp = None  # type: ignore[assignment]  # its reader is the next reply's
+            reply = http.client.HTTPResponse(source, method=request.method)  # type: ignore[arg-type]
+            reply.begin()
     except TimeoutError as exc:
         reply.close()
         raise httpx.ReadTimeout(_text(exc, "timed out"), request=request) from exc
     except (http.client.RemoteDisconnected, *_DROPPED) as exc:
         reply.close()
-        raise _Dropped(
-            httpx.RemoteProtocolError(
-                "Server disconnected without sending a response.", request=request
-            )
-        ) from exc
+        error = httpx.RemoteProtocolError(
+            "Server disconnected without sending a response.", request=request
+        )
+        if informed:
+            raise error from exc
+        raise _Dropped(error) from exc
     except http.client.HTTPException as exc:
         reply.close()
         raise httpx.RemoteProtocolError(_text(exc, "bad reply"), request=request) from exc
@@ -261,6 +271,19 @@ def _exchange(
         reply.close()
         raise httpx.RemoteProtocolError("bad or conflicting Content-Length", request=request)
     return reply
+
+
+class _Source:
+    """The socket as `http.client.HTTPResponse` reads it: one buffered reader for every reply
+    of an exchange (an informational reply, then the reply), so no read-ahead byte is lost."""
+
+    __slots__ = ("file",)
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.file = sock.makefile("rb")
+
+    def makefile(self, mode: str) -> object:
+        return self.file
 
 
 class _Body(httpx.SyncByteStream):

@@ -159,8 +159,24 @@ def run(args: Sequence[str]) -> int | None:
             gc.enable()
     from evolve.quick._commands import write
 
-    write(outs)
+    try:
+        write(outs)
+    except BrokenPipeError:
+        return _reader_gone()
     return 0
+
+
+def _reader_gone() -> int:
+    """What click does when the reader of stdout went away (`evolve run ... | head`): exit 1,
+    no traceback, and nothing more written (Python would complain again when it flushes the
+    stream at exit, so the stream's descriptor is pointed at the null device)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # a stream without a descriptor
+        pass
+    return 1
 
 
 def _reading(

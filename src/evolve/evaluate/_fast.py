@@ -184,7 +184,6 @@ def _score(
     text = None if as_json else text_report(report)  # before the log: no fallback after it
     if not as_json and text is None:
         raise Unhandled("a report rich would lay out otherwise")
-    write_log(root, report)
     err = ""
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
@@ -192,12 +191,24 @@ def _score(
             f"warning: memory/ or prompts/ has uncommitted changes ({shown}); this run scores "
             "the working tree, not HEAD. Commit them to make the result reproducible.\n"
         )
+    # A stream that cannot carry the text as it is (an ASCII or Latin-1 one): rich draws its
+    # table in ASCII there, click encodes what it echoes in its own way.
+    if not _utf(sys.stderr, err) or (text is not None and not _utf(sys.stdout, text)):
+        raise Unhandled("a stream that is not UTF-8")
+    write_log(root, report)
     # rich's progress bar, on a stderr that is not a terminal, ends with one empty line.
     if text is None:
         out = emit_json({**report.to_json(), "uncommitted": dirty})
     else:
         out = text + (f"episode logs: {report.log_dir}\n" if report.log_dir else "")
     return [(sys.stderr, err + "\n"), (sys.stdout, out)]
+
+
+def _utf(stream: object, text: str) -> bool:
+    """Whether `stream` takes `text` as it is: ASCII text, or a UTF encoding (rich's test for
+    its Unicode boxes)."""
+    encoding = str(getattr(stream, "encoding", None) or "utf-8").lower()
+    return text.isascii() or encoding.startswith("utf")
 
 
 def _plain(*texts: str) -> bool:

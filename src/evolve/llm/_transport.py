@@ -36,10 +36,11 @@ import httpx
 
 # Idle connections kept per origin (--concurrency goes to 64).
 MAX_IDLE = 64
-# An idle connection is checked (is it still open?) before reuse once it has been idle this
-# long; servers keep connections alive for 5 s or more. One that fails anyway before the
-# first byte of its reply is replaced by a new one, once (as browsers do).
-RECHECK_AFTER_S = 1.0
+# An idle connection is checked (is it still open, with nothing unasked-for to read?) before
+# reuse once it has been idle this long: always (one non-blocking select), since bytes a server
+# sent after a reply would otherwise be read as the next request's reply. One that fails anyway
+# before the first byte of its reply is replaced by a new one, once (as browsers do).
+RECHECK_AFTER_S = 0.0
 _CHUNK = 64 * 1024
 # A dropped kept-alive connection shows as one of these before any byte of the reply.
 _DROPPED = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
@@ -191,12 +192,17 @@ def _message(request: httpx.Request) -> bytes:
     if not method.isalpha() or any(c in target for c in b" \r\n\0"):
         raise httpx.LocalProtocolError("invalid request line", request=request)
     lines = [b"%s %s HTTP/1.1" % (method, target)]
+    chunked = False
     for name, value in request.headers.raw:
         if any(c in name or c in value for c in b"\r\n\0") or b":" in name:
             raise httpx.LocalProtocolError(f"invalid header {name!r}", request=request)
         lines.append(b"%s: %s" % (name, value))
+        chunked = chunked or (name.lower() == b"transfer-encoding" and b"chunked" in value.lower())
+    body = request.read()
+    if chunked:  # a streamed body (httpx set the header): framed as the header says
+        body = (b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n"
     lines.append(b"")
-    lines.append(request.read())
+    lines.append(body)
     return b"\r\n".join(lines)
 
 
@@ -227,27 +233,57 @@ def _exchange(
         raise _Dropped(httpx.WriteError(_text(exc, "write failed"), request=request)) from exc
     except OSError as exc:
         raise httpx.WriteError(_text(exc, "write failed"), request=request) from exc
-    reply = http.client.HTTPResponse(sock, method=request.method)
+    source = _Source(sock)
+    informed = False  # an informational (1xx) reply came first
+    reply = http.client.HTTPResponse(source, method=request.method)  # type: ignore[arg-type]
     try:
         sock.settimeout(timeout.get("read"))
         reply.begin()
+        # http.client skips `100 Continue` only; the others (`103 Early Hints`) precede the
+        # reply, as httpx's own transport reads them.
+        while 100 <= reply.status < 200 and reply.status != 101:
+            informed = True
+            reply.fp = None  # type: ignore[assignment]  # its reader is the next reply's
+            reply = http.client.HTTPResponse(source, method=request.method)  # type: ignore[arg-type]
+            reply.begin()
     except TimeoutError as exc:
         reply.close()
         raise httpx.ReadTimeout(_text(exc, "timed out"), request=request) from exc
     except (http.client.RemoteDisconnected, *_DROPPED) as exc:
         reply.close()
-        raise _Dropped(
-            httpx.RemoteProtocolError(
-                "Server disconnected without sending a response.", request=request
-            )
-        ) from exc
+        error = httpx.RemoteProtocolError(
+            "Server disconnected without sending a response.", request=request
+        )
+        if informed:
+            raise error from exc
+        raise _Dropped(error) from exc
     except http.client.HTTPException as exc:
         reply.close()
         raise httpx.RemoteProtocolError(_text(exc, "bad reply"), request=request) from exc
     except OSError as exc:
         reply.close()
         raise httpx.ReadError(_text(exc, "read failed"), request=request) from exc
+    given = [value.strip() for value in reply.msg.get_all("content-length") or []]
+    if not reply.chunked and (
+        len(given) > 1 or any(not (v.isascii() and v.isdigit()) for v in given)
+    ):  # http.client would read some length of it and leave the rest on the connection, or
+        # (for "5, 5") none and wait for the server to close it
+        reply.close()
+        raise httpx.RemoteProtocolError("bad or conflicting Content-Length", request=request)
     return reply
+
+
+class _Source:
+    """The socket as `http.client.HTTPResponse` reads it: one buffered reader for every reply
+    of an exchange (an informational reply, then the reply), so no read-ahead byte is lost."""
+
+    __slots__ = ("file",)
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.file = sock.makefile("rb")
+
+    def makefile(self, mode: str) -> object:
+        return self.file
 
 
 class _Body(httpx.SyncByteStream):
@@ -277,6 +313,11 @@ class _Body(httpx.SyncByteStream):
                 if not chunk:
                     break
                 yield chunk
+            if self._reply.length:  # http.client stops quietly where the server hung up
+                raise httpx.RemoteProtocolError(
+                    "peer closed connection without sending complete message body",
+                    request=request,
+                )
         except TimeoutError as exc:
             raise httpx.ReadTimeout(_text(exc, "timed out"), request=request) from exc
         except http.client.HTTPException as exc:

@@ -315,28 +315,35 @@ def settle(
     recipe: str,
     confidence: float,
     extra_trailers: Sequence[tuple[str, str]] = (),
+    extra_files: Mapping[str, bytes | None] | None = None,
 ) -> ScoreboardResult:
     """Count `outcomes` on the scoreboard (one commit, `Evolve-Kind: skill count`) and retire
     every skill that is then confidently harmful (one commit each, `Evolve-Kind: skill
     retire`, the evidence in the body). Goes through the applier and the store; the caller
-    holds the writer lock (`evolve.recovery.writer`)."""
+    holds the writer lock (`evolve.recovery.writer`). `extra_files` (the failed-task record,
+    `evolve.skills._failed`) go with the first count commit, or in one of their own."""
     from evolve.applier import MemoryApplier
-    from evolve.memory import load_units
+    from evolve.memory import GLOBAL_SCOPE, load_units
     from evolve.store._trailers import format_ops
 
     result = ScoreboardResult()
     units = load_units(ws.root)
     ops = count_ops(units, outcomes)
-    for scope in sorted({op.unit.scope for op in ops}):
+    files = dict(extra_files or {})
+    for scope in sorted({op.unit.scope for op in ops} | ({GLOBAL_SCOPE} if files else set())):
         mine = [op for op in ops if op.unit.scope == scope]
         applier = MemoryApplier(ws, scope)
-        applied = applier.apply(mine, units)
+        applied = applier.apply(mine, units, extra_files=files)
+        files = {}
         if applied.paths:
             ids = ", ".join(op.id for op in applied.applied)
+            body = f"Counted {len(applied.applied)} skill(s): {ids or 'none'}."
+            if any(p.endswith("_failed_tasks.yaml") for p in applied.paths):
+                body += "\nThe record of tasks failed so far changed (memory/skills/_failed_tasks.yaml)."
             result.count_commit = ws.store.commit(
                 applied.paths,
                 f"skills: scoreboard counts for episode(s) {episodes}",
-                body=f"Counted {len(applied.applied)} skill(s): {ids}.",
+                body=body,
                 trailers=_trailers(
                     "skill count", episodes, recipe,
                     format_ops((op.op, op.id) for op in applied.applied), extra_trailers,

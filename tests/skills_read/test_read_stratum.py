@@ -23,7 +23,7 @@ from evolve.workspace import Workspace
 
 def test_an_episode_of_a_task_that_never_failed_does_not_count() -> None:
     failed: set[str] = set()
-    seen = (["s"], [])
+    seen: tuple[list[str], list[str]] = (["s"], [])
     assert stratum(failed, "t1", seen, True) == ([], False)  # passed, never failed: no count
     assert stratum(failed, "t1", seen, False) == ([], True)  # its first failure: no count yet
     assert failed == {"t1"}

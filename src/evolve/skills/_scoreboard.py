@@ -36,6 +36,13 @@ cover at most 60 % of its draws (`MAX_ABLATION`). The draw is seeded by the epis
 hold-out is random given the record: a valid randomized comparison, whose allocation
 depends on earlier outcomes (a response-adaptive design).
 
+Only episodes of tasks that failed before count (`evolve.skills._failed`): an episode is
+eligible when skills were selected for it AND its task failed in an EARLIER training episode
+of the workspace (recorded in `memory/skills/_failed_tasks.yaml`, committed with the count or
+the batch, so a resumed stream keeps it). The tasks the agent always passes are the ones a
+skill changes nothing on; counting them diluted both arms. The stratum is fixed before the
+episode runs, so the comparison within it stays randomized.
+
 A rewritten lesson is a new treatment: when a batch's MERGE or REVISE changes a skill's text,
 its record restarts at 0 (`count_ops_after`), so a wrong lesson written over a good skill
 does not inherit the good record, nor a good lesson a wrong one's.
@@ -60,12 +67,15 @@ stream the chance that a skill with no effect is retired is larger than the 5 % 
 no effect, pass rate 0.9, two other candidates, 60 eligible episodes, about 10 % (2 % with
 the fixed 0.2 share and independent hold-outs, the price of the pending share); a skill
 that lowers the pass rate from 0.95 by 0.22 is retired within those 60 episodes about 74 %
-of the time (63 % before). Measured on the sim (`benchmarks/bench_skills.py`, an oracle
-with/without run for every skill, 23 stream orders of 240 episodes: seeds 0-2 and 10-29):
-23 of the 58 wrong lessons that hurt when injected were retired (13 of 63 with the previous
-rule), and 7 right lessons were retired that the oracle found harmless (11 before). The
-wrong lessons left had little evidence: a topic's wrong lesson meets 3 to 8 of the tasks its
-harm lives on (the verify tasks) in 240 episodes. See docs/sim.md.
+of the time (63 % before); these are per eligible (counted) episode. Measured on the sim
+(`benchmarks/bench_skills.py`, an oracle with/without run for every skill, 23 stream orders
+of 240 episodes: seeds 0-2 and 10-29): 34 of the 78 wrong lessons that hurt when injected
+were retired and 4 right lessons the oracle found harmless (26 of 74 and 7 without the
+failed-before stratum; of those harmful with the slot left empty 31 of 60, against 23 of 58
+without the stratum and 13 of 63 with independent hold-outs); on the 3 default seeds
+alone 4 of 11 and 2 false (6 of 11 and 1 without the stratum: a noisy subset). The wrong
+lessons left had little evidence: a topic's wrong lesson meets 3 to 8 of the tasks its harm
+lives on (the verify tasks) in 240 episodes. See docs/sim.md.
 """
 
 from __future__ import annotations

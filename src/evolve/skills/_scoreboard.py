@@ -67,7 +67,10 @@ stream the chance that a skill with no effect is retired is larger than the 5 % 
 no effect, pass rate 0.9, two other candidates, 60 eligible episodes, about 10 % (2 % with
 the fixed 0.2 share and independent hold-outs, the price of the pending share); a skill
 that lowers the pass rate from 0.95 by 0.22 is retired within those 60 episodes about 74 %
-of the time (63 % before); these are per eligible (counted) episode. Measured on the sim
+of the time (63 % before); these are per eligible (counted) episode. With nine tasks, two
+where the skill matters (pass rate 0.7) and seven it changes nothing on (0.98), 120
+episodes: a skill that lowers the two by 0.3 is retired about 48 % of the time with the
+failed-before stratum (38 % counting every episode), one with no effect about 14 % either way. Measured on the sim
 (`benchmarks/bench_skills.py`, an oracle with/without run for every skill, 23 stream orders
 of 240 episodes: seeds 0-2 and 10-29): 34 of the 78 wrong lessons that hurt when injected
 were retired and 4 right lessons the oracle found harmless (26 of 74 and 7 without the

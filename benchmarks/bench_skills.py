@@ -27,7 +27,8 @@ lessons harmful with their slot left empty (the counterfactual the scoreboard's 
 compares); `--verbose` prints each skill's two lifts and its scoreboard record.
 
 Run: `python benchmarks/bench_skills.py [--episodes 240] [--runs 2] [--seeds 0,1,2]
-[--holdout 0.2] [--confidence 0.9] [--verbose]`.
+[--holdout 0.2] [--confidence 0.9] [--verbose]`. The sweep the docs quote (23 stream
+orders): `--seeds 0,1,2,10,11,...,29` (about 100 s on the sim).
 The sim's numbers test the harness's mechanics; they say nothing about real models.
 """
 

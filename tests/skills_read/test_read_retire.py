@@ -2,7 +2,8 @@
 
 The bound: a skill that fails every eligible episode it is injected into, while held-out
 episodes pass, is retired at the first episode after which both arms hold `MIN_EACH` (2)
-episodes (Newcombe's 90 % upper end is then below 0, see test_read_scoreboard). With the
+episodes (Newcombe's 90 % upper end is then below 0, see test_read_scoreboard), counting
+only episodes whose task failed in an earlier episode (evolve.skills._failed). With the
 shipped seeds the stream below gets there at episode 4 (2 injected, 3 held out: a skill with
 fewer than 4 held-out episodes is held out at the pending share 0.5; it was episode 10 with
 a fixed 0.2); the test asserts the retirement happens exactly at that first episode and
@@ -83,10 +84,14 @@ def test_a_planted_harmful_skill_is_retired_within_the_bound(
     records = _record(ws)
     injected = held = 0
     first = None
+    failed: set[str] = set()  # the stratum: only tasks that failed before count
     for r in records:
         assert r["task_success"] is (not r["skills_injected"])  # the planted harm
-        injected += "skip-lookup" in r["skills_injected"]
-        held += "skip-lookup" in r["skills_held_out"]
+        if r["task_id"] in failed:
+            injected += "skip-lookup" in r["skills_injected"]
+            held += "skip-lookup" in r["skills_held_out"]
+        if not r["task_success"]:
+            failed.add(r["task_id"])
         if first is None and injected >= MIN_EACH and held >= MIN_EACH:
             first = r["episode"]
         elif first is not None:

@@ -37,6 +37,7 @@ from evolve.ops import Refusal
 from evolve.review import as_pending
 from evolve.skills._consolidate import plan_consolidation
 from evolve.skills._evolver import ask_consolidator, ask_evolver
+from evolve.skills._failed import failed_files
 from evolve.skills._plan import BatchPlan, Maker, plan_batch
 from evolve.skills._reflect import Candidate, apps_of, reflect
 from evolve.skills._scoreboard import count_ops_after
@@ -91,6 +92,8 @@ class SkillsBatches:
     # the skills scoreboard (evolve.skills._scoreboard): the batch's episodes' (injected,
     # held out, passed), counted in the batch's own commit
     counts: list[tuple[list[str], list[str], bool]] = field(default_factory=list)
+    # the tasks failed so far (evolve.skills._failed), written with the batch's commit
+    failed: set[str] | None = None
     results: list[BatchResult] = field(default_factory=list)
     turns_seen: list[int] = field(default_factory=list)
 
@@ -182,7 +185,8 @@ class SkillsBatches:
         episodes = list(self.episodes)
         last = episodes[-1]
         result = BatchResult(batch, episodes)
-        if not self.candidates and not self.refused and not self.counts:
+        failed = failed_files(self.ws.root, self.failed) if self.failed is not None else {}
+        if not self.candidates and not self.refused and not self.counts and not failed:
             return result
         cfg = self.config
         units = self._units()
@@ -220,6 +224,7 @@ class SkillsBatches:
         files = {STAGING_PATH: text.encode("utf-8") if text else None}
         if (raw or "") == text:
             files = {}
+        files.update(failed)
         counted = count_ops_after(plan.ops, units, self.counts)  # scoreboard counters
         applied = applier.apply([*plan.ops, *counted], units, extra_files=files)
         all_refused = [*refused, *plan.refused, *applied.refused]

@@ -36,6 +36,13 @@ cover at most 60 % of its draws (`MAX_ABLATION`). The draw is seeded by the epis
 hold-out is random given the record: a valid randomized comparison, whose allocation
 depends on earlier outcomes (a response-adaptive design).
 
+Only episodes of tasks that failed before count (`evolve.skills._failed`): an episode is
+eligible when skills were selected for it AND its task failed in an EARLIER training episode
+of the workspace (recorded in `memory/skills/_failed_tasks.yaml`, committed with the count or
+the batch, so a resumed stream keeps it). The tasks the agent always passes are the ones a
+skill changes nothing on; counting them diluted both arms. The stratum is fixed before the
+episode runs, so the comparison within it stays randomized.
+
 A rewritten lesson is a new treatment: when a batch's MERGE or REVISE changes a skill's text,
 its record restarts at 0 (`count_ops_after`), so a wrong lesson written over a good skill
 does not inherit the good record, nor a good lesson a wrong one's.
@@ -60,12 +67,18 @@ stream the chance that a skill with no effect is retired is larger than the 5 % 
 no effect, pass rate 0.9, two other candidates, 60 eligible episodes, about 10 % (2 % with
 the fixed 0.2 share and independent hold-outs, the price of the pending share); a skill
 that lowers the pass rate from 0.95 by 0.22 is retired within those 60 episodes about 74 %
-of the time (63 % before). Measured on the sim (`benchmarks/bench_skills.py`, an oracle
-with/without run for every skill, 23 stream orders of 240 episodes: seeds 0-2 and 10-29):
-23 of the 58 wrong lessons that hurt when injected were retired (13 of 63 with the previous
-rule), and 7 right lessons were retired that the oracle found harmless (11 before). The
-wrong lessons left had little evidence: a topic's wrong lesson meets 3 to 8 of the tasks its
-harm lives on (the verify tasks) in 240 episodes. See docs/sim.md.
+of the time (63 % before); these are per eligible (counted) episode. With nine tasks, two
+where the skill matters (pass rate 0.7) and seven it changes nothing on (0.98), 120
+episodes: a skill that lowers the two by 0.3 is retired about 48 % of the time with the
+failed-before stratum (38 % counting every episode), one with no effect about 14 % either way. Measured on the sim
+(`benchmarks/bench_skills.py`, an oracle with/without run for every skill, 23 stream orders
+of 240 episodes: seeds 0-2 and 10-29): 34 of the 78 wrong lessons that hurt when injected
+were retired and 4 right lessons the oracle found harmless (26 of 74 and 7 without the
+failed-before stratum; of those harmful with the slot left empty 31 of 60, against 23 of 58
+without the stratum and 13 of 63 with independent hold-outs); on the 3 default seeds
+alone 4 of 11 and 2 false (6 of 11 and 1 without the stratum: a noisy subset). The wrong
+lessons left had little evidence: a topic's wrong lesson meets 3 to 8 of the tasks its harm
+lives on (the verify tasks) in 240 episodes. See docs/sim.md.
 """
 
 from __future__ import annotations
@@ -315,28 +328,35 @@ def settle(
     recipe: str,
     confidence: float,
     extra_trailers: Sequence[tuple[str, str]] = (),
+    extra_files: Mapping[str, bytes | None] | None = None,
 ) -> ScoreboardResult:
     """Count `outcomes` on the scoreboard (one commit, `Evolve-Kind: skill count`) and retire
     every skill that is then confidently harmful (one commit each, `Evolve-Kind: skill
     retire`, the evidence in the body). Goes through the applier and the store; the caller
-    holds the writer lock (`evolve.recovery.writer`)."""
+    holds the writer lock (`evolve.recovery.writer`). `extra_files` (the failed-task record,
+    `evolve.skills._failed`) go with the first count commit, or in one of their own."""
     from evolve.applier import MemoryApplier
-    from evolve.memory import load_units
+    from evolve.memory import GLOBAL_SCOPE, load_units
     from evolve.store._trailers import format_ops
 
     result = ScoreboardResult()
     units = load_units(ws.root)
     ops = count_ops(units, outcomes)
-    for scope in sorted({op.unit.scope for op in ops}):
+    files = dict(extra_files or {})
+    for scope in sorted({op.unit.scope for op in ops} | ({GLOBAL_SCOPE} if files else set())):
         mine = [op for op in ops if op.unit.scope == scope]
         applier = MemoryApplier(ws, scope)
-        applied = applier.apply(mine, units)
+        applied = applier.apply(mine, units, extra_files=files)
+        files = {}
         if applied.paths:
             ids = ", ".join(op.id for op in applied.applied)
+            body = f"Counted {len(applied.applied)} skill(s): {ids or 'none'}."
+            if any(p.endswith("_failed_tasks.yaml") for p in applied.paths):
+                body += "\nThe record of tasks failed so far changed (memory/skills/_failed_tasks.yaml)."
             result.count_commit = ws.store.commit(
                 applied.paths,
                 f"skills: scoreboard counts for episode(s) {episodes}",
-                body=f"Counted {len(applied.applied)} skill(s): {ids}.",
+                body=body,
                 trailers=_trailers(
                     "skill count", episodes, recipe,
                     format_ops((op.op, op.id) for op in applied.applied), extra_trailers,

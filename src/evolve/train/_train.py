@@ -42,6 +42,7 @@ from evolve.llm import LLM, make_role_llm
 from evolve.memory import UnitReader, in_scope, scope_for
 from evolve.ops import Op
 from evolve.recovery import recover_workspace
+from evolve.skills._failed import failed_files, load_failed
 from evolve.skills._select import make_picker, settings_of
 from evolve.store import (
     EPISODE,
@@ -320,6 +321,7 @@ def score_episodes(
     sid: str,
     clock: int,
     generation: int | None,
+    failed: set[str] | None = None,
 ) -> None:
     """Count training episodes on the skills scoreboard (see evolve.skills._scoreboard) and
     retire what is then confidently harmful; the commits carry episode `k`, like the
@@ -336,7 +338,23 @@ def score_episodes(
         recipe=recipe,
         confidence=settings_of(ws.config).retire_confidence,
         extra_trailers=extra,
+        extra_files=failed_files(ws.root, failed) if failed is not None else None,
     )
+
+
+def stratum(
+    failed: set[str] | None, task_id: str, seen: tuple[list[str], list[str]], passed: bool
+) -> tuple[list[tuple[list[str], list[str], bool]], bool]:
+    """The episode's scoreboard outcome (none unless skills were selected and its task failed
+    in an earlier episode) and whether its task failed now for the first time; adds it to
+    `failed` then. Without a record (skills off) nothing counts."""
+    if failed is None:
+        return [], False
+    counts = [(*seen, passed)] if (seen[0] or seen[1]) and task_id in failed else []
+    newly = not passed and task_id not in failed
+    if newly:
+        failed.add(task_id)
+    return counts, newly
 
 
 def _train(
@@ -395,6 +413,9 @@ def _train(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # skills (issue 13): failed episodes feed a batch; the batch, not the episode, commits.
     batches = skills_batches(ws, name, sid, persona, env, review, generation, evolver_llm)
+    failed = load_failed(ws.root) if settings_of(ws.config).enabled or batches else None
+    if batches is not None:
+        batches.failed = failed
     for k in range(start, total):
         task = tasks[k]
         units = reader.load()
@@ -475,16 +496,16 @@ def _train(
         elif batches is not None:  # skills.near_misses: a pass after retries may teach too
             batches.near_miss(k, task, result, updater_llm, derive_seed(sid, k, "update"))
         seen = (result.record.skills_injected, result.record.skills_held_out)
+        # The scoreboard counts an episode only when its task failed before (evolve.skills._failed).
+        counts, newly = stratum(failed, task.id, seen, result.record.task_success)
         if batches is not None:
-            if seen[0] or seen[1]:  # counted in the batch's own commit
-                batches.counts.append((*seen, result.record.task_success))
+            batches.counts.extend(counts)  # counted in the batch's own commit
             outcome.commit = batches.end_episode(k, total, clock) or outcome.commit
             if batch_end(ws, k, total):  # then retire what is confidently harmful
                 score_episodes(ws, [], k, name, persona, sid, clock, generation)
-        elif seen[0] or seen[1]:
+        elif counts or newly:
             # The skills scoreboard: count the episode, retire what is confidently harmful.
-            outcome_of = [(*seen, result.record.task_success)]
-            score_episodes(ws, outcome_of, k, name, persona, sid, clock, generation)
+            score_episodes(ws, counts, k, name, persona, sid, clock, generation, failed)
         logged = result.record.model_copy(
             update={"commit": outcome.commit, "refused": outcome.refused, "episode": k}
         )

@@ -1,0 +1,68 @@
+"""The tasks that have failed in training so far: the scoreboard's stratum (issue 13, item 5).
+
+A skill's harm or help shows only on tasks it can change; most training episodes are of tasks
+the agent passes with or without any skill, and counting them dilutes the comparison (the
+sim's wrong lesson hurts only its app's verify tasks, about 2 of 9). So the scoreboard counts
+an episode only when its task has failed in an EARLIER training episode of this workspace: a
+covariate fixed before the episode runs (it depends on history strictly before it, never on
+the episode's arm), so both arms are restricted alike and the hold-out stays randomized
+within the stratum.
+
+The record is `memory/skills/_failed_tasks.yaml` (a sorted list of task ids), written by the
+applier as an extra file with the commit that first needs it (a skills batch, or a scoreboard
+count commit), so a resumed or restarted stream reads what the committed episodes left, and an
+episode whose commit was lost is replayed with the record as it stood before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import yaml
+
+from evolve.errors import EvolveError
+
+FAILED_PATH = "memory/skills/_failed_tasks.yaml"
+MAX_TASKS = 10_000
+_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def parse_failed(raw: str | None) -> set[str]:
+    """The task ids in the record's text (empty for none)."""
+    if not raw or not raw.strip():
+        return set()
+    try:
+        data = yaml.load(raw, Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        raise EvolveError(f"{FAILED_PATH} is not valid YAML: {exc}") from exc
+    if data is None:
+        return set()
+    if not isinstance(data, list) or not all(isinstance(t, str) for t in data):
+        raise EvolveError(f"{FAILED_PATH} must be a list of task ids.")
+    return set(data)
+
+
+def dump_failed(tasks: Iterable[str]) -> str:
+    """The record's text for `tasks` (sorted, at most MAX_TASKS; empty text for none)."""
+    ids = sorted(set(tasks))[:MAX_TASKS]
+    if not ids:
+        return ""
+    return str(yaml.safe_dump(ids, default_flow_style=False, allow_unicode=True))
+
+
+def load_failed(root: Path) -> set[str]:
+    """The record as it is in the workspace at `root`."""
+    full = root / FAILED_PATH
+    return parse_failed(full.read_text(encoding="utf-8") if full.is_file() else None)
+
+
+def failed_files(root: Path, tasks: Iterable[str]) -> dict[str, bytes | None]:
+    """The applier's `extra_files` entry that writes `tasks` as the record (nothing when the
+    workspace already holds exactly that)."""
+    full = root / FAILED_PATH
+    raw = full.read_text(encoding="utf-8") if full.is_file() else ""
+    text = dump_failed(tasks)
+    if raw == text:
+        return {}
+    return {FAILED_PATH: text.encode("utf-8") if text else None}

@@ -1,0 +1,86 @@
+"""The scoreboard counts only episodes whose task failed in an EARLIER training episode.
+
+Issue 13, item 5: most training episodes are of tasks the agent passes with or without any
+skill; counting them dilutes the comparison. The stratum (`evolve.skills._failed`) is fixed
+before the episode runs, and its record (`memory/skills/_failed_tasks.yaml`) is committed with
+the count, so a resumed stream (a new process) keeps counting the tasks that failed before it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from test_read_retire import _plant
+
+from conftest import GitRunner
+from evolve.skills._failed import FAILED_PATH, dump_failed, parse_failed
+from evolve.train import train
+from evolve.train._train import stratum
+from evolve.workspace import Workspace
+
+
+def test_an_episode_of_a_task_that_never_failed_does_not_count() -> None:
+    failed: set[str] = set()
+    seen: tuple[list[str], list[str]] = (["s"], [])
+    assert stratum(failed, "t1", seen, True) == ([], False)  # passed, never failed: no count
+    assert stratum(failed, "t1", seen, False) == ([], True)  # its first failure: no count yet
+    assert failed == {"t1"}
+    assert stratum(failed, "t1", seen, True) == ([(["s"], [], True)], False)  # failed before
+    assert stratum(failed, "t2", ([], []), False) == ([], True)  # no skill: nothing counted
+    assert stratum(None, "t1", seen, False) == ([], False)  # skills off: no record
+
+
+def test_the_record_round_trips_and_refuses_a_bad_file() -> None:
+    assert parse_failed(dump_failed({"b", "a:x"})) == {"a:x", "b"}
+    assert dump_failed(set()) == "" and parse_failed("") == set()
+    for bad in ("{a: 1}", "- [x]\n", "- a\n- 3\n"):
+        try:
+            parse_failed(bad)
+        except Exception as exc:  # EvolveError, one sentence naming the file
+            assert FAILED_PATH in str(exc)
+        else:
+            raise AssertionError(bad)
+
+
+def _records(ws: Workspace) -> list[dict[str, Any]]:
+    (log,) = sorted(ws.runs_dir.glob("train-*.jsonl"))
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def _expected(records: list[dict[str, Any]], failed: set[str]) -> tuple[int, int]:
+    injected = held = 0
+    for r in records:
+        if r["task_id"] in failed:
+            injected += "skip-lookup" in r["skills_injected"]
+            held += "skip-lookup" in r["skills_held_out"]
+        if not r["task_success"]:
+            failed.add(r["task_id"])
+    return injected, held
+
+
+def test_the_failed_task_record_survives_a_resume(workspace: Workspace, run_git: GitRunner) -> None:
+    _plant(workspace, run_git)
+    config = yaml.safe_load((workspace.root / "evolve.yaml").read_text())
+    config["skills"]["retire_confidence"] = 0.99999  # keep the skill counted: no retirement
+    (workspace.root / "evolve.yaml").write_text(yaml.safe_dump(config))
+    run_git(workspace.root, "commit", "-qam", "no retirement")
+    train(Workspace(workspace.root), recipe="ace", episodes=8)
+    first = _records(workspace)
+    failed_first = {r["task_id"] for r in first if not r["task_success"]}
+    assert failed_first
+    committed = run_git(workspace.root, "show", f"HEAD:{FAILED_PATH}")
+    assert parse_failed(committed) == failed_first
+
+    train(Workspace(workspace.root), recipe="ace", episodes=16)  # a new process resumes
+    records = _records(workspace)
+    assert [r["episode"] for r in records] == list(range(16))
+    counters = yaml.safe_load((workspace.root / "memory/skills/general/_counters.yaml").read_text())
+    got = (counters["skip-lookup"]["injected"], counters["skip-lookup"]["held_out"])
+    assert got == _expected(records, set())
+    # Had the resume lost the record, the second half would have counted less: the test bites.
+    lost = _expected(first, set())
+    later = _expected(records[8:], set())
+    assert got != (lost[0] + later[0], lost[1] + later[1])
+    assert run_git(workspace.root, "status", "--porcelain", "--", "memory").strip() == ""

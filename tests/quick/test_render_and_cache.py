@@ -143,3 +143,22 @@ def test_a_file_changed_just_now_is_not_remembered(
     _memory(capsys)
     cache = ws.store.git_dir / "evolve-units.cache"
     assert not cache.exists()  # racy: it could change again without its times moving
+
+
+def test_learned_time_is_the_same_from_its_cache() -> None:
+    """The parsed `valid_from` is cached by string: the second read is the first's value."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from evolve.quick._render import learned_time
+
+    cases = {
+        "2026-01-03T00:00:00Z": datetime(2026, 1, 3, tzinfo=UTC),
+        "2026-01-03T01:00:00+01:00": datetime(2026, 1, 3, tzinfo=UTC),
+        "2026-01-03": datetime(2026, 1, 3, tzinfo=UTC),
+        "not a date": datetime.min.replace(tzinfo=UTC),
+        "": datetime.min.replace(tzinfo=UTC),
+    }
+    for _ in range(2):
+        for text, expected in cases.items():
+            assert learned_time(SimpleNamespace(valid_from=text)) == expected

@@ -11,7 +11,17 @@ import pytest
 from evolve.applier import MemoryApplier, Op
 from evolve.llm._mock import MockLLM
 from evolve.memory import MemoryUnit, load_units
-from evolve.updaters import RECIPES, EpisodeView, RecipeContext, Update, get_recipe, render_for
+from evolve.quick import _render
+from evolve.quick._render import render_keyed
+from evolve.updaters import (
+    RECIPES,
+    EpisodeView,
+    RecipeContext,
+    Update,
+    _tepa,
+    get_recipe,
+    render_for,
+)
 from evolve.updaters._tepa import VOCABULARY, snap
 from evolve.workspace import Workspace
 
@@ -280,3 +290,44 @@ def test_the_prompt_shows_active_precedents_and_the_vocabulary() -> None:
     assert f"[sms.signoff] {DASH_NAME}" in prompt
     assert "Use the Amex." not in prompt
     assert all(key in prompt for key in VOCABULARY)
+
+
+def _varied_precedents() -> list[MemoryUnit]:
+    return [
+        _precedent("t3", "sms.signoff", "- " + DASH_NAME, valid_from="2026-01-03T00:00:00Z"),
+        _precedent("t1", "payment.card", CARD + "\n\n  * And tip well.", valid_from="2026-01-01"),
+        _precedent("t2", "sms.tone", "Be brief.", status="revoked", revoked_at=1),
+        _precedent("t0", "sms.length", INITIALS),  # never set: oldest
+        _precedent("t4", "note.title", "Title notes by date.", valid_from="not a date"),
+    ]
+
+
+def test_the_tepa_render_is_byte_identical_to_the_keyed_renderer() -> None:
+    units = _varied_precedents()
+    rendered = get_recipe("tepa").render(units)
+    assert rendered == render_keyed(units)
+    assert get_recipe("tepa").render(list(reversed(units))) == render_keyed(list(reversed(units)))
+    assert get_recipe("tepa").render(units) == rendered  # from the cache: the same bytes
+
+
+def test_an_episode_renders_each_precedent_line_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Training renders the precedents for the agent and again in the updater's prompt: the
+    second render must reuse the lines (counted, not timed), and an edited unit re-renders."""
+    calls: list[str] = []
+    real = _render.tagged
+
+    def counting(unit_id: str, text: str) -> str:
+        calls.append(unit_id)
+        return real(unit_id, text)
+
+    monkeypatch.setattr(_render, "tagged", counting)
+    monkeypatch.setattr(_tepa, "tagged", counting, raising=False)
+    units = _varied_precedents()
+    render_memory(units, ALEX)  # the agent's memory
+    update = _observe(units, [])  # the updater's prompt
+    assert sorted(calls) == ["t0", "t1", "t3", "t4"]  # once per active precedent
+    assert update.ops == []
+    edited = [units[0].with_(text="Sign with -P."), *units[1:]]
+    calls.clear()
+    assert "[t3] [sms.signoff] Sign with -P." in get_recipe("tepa").render(edited)
+    assert calls == ["t3"]

@@ -78,7 +78,7 @@ class UnitReader:
 
     def _walk(
         self,
-        folder: Path,
+        folder: str | Path,
         prefix: str,
         seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]],
         sidecars: dict[str, tuple[tuple[int, int, int], Counters]],
@@ -88,7 +88,7 @@ class UnitReader:
             for entry in entries:
                 name = entry.name
                 if entry.is_dir(follow_symlinks=False):
-                    self._walk(Path(entry.path), f"{prefix}/{name}", seen, sidecars)
+                    self._walk(entry.path, f"{prefix}/{name}", seen, sidecars)
                     continue
                 if name == COUNTERS_NAME and entry.is_file(follow_symlinks=False):
                     rel = f"{prefix}/{name}"
@@ -98,8 +98,7 @@ class UnitReader:
                     if known is not None and known[0] == key:
                         sidecars[rel] = known
                     else:
-                        raw = Path(entry.path).read_text(encoding="utf-8")
-                        sidecars[rel] = (key, read_counters(rel, raw))
+                        sidecars[rel] = (key, read_counters(rel, _read(entry.path)))
                     continue
                 if (
                     not name.endswith(".md")
@@ -114,8 +113,13 @@ class UnitReader:
                 if cached is not None and cached[0] == key:
                     seen[rel] = cached
                 else:
-                    raw = Path(entry.path).read_text(encoding="utf-8")
-                    seen[rel] = (key, read_unit(rel, raw))
+                    seen[rel] = (key, read_unit(rel, _read(entry.path)))
+
+
+def _read(path: str) -> str:
+    """The text of the file at `path` (UTF-8, universal newlines, as `Path.read_text`)."""
+    with open(path, encoding="utf-8") as f:
+        return f.read()
 
 
 def load_units(root: Path) -> list[MemoryUnit]:

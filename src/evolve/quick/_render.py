@@ -54,11 +54,33 @@ def learned_time(unit: UnitLike) -> datetime:
     """When `unit` became active: its `valid_from` (naive taken as UTC); never set → oldest."""
     if not unit.valid_from:
         return _NEVER
+    return _parsed_time(unit.valid_from)
+
+
+_TIMES: dict[str, datetime] = {}
+_TIMES_MAX = 16384  # distinct `valid_from` strings kept before the cache starts over
+
+
+def _parsed_time(valid_from: str) -> datetime:
+    """`valid_from` as an aware time (naive taken as UTC), or the oldest when not a time.
+
+    Cached by the string (a plain dict: the fast path imports no functools): every render
+    sorts every unit by it, and the strings repeat from one render (episode) to the next.
+    """
+    when = _TIMES.get(valid_from)
+    if when is not None:
+        return when
     try:
-        when = datetime.fromisoformat(unit.valid_from.replace("Z", "+00:00"))
+        when = datetime.fromisoformat(valid_from.replace("Z", "+00:00"))
     except ValueError:
-        return _NEVER
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+        when = _NEVER
+    else:
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+    if len(_TIMES) >= _TIMES_MAX:
+        _TIMES.clear()
+    _TIMES[valid_from] = when
+    return when
 
 
 def learned_key(unit: UnitLike) -> tuple[datetime, str]:

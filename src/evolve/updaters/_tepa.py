@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime
+from operator import itemgetter
 
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import normalize
 from evolve.ops import Op, Refusal
-from evolve.quick._render import render_keyed
+from evolve.quick._render import learned_key, tagged
 from evolve.updaters._base import (
     MAX_STATEMENT,
     RecipeContext,
@@ -116,11 +118,43 @@ def snap(key: str) -> tuple[str, str | None]:
     return kept, f"key {key!r} kept as {kept}: no vocabulary key for that detail{extra}"
 
 
+# Each unit's rendered line and sort key, by unit object: a unit is frozen, so the same
+# object always renders the same line. Training renders the precedents twice an episode (the
+# agent's memory, then the updater's prompt) over the same unit objects, and the reader hands
+# back the same objects for files that did not change, so a line is built once per unit
+# version, not once per render. An edited unit is a new object, hence a new line.
+_Row = tuple[MemoryUnit, tuple[datetime, str], str]
+_LINES: dict[int, _Row] = {}
+_SPARE = 256  # entries kept beyond twice the last render's before the cache is rebuilt
+_by_key = itemgetter(1)
+
+
+def render_precedents(units: Sequence[MemoryUnit]) -> str:
+    """`evolve.quick._render.render_keyed(units)`, byte for byte, reusing each unit's line."""
+    cache = _LINES
+    used: dict[int, _Row] = {}
+    rows: list[_Row] = []
+    for unit in units:
+        if unit.status != "active":
+            continue
+        row = cache.get(id(unit))
+        if row is None or row[0] is not unit:
+            row = (unit, learned_key(unit), tagged(unit.id, f"[{unit.key}] {unit.text}"))
+            cache[id(unit)] = row
+        used[id(unit)] = row
+        rows.append(row)
+    if len(cache) > 2 * len(used) + _SPARE:  # units gone since: forget them
+        cache.clear()
+        cache.update(used)
+    rows.sort(key=_by_key)  # stable, as `active_by_age` sorts
+    return "\n".join(row[2] for row in rows)
+
+
 class TepaRecipe:
     name = "tepa"
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
-        return render_keyed(units)
+        return render_precedents(units)
 
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         return []

@@ -55,6 +55,7 @@ from evolve.memory import load_units
 from evolve.sim import SimLLM
 from evolve.sim._skills import WRONG
 from evolve.skills._scoreboard import score_of
+from evolve.skills._strata import load_strata
 from evolve.skills._select import (
     Selection,
     SkillPicker,
@@ -268,6 +269,7 @@ def _oracle(ws: Workspace, runs: int) -> list[Truth]:
     units = [u for u in load_units(ws.root) if u.kind == "skill"]
     final = [u for u in units if u.status == "active"]
     retired_at = _retirements(ws)
+    strata = load_strata(ws.root)
     tasks = sorted(env.tasks("train"), key=lambda t: t.id)
     kw: dict[str, Any] = {"max_injected": s.max_injected, "budget_tokens": s.budget_tokens}
     out = []
@@ -292,7 +294,7 @@ def _oracle(ws: Workspace, runs: int) -> list[Truth]:
                 lift_direct = base - _pass_rate(ws, env, direct, eligible, runs)
             is_wrong = unit.text.startswith(wrong)
             truth = Truth(unit.id, is_wrong, unit.status, lift, len(eligible), lift_direct)
-            truth.record = score_of(unit, s.retire_confidence).evidence()
+            truth.record = score_of(unit, s.retire_confidence, strata).evidence()
             out.append(truth)
     return out
 

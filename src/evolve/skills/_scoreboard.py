@@ -89,6 +89,8 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
+from evolve.skills._strata import Cell, Outcome, Strata, strata_files
+
 SKILL_COUNTERS: tuple[str, ...] = ("injected", "injected_pass", "held_out", "held_out_pass")
 MIN_EACH = 2
 PENDING_SHARE = 0.5  # the hold-out share of a skill whose evidence is pending
@@ -121,15 +123,98 @@ def newcombe(x1: int, n1: int, x0: int, n0: int, confidence: float) -> tuple[flo
     return max(-1.0, lo), min(1.0, hi)
 
 
+# --- the stratified estimator (tasks as strata) ---------------------------------------
+def _restricted(x1: int, n1: int, x0: int, n0: int, delta: float) -> tuple[float, float]:
+    """Maximum-likelihood rates (p1, p0) of one task's two arms under p1 - p0 = delta: the
+    closed form of Miettinen and Nurminen (1985), as Farrington and Manning (1990) write it."""
+    p1, p0 = x1 / n1, x0 / n0
+    theta = n0 / n1
+    a = 1 + theta
+    b = -(1 + theta + p1 + theta * p0 + delta * (theta + 2))
+    c = delta * delta + delta * (2 * p1 + theta + 1) + p1 + theta * p0
+    d = -p1 * delta * (1 + delta)
+    v = b**3 / (27 * a**3) - b * c / (6 * a * a) + d / (2 * a)
+    s = b * b / (9 * a * a) - c / (3 * a)
+    u = math.copysign(math.sqrt(max(s, 0.0)), v) if v != 0 else math.sqrt(max(s, 0.0))
+    if u == 0:
+        r1 = -b / (3 * a)
+    else:
+        w = (math.pi + math.acos(max(-1.0, min(1.0, v / u**3)))) / 3
+        r1 = 2 * u * math.cos(w) - b / (3 * a)
+    lo, hi = max(0.0, delta), min(1.0, 1.0 + delta)
+    r1 = min(hi, max(lo, r1))
+    return r1, r1 - delta
+
+
+def _score_z(cells: Sequence[Cell], weights: Sequence[float], delta: float) -> float:
+    """The stratified score statistic for a common lift `delta` (CMH weights; each task's
+    variance at its restricted rates, with Miettinen-Nurminen's N/(N-1))."""
+    num = var = 0.0
+    for (x1, n1, x0, n0), w in zip(cells, weights, strict=True):
+        num += w * (x1 / n1 - x0 / n0 - delta)
+        r1, r0 = _restricted(x1, n1, x0, n0, delta)
+        n = n1 + n0
+        var += w * w * (r1 * (1 - r1) / n1 + r0 * (1 - r0) / n0) * n / (n - 1)
+    if var <= 0:
+        return 0.0 if abs(num) < 1e-12 else math.copysign(math.inf, num)
+    return num / math.sqrt(var)
+
+
+@dataclass(frozen=True)
+class Stratified:
+    """A skill's lift combined over the tasks where both arms were seen."""
+
+    tasks: int  # tasks with both arms observed
+    injected: int  # episodes in those tasks, per arm
+    held_out: int
+    lift: float | None  # Mantel-Haenszel (CMH-weighted) difference of pass rates
+    interval: tuple[float, float] | None  # stratified score interval (Miettinen-Nurminen)
+    z: float  # the score statistic at lift 0 (the CMH test of no effect)
+
+
+def stratified(strata: Iterable[tuple[int, int, int, int]], confidence: float) -> Stratified:
+    """Compare the arms within each task and combine (see the module doc). `strata` holds
+    (injected, injected_pass, held_out, held_out_pass) per task; tasks missing an arm drop."""
+    cells = [(b, a, d, c) for a, b, c, d in strata if a > 0 and c > 0]
+    if not cells:
+        return Stratified(0, 0, 0, None, None, 0.0)
+    weights = [n1 * n0 / (n1 + n0) for _x1, n1, _x0, n0 in cells]
+    total = sum(weights)
+    lift = sum(w * (x1 / n1 - x0 / n0) for (x1, n1, x0, n0), w in zip(cells, weights, strict=True))
+    lift /= total
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+
+    def root(target: float, lo: float, hi: float) -> float:
+        # Z(delta) decreases in delta; find Z(delta) = target on [lo, hi].
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if _score_z(cells, weights, mid) > target:
+                lo = mid
+            else:
+                hi = mid
+        return (lo + hi) / 2
+
+    eps = 1e-9
+    lower = -1.0 if _score_z(cells, weights, -1 + eps) <= z else root(z, -1 + eps, lift)
+    upper = 1.0 if _score_z(cells, weights, 1 - eps) >= -z else root(-z, lift, 1 - eps)
+    return Stratified(
+        len(cells), sum(c[1] for c in cells), sum(c[3] for c in cells), lift,
+        (max(-1.0, min(lower, lift)), min(1.0, max(upper, lift))),
+        _score_z(cells, weights, 0.0),
+    )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Score:
-    """One skill's record on the scoreboard."""
+    """One skill's record on the scoreboard: the pooled counters and, per task, the two arms
+    (`strata`: (injected, injected_pass, held_out, held_out_pass) per task)."""
 
     injected: int = 0
     injected_pass: int = 0
     held_out: int = 0
     held_out_pass: int = 0
     confidence: float = 0.9
+    strata: tuple[Cell, ...] = ()
 
     @property
     def rate_injected(self) -> float | None:
@@ -141,25 +226,35 @@ class Score:
 
     @property
     def lift(self) -> float | None:
+        """The pooled lift (shown; retirement decides on the stratified one)."""
         a, b = self.rate_injected, self.rate_held_out
         return None if a is None or b is None else a - b
 
     @property
     def interval(self) -> tuple[float, float] | None:
+        """Newcombe's interval on the pooled counts (shown; not what retires)."""
         return newcombe(
             self.injected_pass, self.injected, self.held_out_pass, self.held_out, self.confidence
         )
 
     @property
+    def within(self) -> Stratified:
+        """The lift compared within each task and combined (what retirement decides on)."""
+        return stratified(self.strata, self.confidence)
+
+    @property
     def harmful(self) -> bool:
-        """Confidently negative: enough episodes in each arm and the interval below 0."""
-        if self.injected < MIN_EACH or self.held_out < MIN_EACH:
+        """Confidently negative: at least MIN_EACH episodes in each arm over the tasks where
+        both arms were seen, and the stratified interval below 0."""
+        st = self.within
+        if st.injected < MIN_EACH or st.held_out < MIN_EACH or st.interval is None:
             return False
-        iv = self.interval
-        return iv is not None and iv[1] < 0
+        return st.interval[1] < 0
 
     def as_dict(self) -> dict[str, Any]:
         iv = self.interval
+        st = self.within
+        siv = st.interval
         return {
             "injections": self.injected,
             "injected_passes": self.injected_pass,
@@ -169,6 +264,13 @@ class Score:
             "pass_rate_held_out": _round(self.rate_held_out),
             "lift": _round(self.lift),
             "interval": [round(iv[0], 4), round(iv[1], 4)] if iv is not None else None,
+            "stratified": {
+                "tasks": st.tasks,
+                "injected": st.injected,
+                "held_out": st.held_out,
+                "lift": _round(st.lift),
+                "interval": [round(siv[0], 4), round(siv[1], 4)] if siv is not None else None,
+            },
             "confidence": self.confidence,
         }
 
@@ -176,11 +278,16 @@ class Score:
         """One line: the numbers a retirement is based on."""
         iv = self.interval
         shown = f"[{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv is not None else "n/a"
+        st = self.within
+        siv = st.interval
+        sshown = f"[{siv[0]:+.3f}, {siv[1]:+.3f}]" if siv is not None else "n/a"
         return (
             f"injected {self.injected} (passed {self.injected_pass}, rate "
             f"{_pct(self.rate_injected)}), held out {self.held_out} (passed "
-            f"{self.held_out_pass}, rate {_pct(self.rate_held_out)}), lift "
-            f"{_signed(self.lift)}, {self.confidence:.0%} interval {shown}"
+            f"{self.held_out_pass}, rate {_pct(self.rate_held_out)}), pooled lift "
+            f"{_signed(self.lift)} {shown}; within tasks ({st.tasks} with both arms, "
+            f"{st.injected} injected and {st.held_out} held out) lift {_signed(st.lift)}, "
+            f"{self.confidence:.0%} interval {sshown}"
         )
 
 
@@ -196,10 +303,12 @@ def _signed(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.3f}"
 
 
-def score_of(unit: Any, confidence: float = 0.9) -> Score:
-    """The scoreboard record a unit's counters give (0 for counters it does not carry)."""
+def score_of(unit: Any, confidence: float = 0.9, strata: Strata | None = None) -> Score:
+    """The scoreboard record a unit's counters give (0 for counters it does not carry), with
+    its per-task counts from `strata` (the record `evolve.skills._strata` keeps)."""
     a, b, c, d = (int(getattr(unit, name, None) or 0) for name in SKILL_COUNTERS)
-    return Score(a, b, c, d, confidence=confidence)
+    cells = tuple(cell for _task, cell in sorted((strata or {}).get(str(unit.id), {}).items()))
+    return Score(a, b, c, d, confidence=confidence, strata=cells)
 
 
 def holdout_shares(units: Iterable[Any], base: float, confidence: float) -> dict[str, float]:
@@ -219,16 +328,14 @@ def holdout_shares(units: Iterable[Any], base: float, confidence: float) -> dict
     return out
 
 
-def tally(
-    outcomes: Iterable[tuple[Sequence[str], Sequence[str], bool]],
-) -> dict[str, dict[str, int]]:
+def tally(outcomes: Iterable[Outcome]) -> dict[str, dict[str, int]]:
     """Counter increments per skill id from episodes' (injected, held_out, passed).
 
     An episode with a skill held out counts for that skill's held-out arm only; an episode
     with nothing held out counts for every injected skill's injected arm (see the module
     doc: the two arms then differ by exactly one skill)."""
     out: dict[str, dict[str, int]] = {}
-    for injected, held, passed in outcomes:
+    for injected, held, passed, _task in outcomes:
         ids, arm = (held, "held_out") if held else (injected, "injected")
         for ident in dict.fromkeys(ids):
             entry = out.setdefault(ident, dict.fromkeys(SKILL_COUNTERS, 0))
@@ -245,7 +352,9 @@ def counted(unit: Any, increments: Mapping[str, int]) -> dict[str, int]:
     }
 
 
-def board(units: Iterable[Any], confidence: float = 0.9) -> list[dict[str, Any]]:
+def board(
+    units: Iterable[Any], confidence: float = 0.9, strata: Strata | None = None
+) -> list[dict[str, Any]]:
     """Every skill unit (any status) with its scoreboard record, by shelf then id."""
     rows: list[dict[str, Any]] = []
     for unit in units:
@@ -263,7 +372,7 @@ def board(units: Iterable[Any], confidence: float = 0.9) -> list[dict[str, Any]]
                 "recipe": unit.recipe,
                 "trigger": str(getattr(unit, "trigger", None) or ""),
                 "lesson": unit.text,
-                **score_of(unit, confidence).as_dict(),
+                **score_of(unit, confidence, strata).as_dict(),
             }
         )
     rows.sort(key=lambda r: (r["where"] != "general", r["where"], r["id"]))
@@ -271,9 +380,7 @@ def board(units: Iterable[Any], confidence: float = 0.9) -> list[dict[str, Any]]
 
 
 # --- proposals (pure: ops for the applier) ------------------------------------------------
-def count_ops(
-    units: Iterable[Any], outcomes: Iterable[tuple[Sequence[str], Sequence[str], bool]]
-) -> list[Any]:
+def count_ops(units: Iterable[Any], outcomes: Iterable[Outcome]) -> list[Any]:
     """`count` ops moving the scoreboard counters of the skills in `outcomes` (episodes'
     injected ids, held-out ids, passed). Ids of units that are not skills are ignored."""
     from evolve.ops import Op
@@ -288,7 +395,9 @@ def count_ops(
     return ops
 
 
-def retire_ops(units: Iterable[Any], confidence: float) -> list[tuple[Any, Score]]:
+def retire_ops(
+    units: Iterable[Any], confidence: float, strata: Strata | None = None
+) -> list[tuple[Any, Score]]:
     """A retirement op for each active skill whose lift is confidently negative, with its
     score. The op is a `revoke` whose unit has status `retired` and the evidence as reason."""
     from evolve.ops import Op
@@ -297,7 +406,7 @@ def retire_ops(units: Iterable[Any], confidence: float) -> list[tuple[Any, Score
     for unit in sorted(units, key=lambda u: u.id):
         if getattr(unit, "kind", None) != "skill" or unit.status != "active":
             continue
-        score = score_of(unit, confidence)
+        score = score_of(unit, confidence, strata)
         if score.harmful:
             reason = f"retired by the scoreboard: {score.evidence()}"
             retired = unit.with_(status="retired", reason=reason)
@@ -322,7 +431,7 @@ def _trailers(
 
 def settle(
     ws: Any,
-    outcomes: Sequence[tuple[Sequence[str], Sequence[str], bool]],
+    outcomes: Sequence[Outcome],
     *,
     episodes: str,
     recipe: str,
@@ -337,12 +446,14 @@ def settle(
     `evolve.skills._failed`) go with the first count commit, or in one of their own."""
     from evolve.applier import MemoryApplier
     from evolve.memory import GLOBAL_SCOPE, load_units
+    from evolve.skills._strata import load_strata
     from evolve.store._trailers import format_ops
 
     result = ScoreboardResult()
     units = load_units(ws.root)
     ops = count_ops(units, outcomes)
     files = dict(extra_files or {})
+    files.update(strata_files(ws.root, outcomes, keep=[op.id for op in ops]))
     for scope in sorted({op.unit.scope for op in ops} | ({GLOBAL_SCOPE} if files else set())):
         mine = [op for op in ops if op.unit.scope == scope]
         applier = MemoryApplier(ws, scope)
@@ -351,6 +462,8 @@ def settle(
         if applied.paths:
             ids = ", ".join(op.id for op in applied.applied)
             body = f"Counted {len(applied.applied)} skill(s): {ids or 'none'}."
+            if any(p.endswith("_strata.yaml") for p in applied.paths):
+                body += "\nThe per-task counts changed (memory/skills/_strata.yaml)."
             if any(p.endswith("_failed_tasks.yaml") for p in applied.paths):
                 body += "\nThe record of tasks failed so far changed (memory/skills/_failed_tasks.yaml)."
             result.count_commit = ws.store.commit(
@@ -364,13 +477,16 @@ def settle(
             )  # fmt: skip
         applier.done()
     units = load_units(ws.root)
-    for op, score in retire_ops(units, confidence):
+    strata = load_strata(ws.root)
+    for op, score in retire_ops(units, confidence, strata):
         applier = MemoryApplier(ws, op.unit.scope)
         applied = applier.apply([op], units)
         commit = None
         if applied.paths:
             where = getattr(op.unit, "topic", None) or "general"
             iv = score.interval or (float("nan"), float("nan"))
+            st = score.within
+            siv = st.interval or (float("nan"), float("nan"))
             body = "\n".join(
                 [
                     f"Retired skill {op.id} ({where}): its lift when injected is confidently "
@@ -384,13 +500,19 @@ def settle(
                     f"({_pct(score.rate_injected)})",
                     f"pass rate held out: {score.held_out_pass}/{score.held_out} "
                     f"({_pct(score.rate_held_out)})",
-                    f"lift: {_signed(score.lift)}",
-                    f"interval ({score.confidence:.0%}, Newcombe): [{iv[0]:+.3f}, {iv[1]:+.3f}]",
+                    f"lift (pooled): {_signed(score.lift)}",
+                    f"interval (pooled, {score.confidence:.0%}, Newcombe): "
+                    f"[{iv[0]:+.3f}, {iv[1]:+.3f}]",
+                    f"tasks with both arms: {st.tasks} ({st.injected} injected, "
+                    f"{st.held_out} held out)",
+                    f"lift within tasks (Mantel-Haenszel): {_signed(st.lift)}",
+                    f"interval within tasks ({score.confidence:.0%}, stratified score, "
+                    f"Miettinen-Nurminen): [{siv[0]:+.3f}, {siv[1]:+.3f}]",
                 ]
             )
             commit = ws.store.commit(
                 applied.paths,
-                f"skills: retire {op.id} (lift {_signed(score.lift)})",
+                f"skills: retire {op.id} (lift within tasks {_signed(score.within.lift)})",
                 body=body,
                 trailers=_trailers(
                     "skill retire", episodes, recipe, format_ops([("retire", op.id)]),
@@ -403,20 +525,9 @@ def settle(
     return result
 
 
-def count_ops_after(
-    ops: Sequence[Any],
-    units: Iterable[Any],
-    outcomes: Iterable[tuple[Sequence[str], Sequence[str], bool]],
-) -> list[Any]:
-    """`count` ops for `outcomes` that go in the same apply as `ops` (a skills batch): each
-    counts on top of the unit as the last of `ops` on its id leaves it (so the applier, which
-    walks the ops in order, sees only the counters change), and skips an evicted unit.
-
-    A skill whose lesson `ops` rewrite (a MERGE or REVISE that changes its text, a promotion
-    into it) is a new treatment: its record restarts at 0, and the batch's episodes, which
-    ran with the old lesson, are not counted on it."""
-    from evolve.ops import Op
-
+def _after(ops: Sequence[Any], units: Iterable[Any]) -> tuple[dict[str, Any], set[str]]:
+    """The skills as `ops` leave them (evicted ones gone) and the ids whose lesson they
+    rewrite."""
     before = {u.id: u for u in units if getattr(u, "kind", None) == "skill"}
     final = dict(before)
     for op in ops:
@@ -429,6 +540,34 @@ def count_ops_after(
         for ident, unit in final.items()
         if ident in before and _lesson(unit) != _lesson(before[ident])
     }
+    return final, rewritten
+
+
+def strata_after(
+    root: Any, ops: Sequence[Any], units: Iterable[Any], outcomes: Sequence[Outcome]
+) -> dict[str, bytes | None]:
+    """The per-task record's extra file for a skills batch (as `count_ops_after` counts):
+    the batch's outcomes added for the skills that stay, a rewritten lesson's entry empty."""
+    final, rewritten = _after(ops, units)
+    keep = [i for i in final if i not in rewritten]
+    return strata_files(root, outcomes, keep=keep, restart=rewritten)
+
+
+def count_ops_after(
+    ops: Sequence[Any],
+    units: Iterable[Any],
+    outcomes: Iterable[Outcome],
+) -> list[Any]:
+    """`count` ops for `outcomes` that go in the same apply as `ops` (a skills batch): each
+    counts on top of the unit as the last of `ops` on its id leaves it (so the applier, which
+    walks the ops in order, sees only the counters change), and skips an evicted unit.
+
+    A skill whose lesson `ops` rewrite (a MERGE or REVISE that changes its text, a promotion
+    into it) is a new treatment: its record restarts at 0, and the batch's episodes, which
+    ran with the old lesson, are not counted on it."""
+    from evolve.ops import Op
+
+    final, rewritten = _after(ops, units)
     out = count_ops([u for i, u in final.items() if i not in rewritten], outcomes)
     for ident in sorted(rewritten):
         unit = final[ident]

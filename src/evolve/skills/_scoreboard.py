@@ -95,6 +95,7 @@ SKILL_COUNTERS: tuple[str, ...] = ("injected", "injected_pass", "held_out", "hel
 MIN_EACH = 2
 PENDING_SHARE = 0.5  # the hold-out share of a skill whose evidence is pending
 PENDING_HELD_OUT = 4  # held-out episodes a skill needs before its share can drop back
+BALANCE_SHARE = 2 / 3  # the share of a skill whose held-out arm trails on the episode's task
 
 
 def wilson(passes: int, n: int, z: float) -> tuple[float, float]:
@@ -311,20 +312,43 @@ def score_of(unit: Any, confidence: float = 0.9, strata: Strata | None = None) -
     return Score(a, b, c, d, confidence=confidence, strata=cells)
 
 
-def holdout_shares(units: Iterable[Any], base: float, confidence: float) -> dict[str, float]:
-    """Each skill's hold-out share in training: PENDING_SHARE while its evidence is pending
-    (fewer than PENDING_HELD_OUT held-out episodes, or a negative lift so far), else `base`
-    (`skills.holdout_share`). Never below `base`; nothing when `base` is 0 (hold-out off)."""
+def holdout_shares(
+    units: Iterable[Any],
+    base: float,
+    confidence: float,
+    strata: Strata | None = None,
+    task: str | None = None,
+) -> dict[str, float]:
+    """Each skill's hold-out share in a training episode: PENDING_SHARE while its evidence is
+    pending (fewer than PENDING_HELD_OUT held-out episodes, or a negative lift so far), else
+    `base` (`skills.holdout_share`); nothing when `base` is 0 (hold-out off).
+
+    With the per-task record (`strata`) the evidence is the one retirement decides on (the
+    tasks with both arms), and the episode's `task` balances the arms within it, a biased coin
+    (Efron 1971): a skill whose held-out arm on this task trails its injected arm is held out
+    at BALANCE_SHARE, one whose held-out arm leads at `base`. The task and the record are
+    fixed before the draw, so the hold-out stays randomized within the task."""
     out: dict[str, float] = {}
     if base <= 0:
         return out
     for unit in units:
         if getattr(unit, "kind", None) != "skill":
             continue
-        score = score_of(unit, confidence)
-        lift = score.lift
-        pending = score.held_out < PENDING_HELD_OUT or (lift is not None and lift < 0)
-        out[str(unit.id)] = max(base, PENDING_SHARE) if pending else base
+        score = score_of(unit, confidence, strata)
+        if strata is None:
+            held, lift = score.held_out, score.lift
+        else:
+            within = score.within
+            held, lift = within.held_out, within.lift
+        pending = held < PENDING_HELD_OUT or (lift is not None and lift < 0)
+        share = max(base, PENDING_SHARE) if pending else base
+        if strata is not None and task is not None:
+            cell = strata.get(str(unit.id), {}).get(task)
+            if cell is not None and cell[2] < cell[0]:
+                share = max(share, BALANCE_SHARE)
+            elif cell is not None and cell[2] > cell[0]:
+                share = base
+        out[str(unit.id)] = share
     return out
 
 

@@ -43,8 +43,8 @@ from evolve.memory import UnitReader, in_scope, scope_for
 from evolve.ops import Op
 from evolve.recovery import recover_workspace
 from evolve.skills._failed import failed_files, load_failed
-from evolve.skills._strata import load_strata
 from evolve.skills._select import make_picker, settings_of
+from evolve.skills._strata import load_strata
 from evolve.store import (
     EPISODE,
     GENERATION,
@@ -431,8 +431,13 @@ def _train(
             max_attempts=MAX_ATTEMPTS,
             redactor=redactor,
             skills=make_picker(
-                ws.config, units, training=True, env=env, recipe=name,
-                strata=load_strata(ws.root) if failed is not None else None, task=task.id,
+                ws.config,
+                units,
+                training=True,
+                env=env,
+                recipe=name,
+                strata=load_strata(ws.root) if failed is not None else None,
+                task=task.id,
             ),  # issue 13: the scoreboard's hold-out, balanced within the task
         )
         # The persona's preferences (and their scheduled drift) are read at the persona's own

@@ -93,6 +93,8 @@ from evolve.skills._strata import Cell, Outcome, Strata, strata_files
 
 SKILL_COUNTERS: tuple[str, ...] = ("injected", "injected_pass", "held_out", "held_out_pass")
 MIN_EACH = 2
+MIN_EACH_POOLED = False
+SMALL_TASK_CORRECTION = False
 PENDING_SHARE = 0.5  # the hold-out share of a skill whose evidence is pending
 PENDING_HELD_OUT = 4  # held-out episodes a skill needs before its share can drop back
 BALANCE_SHARE = 2 / 3  # the share of a skill whose held-out arm trails on the episode's task
@@ -155,7 +157,8 @@ def _score_z(cells: Sequence[Cell], weights: Sequence[float], delta: float) -> f
         num += w * (x1 / n1 - x0 / n0 - delta)
         r1, r0 = _restricted(x1, n1, x0, n0, delta)
         n = n1 + n0
-        var += w * w * (r1 * (1 - r1) / n1 + r0 * (1 - r0) / n0) * n / (n - 1)
+        small = n / (n - 1) if SMALL_TASK_CORRECTION else 1.0
+        var += w * w * (r1 * (1 - r1) / n1 + r0 * (1 - r0) / n0) * small
     if var <= 0:
         return 0.0 if abs(num) < 1e-12 else math.copysign(math.inf, num)
     return num / math.sqrt(var)
@@ -248,7 +251,11 @@ class Score:
         """Confidently negative: at least MIN_EACH episodes in each arm over the tasks where
         both arms were seen, and the stratified interval below 0."""
         st = self.within
-        if st.injected < MIN_EACH or st.held_out < MIN_EACH or st.interval is None:
+        if MIN_EACH_POOLED:
+            few = self.injected < MIN_EACH or self.held_out < MIN_EACH
+        else:
+            few = st.injected < MIN_EACH or st.held_out < MIN_EACH
+        if few or st.interval is None:
             return False
         return st.interval[1] < 0
 
@@ -359,7 +366,9 @@ def tally(outcomes: Iterable[Outcome]) -> dict[str, dict[str, int]]:
     with nothing held out counts for every injected skill's injected arm (see the module
     doc: the two arms then differ by exactly one skill)."""
     out: dict[str, dict[str, int]] = {}
-    for injected, held, passed, _task in outcomes:
+    for injected, held, passed, _task, before in outcomes:
+        if not before:  # the pooled counters: only tasks that failed before
+            continue
         ids, arm = (held, "held_out") if held else (injected, "injected")
         for ident in dict.fromkeys(ids):
             entry = out.setdefault(ident, dict.fromkeys(SKILL_COUNTERS, 0))
@@ -477,7 +486,8 @@ def settle(
     units = load_units(ws.root)
     ops = count_ops(units, outcomes)
     files = dict(extra_files or {})
-    files.update(strata_files(ws.root, outcomes, keep=[op.id for op in ops]))
+    skills = [u.id for u in units if getattr(u, "kind", None) == "skill"]
+    files.update(strata_files(ws.root, outcomes, keep=skills))
     for scope in sorted({op.unit.scope for op in ops} | ({GLOBAL_SCOPE} if files else set())):
         mine = [op for op in ops if op.unit.scope == scope]
         applier = MemoryApplier(ws, scope)

@@ -315,7 +315,7 @@ def batch_end(ws: Workspace, k: int, total: int) -> bool:
 
 def score_episodes(
     ws: Workspace,
-    outcomes: list[tuple[list[str], list[str], bool, str]],
+    outcomes: list[tuple[list[str], list[str], bool, str, bool]],
     k: int,
     recipe: str,
     persona: str,
@@ -345,13 +345,14 @@ def score_episodes(
 
 def stratum(
     failed: set[str] | None, task_id: str, seen: tuple[list[str], list[str]], passed: bool
-) -> tuple[list[tuple[list[str], list[str], bool, str]], bool]:
+) -> tuple[list[tuple[list[str], list[str], bool, str, bool]], bool]:
     """The episode's scoreboard outcome (none unless skills were selected and its task failed
     in an earlier episode) and whether its task failed now for the first time; adds it to
     `failed` then. Without a record (skills off) nothing counts."""
     if failed is None:
         return [], False
-    counts = [(*seen, passed, task_id)] if (seen[0] or seen[1]) and task_id in failed else []
+    before = task_id in failed
+    counts = [(*seen, passed, task_id, before)] if seen[0] or seen[1] else []
     newly = not passed and task_id not in failed
     if newly:
         failed.add(task_id)

@@ -86,6 +86,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from statistics import NormalDist
 from typing import Any
 
@@ -166,46 +167,80 @@ def _score_z(cells: Sequence[Cell], weights: Sequence[float], delta: float) -> f
 
 @dataclass(frozen=True)
 class Stratified:
-    """A skill's lift combined over the tasks where both arms were seen."""
+    """A skill's lift combined over the tasks where both arms were seen: `cells` holds
+    (injected_pass, injected, held_out_pass, held_out) per such task."""
 
-    tasks: int  # tasks with both arms observed
-    injected: int  # episodes in those tasks, per arm
-    held_out: int
-    lift: float | None  # Mantel-Haenszel (CMH-weighted) difference of pass rates
-    interval: tuple[float, float] | None  # stratified score interval (Miettinen-Nurminen)
-    z: float  # the score statistic at lift 0 (the CMH test of no effect)
+    cells: tuple[tuple[int, int, int, int], ...]
+    confidence: float = 0.9
+
+    @property
+    def tasks(self) -> int:
+        return len(self.cells)
+
+    @property
+    def injected(self) -> int:
+        return sum(c[1] for c in self.cells)
+
+    @property
+    def held_out(self) -> int:
+        return sum(c[3] for c in self.cells)
+
+    @cached_property
+    def weights(self) -> tuple[float, ...]:
+        """Mantel-Haenszel (CMH) weights n1 * n0 / (n1 + n0), one per task."""
+        return tuple(n1 * n0 / (n1 + n0) for _x1, n1, _x0, n0 in self.cells)
+
+    @cached_property
+    def lift(self) -> float | None:
+        """The Mantel-Haenszel risk difference: the weighted mean of the tasks' lifts."""
+        if not self.cells:
+            return None
+        pairs = zip(self.cells, self.weights, strict=True)
+        return sum(w * (x1 / n1 - x0 / n0) for (x1, n1, x0, n0), w in pairs) / sum(self.weights)
+
+    def z(self, delta: float = 0.0) -> float:
+        """The stratified score statistic for a common lift `delta` (at 0: the CMH test)."""
+        return _score_z(self.cells, self.weights, delta)
+
+    @cached_property
+    def interval(self) -> tuple[float, float] | None:
+        """The stratified score interval at `confidence`: every common lift the score test
+        does not reject (None without a task with both arms)."""
+        lift = self.lift
+        if lift is None:
+            return None
+        crit = NormalDist().inv_cdf(0.5 + self.confidence / 2)
+
+        def root(target: float, lo: float, hi: float) -> float:
+            # z(delta) decreases in delta; find z(delta) = target on [lo, hi].
+            for _ in range(50):
+                mid = (lo + hi) / 2
+                if self.z(mid) > target:
+                    lo = mid
+                else:
+                    hi = mid
+            return (lo + hi) / 2
+
+        eps = 1e-9
+        lower = -1.0 if self.z(-1 + eps) <= crit else root(crit, -1 + eps, lift)
+        upper = 1.0 if self.z(1 - eps) >= -crit else root(-crit, lift, 1 - eps)
+        return max(-1.0, min(lower, lift)), min(1.0, max(upper, lift))
+
+    @property
+    def below_zero(self) -> bool:
+        """The interval lies wholly below 0 (checked by the test at 0 first: cheap)."""
+        crit = NormalDist().inv_cdf(0.5 + self.confidence / 2)
+        if not self.cells or self.z(0.0) >= -crit:
+            return False
+        iv = self.interval
+        return iv is not None and iv[1] < 0
 
 
 def stratified(strata: Iterable[tuple[int, int, int, int]], confidence: float) -> Stratified:
     """Compare the arms within each task and combine (see the module doc). `strata` holds
     (injected, injected_pass, held_out, held_out_pass) per task; tasks missing an arm drop."""
-    cells = [(b, a, d, c) for a, b, c, d in strata if a > 0 and c > 0]
-    if not cells:
-        return Stratified(0, 0, 0, None, None, 0.0)
-    weights = [n1 * n0 / (n1 + n0) for _x1, n1, _x0, n0 in cells]
-    total = sum(weights)
-    lift = sum(w * (x1 / n1 - x0 / n0) for (x1, n1, x0, n0), w in zip(cells, weights, strict=True))
-    lift /= total
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-
-    def root(target: float, lo: float, hi: float) -> float:
-        # Z(delta) decreases in delta; find Z(delta) = target on [lo, hi].
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            if _score_z(cells, weights, mid) > target:
-                lo = mid
-            else:
-                hi = mid
-        return (lo + hi) / 2
-
-    eps = 1e-9
-    lower = -1.0 if _score_z(cells, weights, -1 + eps) <= z else root(z, -1 + eps, lift)
-    upper = 1.0 if _score_z(cells, weights, 1 - eps) >= -z else root(-z, lift, 1 - eps)
-    return Stratified(
-        len(cells), sum(c[1] for c in cells), sum(c[3] for c in cells), lift,
-        (max(-1.0, min(lower, lift)), min(1.0, max(upper, lift))),
-        _score_z(cells, weights, 0.0),
-    )  # fmt: skip
+    cells = tuple((b, a, d, c) for a, b, c, d in strata if a > 0 and c > 0)
+    return Stratified(cells, confidence)
 
 
 @dataclass(frozen=True)
@@ -241,7 +276,7 @@ class Score:
             self.injected_pass, self.injected, self.held_out_pass, self.held_out, self.confidence
         )
 
-    @property
+    @cached_property
     def within(self) -> Stratified:
         """The lift compared within each task and combined (what retirement decides on)."""
         return stratified(self.strata, self.confidence)
@@ -255,9 +290,7 @@ class Score:
             few = self.injected < MIN_EACH or self.held_out < MIN_EACH
         else:
             few = st.injected < MIN_EACH or st.held_out < MIN_EACH
-        if few or st.interval is None:
-            return False
-        return st.interval[1] < 0
+        return not few and st.below_zero
 
     def as_dict(self) -> dict[str, Any]:
         iv = self.interval

@@ -61,7 +61,12 @@ def test_harmful_needs_min_each_and_an_interval_below_zero() -> None:
 def test_tally_counts_each_arm_and_each_skill_once_per_episode() -> None:
     # An episode with a skill held out counts for that skill only (test_read_ablation).
     inc = tally(
-        [(["a", "a", "b"], [], True), (["a"], [], False), ([], ["a"], True), (["b"], ["c"], True)]
+        [
+            (["a", "a", "b"], [], True, "t", True),
+            (["a"], [], False, "t", True),
+            ([], ["a"], True, "t", True),
+            (["b"], ["c"], True, "t", True),
+        ]
     )
     assert inc["a"] == {"injected": 2, "injected_pass": 1, "held_out": 1, "held_out_pass": 1}
     assert inc["b"] == {"injected": 1, "injected_pass": 1, "held_out": 0, "held_out_pass": 0}

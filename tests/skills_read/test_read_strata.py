@@ -3,21 +3,32 @@ stratified estimator that decides retirement (`evolve.skills._strata`, `_scorebo
 
 from __future__ import annotations
 
+import json
 import math
 import random
+from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
+from conftest import GitRunner
 from evolve.errors import EvolveError
+from evolve.history import revert
 from evolve.skills._scoreboard import Score, _restricted, newcombe, stratified
 from evolve.skills._strata import (
     STRATA_PATH,
+    Cell,
+    Outcome,
     added,
     dump_strata,
+    load_strata,
     parse_strata,
     take_back,
     tally_tasks,
 )
+from evolve.train import train
+from evolve.workspace import Workspace
 
 
 def _brute(x1: int, n1: int, x0: int, n0: int, delta: float) -> float:
@@ -121,3 +132,83 @@ def test_a_revert_takes_back_what_one_commit_added() -> None:
     # A restart (the commit emptied the entry) is taken back too: the old counts return.
     restarted = take_back(before, None, raw({"a": {"t1": (1, 0, 0, 0)}}))
     assert parse_strata((restarted or b"").decode()) == {"a": {"t1": (2, 1, 0, 0)}}
+
+
+def _episodes(ws: Any) -> list[dict[str, Any]]:
+    (log,) = sorted(ws.runs_dir.glob("train-*.jsonl"))
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def _expected_strata(records: list[dict[str, Any]], ident: str) -> dict[str, Cell]:
+    outcomes: list[Outcome] = [
+        (r["skills_injected"], r["skills_held_out"], r["task_success"], r["task_id"], False)
+        for r in records
+        if r["skills_injected"] or r["skills_held_out"]
+    ]
+    return tally_tasks(outcomes).get(ident, {})
+
+
+def test_the_record_is_committed_survives_a_resume_and_a_revert(
+    workspace: Workspace, run_git: GitRunner
+) -> None:
+    from test_read_retire import _plant
+
+    _plant(workspace, run_git)
+    config = yaml.safe_load((workspace.root / "evolve.yaml").read_text())
+    config["skills"]["retire_confidence"] = 0.99999  # keep the skill counted: no retirement
+    (workspace.root / "evolve.yaml").write_text(yaml.safe_dump(config))
+    run_git(workspace.root, "commit", "-qam", "no retirement")
+    train(Workspace(workspace.root), recipe="ace", episodes=6)
+    train(Workspace(workspace.root), recipe="ace", episodes=12)  # a new process resumes
+    records = _episodes(workspace)
+    assert [r["episode"] for r in records] == list(range(12))
+    want = _expected_strata(records, "skip-lookup")
+    assert want and load_strata(workspace.root)["skip-lookup"] == want
+    committed = run_git(workspace.root, "show", f"HEAD:{STRATA_PATH}")
+    assert parse_strata(committed)["skip-lookup"] == want
+    assert run_git(workspace.root, "status", "--porcelain", "--", "memory").strip() == ""
+
+    # Reverting an early count commit takes back its episode's counts only (no conflict,
+    # although every later count commit changed the file too).
+    shas = run_git(
+        workspace.root, "log", "--reverse", "--format=%H", "--grep=Evolve-Kind: skill count"
+    ).split()
+    target = next(s for s in shas if STRATA_PATH in run_git(
+        workspace.root, "show", "--name-only", "--format=", s).split())  # fmt: skip
+    episode = int(
+        run_git(workspace.root, "log", "-1", "--format=%(trailers:key=Evolve-Episode,valueonly)",
+                target).strip()
+    )  # fmt: skip
+    revert(Workspace(workspace.root), target)
+    left = [r for r in records if r["episode"] != episode]
+    assert load_strata(workspace.root).get("skip-lookup", {}) == _expected_strata(
+        left, "skip-lookup"
+    )
+
+
+def test_a_rewritten_lesson_starts_an_empty_record(tmp_path: Path) -> None:
+    from evolve.skills._scoreboard import strata_after
+
+    class _S:
+        kind = "skill"
+
+        def __init__(self, ident: str, text: str) -> None:
+            self.id, self.text = ident, text
+
+    root = tmp_path
+    (root / "memory" / "skills").mkdir(parents=True)
+    (root / STRATA_PATH).write_text(
+        dump_strata({"sk-good": {"t1": (5, 5, 2, 1)}, "sk-other": {"t1": (1, 1, 1, 1)}})
+    )
+    units = [_S("sk-good", "Verify the final state."), _S("sk-other", "Look it up first.")]
+
+    class _Op:
+        op = "modify"
+        id = "sk-good"
+        unit = _S("sk-good", "Skip the final check.")
+
+    outcomes: list[Outcome] = [(["sk-good", "sk-other"], [], False, "t1", True)]
+    files = strata_after(root, [_Op()], units, outcomes)
+    got = parse_strata((files[STRATA_PATH] or b"").decode())
+    assert "sk-good" not in got  # restarted: its old record is gone, the batch not counted
+    assert got["sk-other"] == {"t1": (2, 1, 1, 1)}

@@ -76,5 +76,7 @@ def test_an_unchanged_lesson_keeps_counting(workspace: Workspace) -> None:
     good = next(u for u in units if u.id == "sk-good")
     # A MERGE that keeps the incumbent's text (only evidence and trigger move).
     merge = Op(op="modify", unit=good.with_(trigger="paying on venmo", text=f" {GOOD} "))
-    counted = {op.id: op for op in count_ops_after([merge], units, [(["sk-good"], [], False, "t", True)])}
+    counted = {
+        op.id: op for op in count_ops_after([merge], units, [(["sk-good"], [], False, "t", True)])
+    }
     assert counted["sk-good"].unit.injected == 21 and counted["sk-good"].unit.injected_pass == 19

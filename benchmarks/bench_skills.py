@@ -55,7 +55,6 @@ from evolve.memory import load_units
 from evolve.sim import SimLLM
 from evolve.sim._skills import WRONG
 from evolve.skills._scoreboard import score_of
-from evolve.skills._strata import load_strata
 from evolve.skills._select import (
     Selection,
     SkillPicker,
@@ -63,6 +62,7 @@ from evolve.skills._select import (
     settings_of,
     skills_of,
 )
+from evolve.skills._strata import load_strata
 from evolve.train import train
 from evolve.workspace import Workspace, init_workspace, max_turns
 

@@ -94,8 +94,6 @@ from evolve.skills._strata import Cell, Outcome, Strata, strata_files
 
 SKILL_COUNTERS: tuple[str, ...] = ("injected", "injected_pass", "held_out", "held_out_pass")
 MIN_EACH = 2
-MIN_EACH_POOLED = False
-SMALL_TASK_CORRECTION = False
 PENDING_SHARE = 0.5  # the hold-out share of a skill whose evidence is pending
 PENDING_HELD_OUT = 4  # held-out episodes a skill needs before its share can drop back
 BALANCE_SHARE = 2 / 3  # the share of a skill whose held-out arm trails on the episode's task
@@ -158,8 +156,7 @@ def _score_z(cells: Sequence[Cell], weights: Sequence[float], delta: float) -> f
         num += w * (x1 / n1 - x0 / n0 - delta)
         r1, r0 = _restricted(x1, n1, x0, n0, delta)
         n = n1 + n0
-        small = n / (n - 1) if SMALL_TASK_CORRECTION else 1.0
-        var += w * w * (r1 * (1 - r1) / n1 + r0 * (1 - r0) / n0) * small
+        var += w * w * (r1 * (1 - r1) / n1 + r0 * (1 - r0) / n0) * n / (n - 1)
     if var <= 0:
         return 0.0 if abs(num) < 1e-12 else math.copysign(math.inf, num)
     return num / math.sqrt(var)
@@ -286,10 +283,7 @@ class Score:
         """Confidently negative: at least MIN_EACH episodes in each arm over the tasks where
         both arms were seen, and the stratified interval below 0."""
         st = self.within
-        if MIN_EACH_POOLED:
-            few = self.injected < MIN_EACH or self.held_out < MIN_EACH
-        else:
-            few = st.injected < MIN_EACH or st.held_out < MIN_EACH
+        few = st.injected < MIN_EACH or st.held_out < MIN_EACH
         return not few and st.below_zero
 
     def as_dict(self) -> dict[str, Any]:

@@ -32,8 +32,6 @@ Strata = dict[str, dict[str, Cell]]  # skill id -> task id -> cell
 # One episode's scoreboard outcome: (injected ids, held-out ids, passed, task id, whether the
 # task failed in an earlier training episode: `evolve.skills._failed`).
 Outcome = tuple[Sequence[str], Sequence[str], bool, str, bool]
-COUNT_ALL = True  # the per-task record counts every eligible episode (else failed-before only)
-KEY_FLAG = False  # the stratum is (task, failed before) rather than the task
 _LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -104,10 +102,7 @@ def tally_tasks(outcomes: Iterable[Outcome]) -> Strata:
     `evolve.skills._scoreboard.tally` assigns them: a held-out episode counts for its held-out
     skill only, an episode with nothing held out for every injected skill)."""
     out: dict[str, dict[str, list[int]]] = {}
-    for injected, held, passed, task_id, before in outcomes:
-        if not before and not COUNT_ALL:
-            continue
-        task = task_id if before or not KEY_FLAG else f"{task_id}|first"
+    for injected, held, passed, task, _before in outcomes:
         ids, base = (held, 2) if held else (injected, 0)
         for ident in dict.fromkeys(ids):
             cell = out.setdefault(ident, {}).setdefault(task, [0, 0, 0, 0])

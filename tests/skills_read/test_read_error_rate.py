@@ -90,35 +90,40 @@ def retired_share(
     return retired / trials
 
 
-# Nine tasks of one app: two where the skill matters (the sim's verify tasks), seven it
-# changes nothing on, at pass rates from 0.1 to 0.98 (tasks differ: between-task noise).
-RATES = [0.7, 0.7, 0.3, 0.5, 0.9, 0.1, 0.6, 0.98, 0.8]
+# Nine tasks of one app, as in the sim: two where the skill matters (the verify tasks, which
+# pass when it is held out), seven it changes nothing on, each nearly always passing or
+# nearly always failing (tasks differ: the pooled arms' task mixes differ by chance).
+STEADY = [0.95, 0.95, 0.02, 0.98, 0.05, 0.98, 0.02, 0.98, 0.9]
+# The same with noisy tasks (pass rates from 0.05 to 0.95, noise within each task too).
 NOISY = [0.05, 0.95, 0.3, 0.5, 0.7, 0.1, 0.6, 0.98, 0.4]
 
 
-def _hurt(delta: float) -> list[float]:
-    return [RATES[0] + delta, RATES[1] + delta, *RATES[2:]]
+def _hurt(rates: list[float], to: float) -> list[float]:
+    return [to, to, *rates[2:]]
 
 
 @pytest.mark.slow
 def test_a_skill_with_no_effect_is_rarely_retired() -> None:
-    assert retired_share([0.9], [0.9], 60) < 0.15  # stated: about 8 %
-    assert retired_share(NOISY, NOISY, 120) < 0.15  # stated: about 9 % (pooled: 22 %)
+    assert retired_share([0.9], [0.9], 60) < 0.13  # stated: about 9 % (pooled 9 %)
+    assert retired_share(STEADY, STEADY, 120) < 0.16  # stated: about 11 % (pooled 22 %)
+    # Noisy tasks: no better than pooled (stated: about 22 %, pooled 24 %), and bounded.
+    assert retired_share(NOISY, NOISY, 120) < 0.27
 
 
 @pytest.mark.slow
 def test_a_harmful_skill_is_mostly_retired() -> None:
-    assert retired_share([0.95], [0.73], 60) > 0.65  # stated: about 80 %
+    assert retired_share([0.95], [0.73], 60) > 0.7  # stated: about 79 % (pooled 75 %)
     assert retired_share([0.95], [0.45], 60) > 0.95
 
 
 @pytest.mark.slow
 def test_harm_on_two_of_nine_tasks_is_retired_where_the_pooled_rule_misses_it() -> None:
-    # Harm that lives on 2 of 9 tasks: compared within each task, the other seven add no
-    # noise; pooled, the two arms' different task mixes swamp it.
-    within = retired_share(RATES, _hurt(-0.6), 120)
-    pooled = retired_share(RATES, _hurt(-0.6), 120, pooled=True)
-    assert within > 0.8 and within > pooled + 0.15  # stated: about 93 % against 62 %
-    null_within = retired_share(NOISY, NOISY, 120)
-    null_pooled = retired_share(NOISY, NOISY, 120, pooled=True)
-    assert null_within < null_pooled  # and fewer false retirements
+    # Harm that lives on 2 of 9 tasks: compared within each task, the seven steady tasks add
+    # no noise; pooled, the two arms' different task mixes swamp it.
+    hurt = _hurt(STEADY, 0.35)
+    within = retired_share(STEADY, hurt, 120)
+    pooled = retired_share(STEADY, hurt, 120, pooled=True)
+    assert within > 0.72 and within > pooled + 0.1  # stated: about 80 % against 65 %
+    null_within = retired_share(STEADY, STEADY, 120)
+    null_pooled = retired_share(STEADY, STEADY, 120, pooled=True)
+    assert null_within < null_pooled - 0.05  # and fewer false retirements: 11 % against 22 %

@@ -36,49 +36,66 @@ cover at most 60 % of its draws (`MAX_ABLATION`). The draw is seeded by the epis
 hold-out is random given the record: a valid randomized comparison, whose allocation
 depends on earlier outcomes (a response-adaptive design).
 
-Only episodes of tasks that failed before count (`evolve.skills._failed`): an episode is
-eligible when skills were selected for it AND its task failed in an EARLIER training episode
-of the workspace (recorded in `memory/skills/_failed_tasks.yaml`, committed with the count or
-the batch, so a resumed stream keeps it). The tasks the agent always passes are the ones a
-skill changes nothing on; counting them diluted both arms. The stratum is fixed before the
-episode runs, so the comparison within it stays randomized.
+The pooled counters count only episodes of tasks that failed before (`evolve.skills._failed`):
+an episode is counted there when skills were selected for it AND its task failed in an
+EARLIER training episode of the workspace (recorded in `memory/skills/_failed_tasks.yaml`,
+committed with the count or the batch, so a resumed stream keeps it). Pooled over tasks, the
+tasks the agent always passes dilute both arms; the stratum cut that dilution. The pooled
+lift (`injected_pass/injected - held_out_pass/held_out`, Newcombe's hybrid score interval,
+method 10 of Newcombe 1998) is shown by `evolve skills` and the report; it no longer decides.
+
+What decides: the arms compared WITHIN each task (`stratified`). The task is fixed before the
+hold-out is drawn, so within a task the comparison is randomized; a task where both arms
+agree (always pass, always fail) carries no evidence either way and, compared within it, adds
+no noise, while pooled it adds between-task noise (the two arms hold different task mixes by
+chance). The per-task record (`evolve.skills._strata`, `memory/skills/_strata.yaml`,
+committed with the count or the batch) counts EVERY eligible episode (skills selected), not
+only tasks that failed before: within a task there is no dilution to cut, and the first
+episodes of a task (before its first failure) are evidence too (the sim's wrong lesson meets
+3 to 8 episodes of the tasks its harm lives on in 240). Only tasks with both arms observed
+contribute. The estimate is the Mantel-Haenszel risk difference (weights n1 n0 / (n1 + n0)
+per task); its interval is the stratified score interval of Miettinen and Nurminen (1985)
+with those weights: every common lift d whose score statistic
+`sum w (p1 - p0 - d) / sqrt(sum w^2 V(d))` lies within the normal quantile, V(d) the task's
+variance at its maximum-likelihood rates under lift d, times N/(N-1). Why this one: it is a
+score interval like the Newcombe interval it replaces (it behaves at 0 and 100 % and with a
+handful of episodes, where a Wald interval such as Sato's variance around the MH estimate is
+degenerate: 0 of 1 against 1 of 1 gives a zero-width interval); at d = 0 its statistic is the
+Cochran-Mantel-Haenszel test with the exact conditional (hypergeometric) variance, so a task
+whose arms agree adds exactly nothing; a single task gives back the two-proportion score
+interval. Without the N/(N-1) (the unconditional variance) it retired far more harm in the
+sweep but also 2.5 times the false retirements (docs/sim.md).
 
 A rewritten lesson is a new treatment: when a batch's MERGE or REVISE changes a skill's text,
-its record restarts at 0 (`count_ops_after`), so a wrong lesson written over a good skill
-does not inherit the good record, nor a good lesson a wrong one's.
+its record restarts at 0 (`count_ops_after`, `strata_after`: the counters and its per-task
+entry), so a wrong lesson written over a good skill does not inherit the good record, nor a
+good lesson a wrong one's. A revert takes back what the reverted commit added to the
+per-task record, as it does for the counters.
 
-The lift is `injected_pass/injected - held_out_pass/held_out`, with Newcombe's hybrid
-score interval for a difference of two independent proportions (method 10 of Newcombe 1998:
-each rate's Wilson score interval, combined). Wilson intervals behave at 0 and 100 % and with
-a handful of episodes, which is where a skill's record starts.
+A skill is retired when the stratified interval at `skills.retire_confidence` lies wholly
+below 0 and each arm has at least `MIN_EACH` episodes in the tasks with both arms: its status
+becomes `retired` (never rendered nor injected again) with the evidence in `reason`, in one
+commit of its own (`Evolve-Kind: skill retire`; the body carries both the within-task and the
+pooled figures).
 
-A skill is retired when the two-sided interval at `skills.retire_confidence` lies wholly
-below 0 and each arm has at least `MIN_EACH` episodes: its status becomes `retired` (never
-rendered nor injected again) with the evidence in `reason`, in one commit of its own
-(`Evolve-Kind: skill retire`).
+The hold-out shares (`holdout_shares`) read the same evidence: a skill is pending (share 0.5)
+while it has fewer than PENDING_HELD_OUT held-out episodes in tasks with both arms or a
+negative within-task lift; and within the episode's task a biased coin (Efron 1971) balances
+the arms: a skill whose held-out arm trails its injected arm on this task is held out at 2/3,
+one whose held-out arm leads at the base share. Both are fixed before the draw.
 
-Bound (tested): a skill that makes every eligible episode fail while held-out episodes pass
-is retired as soon as it has `MIN_EACH` held-out and `MIN_EACH` injected episodes at the
-default confidence 0.9 (then the upper end is below 0).
+Bound (tested): a skill that makes every eligible episode of one task fail while held-out
+episodes of it pass is retired once that task has 2 episodes in each arm (the score
+statistic is then -1.73, below -1.645); spread over tasks with one episode per arm each it
+takes three such tasks.
 
-Error rates (stated, not controlled). The interval is looked at after every count, so over a
-stream the chance that a skill with no effect is retired is larger than the 5 % one side of a
-90 % interval: by simulation (`tests/skills_read/test_read_error_rate.py`), for a skill with
-no effect, pass rate 0.9, two other candidates, 60 eligible episodes, about 10 % (2 % with
-the fixed 0.2 share and independent hold-outs, the price of the pending share); a skill
-that lowers the pass rate from 0.95 by 0.22 is retired within those 60 episodes about 74 %
-of the time (63 % before); these are per eligible (counted) episode. With nine tasks, two
-where the skill matters (pass rate 0.7) and seven it changes nothing on (0.98), 120
-episodes: a skill that lowers the two by 0.3 is retired about 48 % of the time with the
-failed-before stratum (38 % counting every episode), one with no effect about 14 % either way. Measured on the sim
-(`benchmarks/bench_skills.py`, an oracle with/without run for every skill, 23 stream orders
-of 240 episodes: seeds 0-2 and 10-29): 34 of the 78 wrong lessons that hurt when injected
-were retired and 4 right lessons the oracle found harmless (26 of 74 and 7 without the
-failed-before stratum; of those harmful with the slot left empty 31 of 60, against 23 of 58
-without the stratum and 13 of 63 with independent hold-outs); on the 3 default seeds
-alone 4 of 11 and 2 false (6 of 11 and 1 without the stratum: a noisy subset). The wrong
-lessons left had little evidence: a topic's wrong lesson meets 3 to 8 of the tasks its harm
-lives on (the verify tasks) in 240 episodes. See docs/sim.md.
+Error rates (stated, not controlled; the interval is looked at after every count, so over a
+stream the chance that a skill with no effect is retired exceeds the 5 % one side of a 90 %
+interval). By simulation (`tests/skills_read/test_read_error_rate.py`, the rule as trained,
+against the pooled rule it replaced): ERROR_RATES_HERE
+
+Measured on the sim (`benchmarks/bench_skills.py`, an oracle with/without run for every skill,
+240 episodes per stream order): SIM_FIGURES_HERE See docs/sim.md.
 """
 
 from __future__ import annotations

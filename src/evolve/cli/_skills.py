@@ -30,8 +30,8 @@ def skills_cmd(workspace: Path | None, as_json: bool) -> None:
     figures (episodes of tasks that failed before, Newcombe's interval) are shown beside it.
     """
     from evolve.memory import load_units
-    from evolve.skills._scoreboard import board
     from evolve.skills._failed import load_failed
+    from evolve.skills._scoreboard import board
     from evolve.skills._select import settings_of
     from evolve.skills._strata import load_strata
 

@@ -15,8 +15,8 @@ def skills_table(ws: Workspace) -> list[str]:
     """HTML lines: a heading and the scoreboard table; nothing when the workspace has no skills
     (a report of a workspace that does not use skills stays as it was)."""
     from evolve.memory import load_units
-    from evolve.skills._scoreboard import board
     from evolve.skills._failed import load_failed
+    from evolve.skills._scoreboard import board
     from evolve.skills._select import settings_of
     from evolve.skills._strata import load_strata
 

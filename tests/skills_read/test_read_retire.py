@@ -1,13 +1,11 @@
 """A planted harmful skill is retired by the scoreboard within a bounded number of episodes.
 
 The bound: a skill that fails every eligible episode it is injected into, while held-out
-episodes pass, is retired at the first episode after which both arms hold `MIN_EACH` (2)
-episodes (Newcombe's 90 % upper end is then below 0, see test_read_scoreboard), counting
-only episodes whose task failed in an earlier episode (evolve.skills._failed). With the
-shipped seeds the stream below gets there at episode 4 (2 injected, 3 held out: a skill with
-fewer than 4 held-out episodes is held out at the pending share 0.5; it was episode 10 with
-a fixed 0.2); the test asserts the retirement happens exactly at that first episode and
-within 30.
+episodes pass, is retired at the first episode after which the within-task comparison
+(evolve.skills._scoreboard.stratified, over the per-task record of every eligible episode)
+puts its 90 % interval below 0 (one task with 2 episodes per arm suffices); the test replays
+the rule from the episode records, asserts the retirement happens exactly there, within 30
+episodes, and that the skill is never selected after.
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ within each task and combines the tasks. For that it needs the counts per task:
     <skill id>:
       <task id>: [injected, injected_pass, held_out, held_out_pass]
 
-written by the applier as an extra file with the commit that counts the episodes (a skills
+It counts every eligible training episode (skills selected), whether or not its task failed
+before (the pooled counters count only those): within a task nothing dilutes the comparison.
+Written by the applier as an extra file with the commit that counts the episodes (a skills
 batch, or a scoreboard count commit), so a resumed stream reads what the committed episodes
 left. It is evidence like the counters: a revert takes back what the reverted commit added
 (`take_back`, never a conflict), and a rewritten lesson's entry restarts with its counters.

@@ -346,9 +346,10 @@ def score_episodes(
 def stratum(
     failed: set[str] | None, task_id: str, seen: tuple[list[str], list[str]], passed: bool
 ) -> tuple[list[tuple[list[str], list[str], bool, str, bool]], bool]:
-    """The episode's scoreboard outcome (none unless skills were selected and its task failed
-    in an earlier episode) and whether its task failed now for the first time; adds it to
-    `failed` then. Without a record (skills off) nothing counts."""
+    """The episode's scoreboard outcome (none unless skills were selected), flagged with
+    whether its task failed in an earlier episode (the pooled counters count only those; the
+    per-task record every one, evolve.skills._strata), and whether its task failed now for
+    the first time; adds it to `failed` then. Without a record (skills off) nothing counts."""
     if failed is None:
         return [], False
     before = task_id in failed

@@ -83,7 +83,8 @@ def retired_share(
                 harmful = _pooled_harmful(counts)
             else:
                 cells = tuple(c for _t, c in sorted(strata.get("s", {}).items()))
-                harmful = Score(*(counts[n] for n in SKILL_COUNTERS), strata=cells).harmful
+                a, b, c, d = (counts[n] for n in SKILL_COUNTERS)
+                harmful = Score(a, b, c, d, strata=cells).harmful
             if harmful:
                 retired += 1
                 break

@@ -82,7 +82,8 @@ def _first_harmful(records: list[dict[str, Any]], ident: str) -> int | None:
             failed.add(r["task_id"])
         pooled = tally(outcomes).get(ident, {})
         cells = tuple(c for _t, c in sorted(tally_tasks(outcomes).get(ident, {}).items()))
-        score = Score(*(pooled.get(n, 0) for n in SKILL_COUNTERS), strata=cells)
+        a, b, c, d = (pooled.get(n, 0) for n in SKILL_COUNTERS)
+        score = Score(a, b, c, d, strata=cells)
         if score.harmful:
             return int(r["episode"])
     return None

@@ -128,7 +128,9 @@ def test_a_revert_takes_back_what_one_commit_added() -> None:
     before = raw({"a": {"t1": (1, 1, 0, 0)}})
     after = raw({"a": {"t1": (2, 1, 1, 1)}, "b": {"t2": (1, 0, 0, 0)}})
     now = raw({"a": {"t1": (4, 2, 2, 1)}, "b": {"t2": (1, 0, 0, 0)}})
-    assert parse_strata((take_back(before, after, now) or b"").decode()) == {"a": {"t1": (3, 2, 1, 0)}}
+    assert parse_strata((take_back(before, after, now) or b"").decode()) == {
+        "a": {"t1": (3, 2, 1, 0)}
+    }
     # A restart (the commit emptied the entry) is taken back too: the old counts return.
     restarted = take_back(before, None, raw({"a": {"t1": (1, 0, 0, 0)}}))
     assert parse_strata((restarted or b"").decode()) == {"a": {"t1": (2, 1, 0, 0)}}

@@ -62,6 +62,7 @@ from evolve.skills._select import (
     settings_of,
     skills_of,
 )
+from evolve.skills._strata import load_strata
 from evolve.train import train
 from evolve.workspace import Workspace, init_workspace, max_turns
 
@@ -268,6 +269,7 @@ def _oracle(ws: Workspace, runs: int) -> list[Truth]:
     units = [u for u in load_units(ws.root) if u.kind == "skill"]
     final = [u for u in units if u.status == "active"]
     retired_at = _retirements(ws)
+    strata = load_strata(ws.root)
     tasks = sorted(env.tasks("train"), key=lambda t: t.id)
     kw: dict[str, Any] = {"max_injected": s.max_injected, "budget_tokens": s.budget_tokens}
     out = []
@@ -292,7 +294,7 @@ def _oracle(ws: Workspace, runs: int) -> list[Truth]:
                 lift_direct = base - _pass_rate(ws, env, direct, eligible, runs)
             is_wrong = unit.text.startswith(wrong)
             truth = Truth(unit.id, is_wrong, unit.status, lift, len(eligible), lift_direct)
-            truth.record = score_of(unit, s.retire_confidence).evidence()
+            truth.record = score_of(unit, s.retire_confidence, strata).evidence()
             out.append(truth)
     return out
 

@@ -70,9 +70,10 @@ def test_a_picker_uses_each_skills_own_share() -> None:
 def test_the_injected_arm_counts_only_episodes_with_nothing_held_out() -> None:
     counted = tally(
         [
-            (["w", "v"], [], False),  # clean: both injected, failed
-            (["v"], ["w"], True),  # w held out: w's held-out arm only
-            (["w"], ["v"], False),  # v held out: v's held-out arm only
+            (["w", "v"], [], False, "t", True),  # clean: both injected, failed
+            (["v"], ["w"], True, "t", True),  # w held out: w's held-out arm only
+            (["w"], ["v"], False, "t", True),  # v held out: v's held-out arm only
+            (["w"], [], True, "t", False),  # its task never failed before: not pooled
         ]
     )
     assert counted["w"] == {"injected": 1, "injected_pass": 0, "held_out": 1, "held_out_pass": 1}

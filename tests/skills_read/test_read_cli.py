@@ -47,6 +47,11 @@ def _plant(ws: Workspace, run_git: GitRunner) -> None:
     (general / "verify-after.md").write_text(GENERAL)
     (topic / "venmo-lookup.md").write_text(TOPIC)
     (topic / "_counters.yaml").write_text(COUNTERS)
+    # the per-task record: two tasks with both arms, one task with the injected arm only
+    (ws.root / "memory" / "skills" / "_strata.yaml").write_text(
+        "venmo-lookup:\n  t1: [2, 0, 1, 1]\n  t2: [1, 0, 2, 2]\n  t3: [1, 0, 0, 0]\n"
+    )
+    (ws.root / "memory" / "skills" / "_failed_tasks.yaml").write_text("- t1\n- t2\n")
     run_git(ws.root, "add", "-A")
     run_git(ws.root, "commit", "-qm", "hand-written skills")
 
@@ -54,7 +59,7 @@ def _plant(ws: Workspace, run_git: GitRunner) -> None:
 def test_skills_json_lists_every_skill_with_its_scoreboard(
     ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli_json(capsys, "skills") == {"skills": [], "confidence": 0.9}
+    assert cli_json(capsys, "skills") == {"skills": [], "confidence": 0.9, "failed_tasks": []}
     _plant(ws, run_git)
     data = cli_json(capsys, "skills")
     rows = {r["id"]: r for r in data["skills"]}
@@ -69,11 +74,17 @@ def test_skills_json_lists_every_skill_with_its_scoreboard(
         -1.0,
     )
     assert topic["interval"][1] < 0 and topic["confidence"] == 0.9
+    within = topic["stratified"]  # what retirement decides on: tasks t1 and t2
+    assert (within["tasks"], within["injected"], within["held_out"]) == (2, 3, 3)
+    assert within["lift"] == -1.0 and within["interval"][1] < 0
+    assert data["failed_tasks"] == ["t1", "t2"]
     general = rows["verify-after"]
     assert general["injections"] == 0 and general["lift"] is None and general["interval"] is None
 
     code, out, err = run_cli(capsys, "skills")
-    assert code == 0 and "venmo-lookup  topics/venmo  retired  injected 4 (0% pass)" in out
+    assert code == 0 and "venmo-lookup  topics/venmo  retired  within tasks: lift -1.00" in out
+    assert "(2 tasks, 3 injected, 3 held out)" in out and "pooled: injected 4 (0% pass)" in out
+    assert "Tasks failed in training so far (2): t1, t2" in out
     assert "when: sending a text, payment or email, or saving a note" in out
 
 
@@ -87,6 +98,7 @@ def test_the_report_has_a_skills_table(
     html = build_report(Workspace(ws.root))
     table = html[html.index('<h2 id="skills">') :]
     assert "<code>venmo-lookup</code>" in table and "topics/venmo" in table and "-1.00" in table
+    assert "<th>lift within tasks</th>" in table and "Tasks failed in training so far (2;" in table
 
 
 def test_evolve_run_scores_with_the_same_skills_section_and_holds_nothing_out(

@@ -1,13 +1,11 @@
 """A planted harmful skill is retired by the scoreboard within a bounded number of episodes.
 
 The bound: a skill that fails every eligible episode it is injected into, while held-out
-episodes pass, is retired at the first episode after which both arms hold `MIN_EACH` (2)
-episodes (Newcombe's 90 % upper end is then below 0, see test_read_scoreboard), counting
-only episodes whose task failed in an earlier episode (evolve.skills._failed). With the
-shipped seeds the stream below gets there at episode 4 (2 injected, 3 held out: a skill with
-fewer than 4 held-out episodes is held out at the pending share 0.5; it was episode 10 with
-a fixed 0.2); the test asserts the retirement happens exactly at that first episode and
-within 30.
+episodes pass, is retired at the first episode after which the within-task comparison
+(evolve.skills._scoreboard.stratified, over the per-task record of every eligible episode)
+puts its 90 % interval below 0 (one task with 2 episodes per arm suffices); the test replays
+the rule from the episode records, asserts the retirement happens exactly there, within 30
+episodes, and that the skill is never selected after.
 """
 
 from __future__ import annotations
@@ -22,7 +20,8 @@ from evolve.applier import MemoryApplier
 from evolve.envs.persona_world._procedures import PROCEDURE_TASKS, PROCEDURES_FILE
 from evolve.memory import load_units
 from evolve.ops import Op
-from evolve.skills._scoreboard import MIN_EACH
+from evolve.skills._scoreboard import MIN_EACH, SKILL_COUNTERS, Score, tally
+from evolve.skills._strata import Outcome, load_strata, tally_tasks
 from evolve.train import train
 from evolve.workspace import Workspace
 
@@ -69,6 +68,27 @@ def _record(ws: Workspace) -> list[dict[str, Any]]:
     return [json.loads(line) for line in logs[0].read_text().splitlines()]
 
 
+def _first_harmful(records: list[dict[str, Any]], ident: str) -> int | None:
+    """The first episode after which the scoreboard's rule holds `ident` harmful, replayed
+    from the episode records (the pooled counters count tasks that failed before; the
+    per-task record every episode the skill was selected for)."""
+    failed: set[str] = set()
+    outcomes: list[Outcome] = []
+    for r in records:
+        seen = (r["skills_injected"], r["skills_held_out"])
+        if seen[0] or seen[1]:
+            outcomes.append((*seen, r["task_success"], r["task_id"], r["task_id"] in failed))
+        if not r["task_success"]:
+            failed.add(r["task_id"])
+        pooled = tally(outcomes).get(ident, {})
+        cells = tuple(c for _t, c in sorted(tally_tasks(outcomes).get(ident, {}).items()))
+        a, b, c, d = (pooled.get(n, 0) for n in SKILL_COUNTERS)
+        score = Score(a, b, c, d, strata=cells)
+        if score.harmful:
+            return int(r["episode"])
+    return None
+
+
 def test_a_planted_harmful_skill_is_retired_within_the_bound(
     workspace: Workspace, run_git: GitRunner
 ) -> None:
@@ -78,23 +98,15 @@ def test_a_planted_harmful_skill_is_retired_within_the_bound(
     units = {u.id: u for u in load_units(ws.root)}
     skill = units["skip-lookup"]
     assert skill.status == "retired"
-    assert skill.reason and "lift -1.000" in skill.reason
+    assert skill.reason and "lift -1.000" in skill.reason and "within tasks" in skill.reason
 
-    # Retired at the first episode where both arms reached MIN_EACH, then never injected.
+    # Retired at the first episode after which the rule (the per-task record, replayed from
+    # the episode records) holds it harmful; then never injected.
     records = _record(ws)
-    injected = held = 0
-    first = None
-    failed: set[str] = set()  # the stratum: only tasks that failed before count
+    first = _first_harmful(records, "skip-lookup")
     for r in records:
         assert r["task_success"] is (not r["skills_injected"])  # the planted harm
-        if r["task_id"] in failed:
-            injected += "skip-lookup" in r["skills_injected"]
-            held += "skip-lookup" in r["skills_held_out"]
-        if not r["task_success"]:
-            failed.add(r["task_id"])
-        if first is None and injected >= MIN_EACH and held >= MIN_EACH:
-            first = r["episode"]
-        elif first is not None:
+        if first is not None and r["episode"] > first:
             assert not r["skills_injected"] and not r["skills_held_out"]
     assert first is not None and first < BOUND
 
@@ -103,15 +115,16 @@ def test_a_planted_harmful_skill_is_retired_within_the_bound(
     assert len(retire) == 1
     body = retire[0]
     assert f"Evolve-Episode: {first}" in body and "Evolve-Ops: retire=skip-lookup" in body
-    for needle in ("injections: ", "pass rate injected: 0/", "pass rate held out: ", "lift: -1.000",
-                   "interval (90%, Newcombe): [-1.000, "):  # fmt: skip
+    for needle in ("injections: ", "pass rate injected: 0/", "pass rate held out: ",
+                   "lift within tasks (Mantel-Haenszel): -1.000", "interval within tasks (90%, "
+                   "stratified score, Miettinen-Nurminen): [-1.000, "):  # fmt: skip
         assert needle in body
     sha = retire[0].split("\x00")[0].strip()
     changed = run_git(ws.root, "show", "--name-only", "--format=", sha).split()
     assert changed == ["memory/skills/general/skip-lookup.md"]
-    counters = yaml.safe_load((ws.root / "memory/skills/general/_counters.yaml").read_text())
-    assert counters["skip-lookup"]["injected_pass"] == 0
-    assert counters["skip-lookup"]["held_out_pass"] == counters["skip-lookup"]["held_out"] >= 2
+    cells = load_strata(ws.root)["skip-lookup"].values()  # the per-task record, committed
+    assert sum(c[0] for c in cells) >= MIN_EACH and sum(c[1] for c in cells) == 0
+    assert sum(c[3] for c in cells) == sum(c[2] for c in cells) >= MIN_EACH
     assert run_git(ws.root, "status", "--porcelain", "--", "memory").strip() == ""
 
     # The retired lesson, proposed again (under any id), is refused like a tombstone.

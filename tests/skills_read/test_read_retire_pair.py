@@ -78,4 +78,6 @@ def test_the_wrong_lesson_is_retired_and_the_verify_lesson_kept(
         if r["skills_held_out"] == ["skip-check"]:
             assert r["skills_injected"] == ["verify-payment"]  # the pair's other half is there
     retire = run_git(ws.root, "log", "-1", "--format=%B", "--grep=retire=skip-check")
-    assert "Evolve-Kind: skill retire" in retire and "lift: -" in retire
+    assert (
+        "Evolve-Kind: skill retire" in retire and "lift within tasks (Mantel-Haenszel): -" in retire
+    )

@@ -48,12 +48,18 @@ def test_the_interval_holds_the_lift(x1: int, n1: int, x0: int, n0: int, conf: f
     assert wider[0] <= lo + 1e-12 and wider[1] >= hi - 1e-12
 
 
+def _one(a: int, b: int, c: int, d: int) -> Score:
+    """The record of a skill seen on one task only (pooled = within)."""
+    return Score(a, b, c, d, strata=((a, b, c, d),))
+
+
 def test_harmful_needs_min_each_and_an_interval_below_zero() -> None:
-    assert not Score(1, 0, 1, 1).harmful  # too few episodes
-    assert Score(MIN_EACH, 0, MIN_EACH, MIN_EACH).harmful  # the bound of the retire test
-    assert not Score(10, 8, 10, 9).harmful  # a small drop, not confident
-    assert not Score(10, 10, 10, 0).harmful  # helpful
-    assert Score(30, 10, 30, 25).harmful
+    assert not _one(1, 0, 1, 1).harmful  # too few episodes
+    assert _one(MIN_EACH, 0, MIN_EACH, MIN_EACH).harmful  # the bound of the retire test
+    assert not _one(10, 8, 10, 9).harmful  # a small drop, not confident
+    assert not _one(10, 10, 10, 0).harmful  # helpful
+    assert _one(30, 10, 30, 25).harmful
+    assert not Score(30, 10, 30, 25).harmful  # retirement decides within tasks: none here
     row = Score(4, 1, 2, 2).as_dict()
     assert row["lift"] == -0.75 and row["injections"] == 4 and len(row["interval"]) == 2
 
@@ -61,7 +67,12 @@ def test_harmful_needs_min_each_and_an_interval_below_zero() -> None:
 def test_tally_counts_each_arm_and_each_skill_once_per_episode() -> None:
     # An episode with a skill held out counts for that skill only (test_read_ablation).
     inc = tally(
-        [(["a", "a", "b"], [], True), (["a"], [], False), ([], ["a"], True), (["b"], ["c"], True)]
+        [
+            (["a", "a", "b"], [], True, "t", True),
+            (["a"], [], False, "t", True),
+            ([], ["a"], True, "t", True),
+            (["b"], ["c"], True, "t", True),
+        ]
     )
     assert inc["a"] == {"injected": 2, "injected_pass": 1, "held_out": 1, "held_out_pass": 1}
     assert inc["b"] == {"injected": 1, "injected_pass": 1, "held_out": 0, "held_out_pass": 0}

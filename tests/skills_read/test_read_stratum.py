@@ -24,10 +24,12 @@ from evolve.workspace import Workspace
 def test_an_episode_of_a_task_that_never_failed_does_not_count() -> None:
     failed: set[str] = set()
     seen: tuple[list[str], list[str]] = (["s"], [])
-    assert stratum(failed, "t1", seen, True) == ([], False)  # passed, never failed: no count
-    assert stratum(failed, "t1", seen, False) == ([], True)  # its first failure: no count yet
+    # Every eligible episode goes to the per-task record; the flag says whether its task
+    # failed before (only those move the pooled counters).
+    assert stratum(failed, "t1", seen, True) == ([(["s"], [], True, "t1", False)], False)
+    assert stratum(failed, "t1", seen, False) == ([(["s"], [], False, "t1", False)], True)
     assert failed == {"t1"}
-    assert stratum(failed, "t1", seen, True) == ([(["s"], [], True)], False)  # failed before
+    assert stratum(failed, "t1", seen, True) == ([(["s"], [], True, "t1", True)], False)
     assert stratum(failed, "t2", ([], []), False) == ([], True)  # no skill: nothing counted
     assert stratum(None, "t1", seen, False) == ([], False)  # skills off: no record
 

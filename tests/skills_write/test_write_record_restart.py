@@ -46,7 +46,10 @@ def test_a_rewritten_lesson_restarts_its_record(workspace: Workspace) -> None:
     good = next(u for u in units if u.id == "sk-good")
     assert score_of(good).injected == 20
     merge = Op(op="modify", unit=good.with_(text=WRONG), reason="MERGE on a full shelf")
-    outcomes = [(["sk-good", "sk-other"], [], True), ([], ["sk-good", "sk-other"], False)]
+    outcomes = [
+        (["sk-good", "sk-other"], [], True, "t", True),
+        ([], ["sk-good", "sk-other"], False, "t", True),
+    ]
     counted = {op.id: op for op in count_ops_after([merge], units, outcomes)}
     # The rewritten skill: zero, none of this batch's episodes; the other: counted on top.
     assert all(getattr(counted["sk-good"].unit, n) == 0 for n in RECORD)
@@ -73,5 +76,7 @@ def test_an_unchanged_lesson_keeps_counting(workspace: Workspace) -> None:
     good = next(u for u in units if u.id == "sk-good")
     # A MERGE that keeps the incumbent's text (only evidence and trigger move).
     merge = Op(op="modify", unit=good.with_(trigger="paying on venmo", text=f" {GOOD} "))
-    counted = {op.id: op for op in count_ops_after([merge], units, [(["sk-good"], [], False)])}
+    counted = {
+        op.id: op for op in count_ops_after([merge], units, [(["sk-good"], [], False, "t", True)])
+    }
     assert counted["sk-good"].unit.injected == 21 and counted["sk-good"].unit.injected_pass == 19

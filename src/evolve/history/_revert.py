@@ -62,6 +62,7 @@ GIT_REVERT = "Evolve-Git-Revert"
 REVERT_KINDS = ("revert", "cascade revert")
 TRACKED = ["memory", "prompts"]
 STAGING = "memory/skills/_staging.yaml"  # evolve.skills.STAGING_PATH
+STRATA = "memory/skills/_strata.yaml"  # evolve.skills._strata.STRATA_PATH
 _GIT_REVERT_LINE = re.compile(r"^This reverts commit ([0-9a-f]{7,64})\b", re.M)
 _TAUGHT = ("active", "pending")
 
@@ -224,6 +225,11 @@ class _Plan:
 
                 self.state[path] = take_back(change.before, change.after, now)
                 continue
+            if path == STRATA:  # the scoreboard's per-task counts: evidence, taken back too
+                from evolve.skills._strata import take_back as take_back_strata
+
+                self.state[path] = take_back_strata(change.before, change.after, now)
+                continue
             if _gone_since(change, now):
                 current = unit_of(path, now)
                 if current is not None and current.status == "tombstoned":
@@ -376,7 +382,7 @@ def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
         info = queue.pop()
         for change in content_changes(store, info):
             head = store.read("HEAD", change.path)
-            if change.path == STAGING:
+            if change.path in (STAGING, STRATA):
                 continue
             if _gone_since(change, head) or _settled_since(change, head) or _as_left(change, head):
                 continue

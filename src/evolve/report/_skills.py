@@ -15,34 +15,48 @@ def skills_table(ws: Workspace) -> list[str]:
     """HTML lines: a heading and the scoreboard table; nothing when the workspace has no skills
     (a report of a workspace that does not use skills stays as it was)."""
     from evolve.memory import load_units
+    from evolve.skills._failed import load_failed
     from evolve.skills._scoreboard import board
     from evolve.skills._select import settings_of
+    from evolve.skills._strata import load_strata
 
     confidence = settings_of(ws.config).retire_confidence
-    rows = board(load_units(ws.root), confidence)
+    rows = board(load_units(ws.root), confidence, load_strata(ws.root))
     if not rows:
         return []
     html = ['<h2 id="skills">Skills and their scoreboard</h2>']
     html.append(
-        f"<p>Pass rate of training episodes whose trigger matched, with the skill injected and "
-        f"held out; lift with Newcombe's {confidence:.0%} interval. A skill whose interval lies "
-        f"below 0 is retired.</p>"
+        f"<p>Within tasks: the skill injected against held out inside each training task, "
+        f"combined over the tasks with both arms (Mantel-Haenszel lift, stratified score "
+        f"{confidence:.0%} interval); a skill whose interval lies below 0 is retired. Pooled: "
+        f"pass rates of episodes of tasks that failed before, Newcombe's interval.</p>"
     )
     html.append(
         "<table><tr><th>skill</th><th>shelf</th><th>status</th><th>trigger</th>"
+        "<th>tasks (both arms)</th><th>lift within tasks</th><th>interval within tasks</th>"
         "<th>injected</th><th>pass (injected)</th><th>held out</th><th>pass (held out)</th>"
-        "<th>lift</th><th>interval</th></tr>"
+        "<th>pooled lift</th><th>pooled interval</th></tr>"
     )
     for r in rows:
         iv = r["interval"]
         shown = f"[{iv[0]:+.2f}, {iv[1]:+.2f}]" if iv else ""
         lift = "" if r["lift"] is None else f"{r['lift']:+.2f}"
+        st = r["stratified"]
+        siv = st["interval"]
+        within = f"[{siv[0]:+.2f}, {siv[1]:+.2f}]" if siv else ""
+        slift = "" if st["lift"] is None else f"{st['lift']:+.2f}"
         html.append(
             f"<tr><td><code>{escape(r['id'])}</code></td><td>{escape(r['where'])}</td>"
             f"<td>{escape(str(r['status']))}</td><td>{escape(r['trigger'])}</td>"
+            f"<td>{st['tasks']}</td><td>{slift}</td><td>{within}</td>"
             f"<td>{r['injections']}</td><td>{_pct(r['pass_rate_injected'])}</td>"
             f"<td>{r['held_out']}</td><td>{_pct(r['pass_rate_held_out'])}</td>"
             f"<td>{lift}</td><td>{shown}</td></tr>"
         )
     html.append("</table>")
+    failed = sorted(load_failed(ws.root))
+    html.append(
+        f"<p>Tasks failed in training so far ({len(failed)}; the pooled figures count only "
+        f"these): {escape(', '.join(failed)) if failed else 'none'}.</p>"
+    )
     return html

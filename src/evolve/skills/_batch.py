@@ -40,7 +40,7 @@ from evolve.skills._evolver import ask_consolidator, ask_evolver
 from evolve.skills._failed import failed_files
 from evolve.skills._plan import BatchPlan, Maker, plan_batch
 from evolve.skills._reflect import Candidate, apps_of, reflect
-from evolve.skills._scoreboard import count_ops_after
+from evolve.skills._scoreboard import count_ops_after, strata_after
 from evolve.skills._staging import STAGING_PATH, dump_staging, parse_staging
 from evolve.store import EPISODE, GENERATION, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
 from evolve.updaters import Update, summarize_actions
@@ -91,7 +91,7 @@ class SkillsBatches:
     episodes: list[int] = field(default_factory=list)
     # the skills scoreboard (evolve.skills._scoreboard): the batch's episodes' (injected,
     # held out, passed), counted in the batch's own commit
-    counts: list[tuple[list[str], list[str], bool]] = field(default_factory=list)
+    counts: list[tuple[list[str], list[str], bool, str, bool]] = field(default_factory=list)
     # the tasks failed so far (evolve.skills._failed), written with the batch's commit
     failed: set[str] | None = None
     results: list[BatchResult] = field(default_factory=list)
@@ -226,6 +226,7 @@ class SkillsBatches:
             files = {}
         files.update(failed)
         counted = count_ops_after(plan.ops, units, self.counts)  # scoreboard counters
+        files.update(strata_after(self.ws.root, plan.ops, units, self.counts))  # per task
         applied = applier.apply([*plan.ops, *counted], units, extra_files=files)
         all_refused = [*refused, *plan.refused, *applied.refused]
         subject = self._subject(batch, episodes, plan, applied)

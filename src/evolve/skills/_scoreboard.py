@@ -29,56 +29,84 @@ nothing alone and undoes a verify lesson injected with it; with independent hold
 held-out episodes often lacked the verify lesson too, and its harm was diluted away.
 
 The hold-out share is adaptive (`holdout_shares`), so evidence accrues where a decision is
-pending: a skill with fewer than PENDING_HELD_OUT (4) held-out episodes, or whose lift so far
-is negative, is held out at PENDING_SHARE (0.5) instead of `skills.holdout_share` (0.2); one
+pending: a skill with fewer than PENDING_HELD_OUT (4) held-out episodes in the tasks with
+both arms, or whose within-task lift so far is negative (below), is held out at PENDING_SHARE (0.5) instead of `skills.holdout_share` (0.2); one
 whose lift is 0 or more drops back. The shares of an episode's candidates are scaled down to
 cover at most 60 % of its draws (`MAX_ABLATION`). The draw is seeded by the episode, so the
 hold-out is random given the record: a valid randomized comparison, whose allocation
 depends on earlier outcomes (a response-adaptive design).
 
-Only episodes of tasks that failed before count (`evolve.skills._failed`): an episode is
-eligible when skills were selected for it AND its task failed in an EARLIER training episode
-of the workspace (recorded in `memory/skills/_failed_tasks.yaml`, committed with the count or
-the batch, so a resumed stream keeps it). The tasks the agent always passes are the ones a
-skill changes nothing on; counting them diluted both arms. The stratum is fixed before the
-episode runs, so the comparison within it stays randomized.
+The pooled counters count only episodes of tasks that failed before (`evolve.skills._failed`):
+an episode is counted there when skills were selected for it AND its task failed in an
+EARLIER training episode of the workspace (recorded in `memory/skills/_failed_tasks.yaml`,
+committed with the count or the batch, so a resumed stream keeps it). Pooled over tasks, the
+tasks the agent always passes dilute both arms; the stratum cut that dilution. The pooled
+lift (`injected_pass/injected - held_out_pass/held_out`, Newcombe's hybrid score interval,
+method 10 of Newcombe 1998) is shown by `evolve skills` and the report; it no longer decides.
+
+What decides: the arms compared WITHIN each task (`stratified`). The task is fixed before the
+hold-out is drawn, so within a task the comparison is randomized; a task where both arms
+agree (always pass, always fail) carries no evidence either way and, compared within it, adds
+no noise, while pooled it adds between-task noise (the two arms hold different task mixes by
+chance). The per-task record (`evolve.skills._strata`, `memory/skills/_strata.yaml`,
+committed with the count or the batch) counts EVERY eligible episode (skills selected), not
+only tasks that failed before: within a task there is no dilution to cut, and the first
+episodes of a task (before its first failure) are evidence too (the sim's wrong lesson meets
+3 to 8 episodes of the tasks its harm lives on in 240). Only tasks with both arms observed
+contribute. The estimate is the Mantel-Haenszel risk difference (weights n1 n0 / (n1 + n0)
+per task); its interval is the stratified score interval of Miettinen and Nurminen (1985)
+with those weights: every common lift d whose score statistic
+`sum w (p1 - p0 - d) / sqrt(sum w^2 V(d))` lies within the normal quantile, V(d) the task's
+variance at its maximum-likelihood rates under lift d, times N/(N-1). Why this one: it is a
+score interval like the Newcombe interval it replaces (it behaves at 0 and 100 % and with a
+handful of episodes, where a Wald interval such as Sato's variance around the MH estimate is
+degenerate: 0 of 1 against 1 of 1 gives a zero-width interval); at d = 0 its statistic is the
+Cochran-Mantel-Haenszel test with the exact conditional (hypergeometric) variance, so a task
+whose arms agree adds exactly nothing; a single task gives back the two-proportion score
+interval. Without the N/(N-1) (the unconditional variance) it retired far more harm in the
+sweep but also 2.5 times the false retirements (docs/sim.md).
 
 A rewritten lesson is a new treatment: when a batch's MERGE or REVISE changes a skill's text,
-its record restarts at 0 (`count_ops_after`), so a wrong lesson written over a good skill
-does not inherit the good record, nor a good lesson a wrong one's.
+its record restarts at 0 (`count_ops_after`, `strata_after`: the counters and its per-task
+entry), so a wrong lesson written over a good skill does not inherit the good record, nor a
+good lesson a wrong one's. A revert takes back what the reverted commit added to the
+per-task record, as it does for the counters.
 
-The lift is `injected_pass/injected - held_out_pass/held_out`, with Newcombe's hybrid
-score interval for a difference of two independent proportions (method 10 of Newcombe 1998:
-each rate's Wilson score interval, combined). Wilson intervals behave at 0 and 100 % and with
-a handful of episodes, which is where a skill's record starts.
+A skill is retired when the stratified interval at `skills.retire_confidence` lies wholly
+below 0 and each arm has at least `MIN_EACH` episodes in the tasks with both arms: its status
+becomes `retired` (never rendered nor injected again) with the evidence in `reason`, in one
+commit of its own (`Evolve-Kind: skill retire`; the body carries both the within-task and the
+pooled figures).
 
-A skill is retired when the two-sided interval at `skills.retire_confidence` lies wholly
-below 0 and each arm has at least `MIN_EACH` episodes: its status becomes `retired` (never
-rendered nor injected again) with the evidence in `reason`, in one commit of its own
-(`Evolve-Kind: skill retire`).
+Within the episode's task a biased coin (Efron 1971) balances the arms (`holdout_shares`): a skill whose held-out arm trails its injected arm on this task is held out at 2/3,
+one whose held-out arm leads at the base share. Both are fixed before the draw.
 
-Bound (tested): a skill that makes every eligible episode fail while held-out episodes pass
-is retired as soon as it has `MIN_EACH` held-out and `MIN_EACH` injected episodes at the
-default confidence 0.9 (then the upper end is below 0).
+Bound (tested): a skill that makes every eligible episode of one task fail while held-out
+episodes of it pass is retired once that task has 2 episodes in each arm (the score
+statistic is then -1.73, below -1.645); spread over tasks with one episode per arm each it
+takes three such tasks.
 
-Error rates (stated, not controlled). The interval is looked at after every count, so over a
-stream the chance that a skill with no effect is retired is larger than the 5 % one side of a
-90 % interval: by simulation (`tests/skills_read/test_read_error_rate.py`), for a skill with
-no effect, pass rate 0.9, two other candidates, 60 eligible episodes, about 10 % (2 % with
-the fixed 0.2 share and independent hold-outs, the price of the pending share); a skill
-that lowers the pass rate from 0.95 by 0.22 is retired within those 60 episodes about 74 %
-of the time (63 % before); these are per eligible (counted) episode. With nine tasks, two
-where the skill matters (pass rate 0.7) and seven it changes nothing on (0.98), 120
-episodes: a skill that lowers the two by 0.3 is retired about 48 % of the time with the
-failed-before stratum (38 % counting every episode), one with no effect about 14 % either way. Measured on the sim
-(`benchmarks/bench_skills.py`, an oracle with/without run for every skill, 23 stream orders
-of 240 episodes: seeds 0-2 and 10-29): 34 of the 78 wrong lessons that hurt when injected
-were retired and 4 right lessons the oracle found harmless (26 of 74 and 7 without the
-failed-before stratum; of those harmful with the slot left empty 31 of 60, against 23 of 58
-without the stratum and 13 of 63 with independent hold-outs); on the 3 default seeds
-alone 4 of 11 and 2 false (6 of 11 and 1 without the stratum: a noisy subset). The wrong
-lessons left had little evidence: a topic's wrong lesson meets 3 to 8 of the tasks its harm
-lives on (the verify tasks) in 240 episodes. See docs/sim.md.
+Error rates (stated, not controlled; the interval is looked at after every count, so over a
+stream the chance that a skill with no effect is retired exceeds the 5 % one side of a 90 %
+interval). By simulation (`tests/skills_read/test_read_error_rate.py`, the rule as trained,
+against the pooled rule it replaced): a skill with no effect, pass rate 0.9, two other
+candidates, 60 eligible episodes: retired about 9 % of the time (pooled 9 %); one that
+lowers the pass rate from 0.95 by 0.22: 79 % (75 %). Nine tasks of one app as in the sim, two
+where the skill matters and seven that nearly always pass or nearly always fail, 120
+episodes: a skill that lowers the two from 0.95 to 0.35 is retired 80 % of the time (pooled
+65 %), one with no effect 11 % (pooled 22 %). With noisy tasks instead (pass rates 0.05 to
+0.95, noise within each task) the stratified rule is no better than the pooled one: no
+effect 22 % (24 %), the harm at 0.7 -> 0.1 62 % (64 %); the gain is the between-task noise
+removed, and where the noise is within tasks there is none to remove.
+
+Measured on the sim (`benchmarks/bench_skills.py`, an oracle with/without run for every skill,
+240 episodes per stream order), the same session for both rules. The 23 stream orders
+the previous rules were tuned on (seeds 0-2, 10-29): 34 of 79 wrong lessons that hurt when
+injected retired (pooled rule: 34 of 78), 34 of 61 of those harmful with the slot left empty
+(31 of 60), 4 right lessons the oracle found harmless retired (4). 23 fresh orders (seeds
+30-52, run after the rule was chosen): 30 of 79 (26 of 78), 30 of 59 (23 of 60), 4 false
+(7). A modest gain, not a large one: most wrong lessons left active met one or two episodes
+of their verify tasks per arm. See docs/sim.md.
 """
 
 from __future__ import annotations
@@ -86,13 +114,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from statistics import NormalDist
 from typing import Any
+
+from evolve.skills._strata import Cell, Outcome, Strata, strata_files
 
 SKILL_COUNTERS: tuple[str, ...] = ("injected", "injected_pass", "held_out", "held_out_pass")
 MIN_EACH = 2
 PENDING_SHARE = 0.5  # the hold-out share of a skill whose evidence is pending
 PENDING_HELD_OUT = 4  # held-out episodes a skill needs before its share can drop back
+BALANCE_SHARE = 2 / 3  # the share of a skill whose held-out arm trails on the episode's task
 
 
 def wilson(passes: int, n: int, z: float) -> tuple[float, float]:
@@ -121,15 +153,132 @@ def newcombe(x1: int, n1: int, x0: int, n0: int, confidence: float) -> tuple[flo
     return max(-1.0, lo), min(1.0, hi)
 
 
+# --- the stratified estimator (tasks as strata) ---------------------------------------
+def _restricted(x1: int, n1: int, x0: int, n0: int, delta: float) -> tuple[float, float]:
+    """Maximum-likelihood rates (p1, p0) of one task's two arms under p1 - p0 = delta: the
+    closed form of Miettinen and Nurminen (1985), as Farrington and Manning (1990) write it."""
+    p1, p0 = x1 / n1, x0 / n0
+    theta = n0 / n1
+    a = 1 + theta
+    b = -(1 + theta + p1 + theta * p0 + delta * (theta + 2))
+    c = delta * delta + delta * (2 * p1 + theta + 1) + p1 + theta * p0
+    d = -p1 * delta * (1 + delta)
+    v = b**3 / (27 * a**3) - b * c / (6 * a * a) + d / (2 * a)
+    s = b * b / (9 * a * a) - c / (3 * a)
+    u = math.copysign(math.sqrt(max(s, 0.0)), v) if v != 0 else math.sqrt(max(s, 0.0))
+    if u == 0:
+        r1 = -b / (3 * a)
+    else:
+        w = (math.pi + math.acos(max(-1.0, min(1.0, v / u**3)))) / 3
+        r1 = 2 * u * math.cos(w) - b / (3 * a)
+    lo, hi = max(0.0, delta), min(1.0, 1.0 + delta)
+    r1 = min(hi, max(lo, r1))
+    return r1, r1 - delta
+
+
+def _score_z(cells: Sequence[Cell], weights: Sequence[float], delta: float) -> float:
+    """The stratified score statistic for a common lift `delta` (CMH weights; each task's
+    variance at its restricted rates, with Miettinen-Nurminen's N/(N-1))."""
+    num = var = 0.0
+    for (x1, n1, x0, n0), w in zip(cells, weights, strict=True):
+        num += w * (x1 / n1 - x0 / n0 - delta)
+        r1, r0 = _restricted(x1, n1, x0, n0, delta)
+        n = n1 + n0
+        var += w * w * (r1 * (1 - r1) / n1 + r0 * (1 - r0) / n0) * n / (n - 1)
+    if var <= 0:
+        return 0.0 if abs(num) < 1e-12 else math.copysign(math.inf, num)
+    return num / math.sqrt(var)
+
+
+@dataclass(frozen=True)
+class Stratified:
+    """A skill's lift combined over the tasks where both arms were seen: `cells` holds
+    (injected_pass, injected, held_out_pass, held_out) per such task."""
+
+    cells: tuple[tuple[int, int, int, int], ...]
+    confidence: float = 0.9
+
+    @property
+    def tasks(self) -> int:
+        return len(self.cells)
+
+    @property
+    def injected(self) -> int:
+        return sum(c[1] for c in self.cells)
+
+    @property
+    def held_out(self) -> int:
+        return sum(c[3] for c in self.cells)
+
+    @cached_property
+    def weights(self) -> tuple[float, ...]:
+        """Mantel-Haenszel (CMH) weights n1 * n0 / (n1 + n0), one per task."""
+        return tuple(n1 * n0 / (n1 + n0) for _x1, n1, _x0, n0 in self.cells)
+
+    @cached_property
+    def lift(self) -> float | None:
+        """The Mantel-Haenszel risk difference: the weighted mean of the tasks' lifts."""
+        if not self.cells:
+            return None
+        pairs = zip(self.cells, self.weights, strict=True)
+        return sum(w * (x1 / n1 - x0 / n0) for (x1, n1, x0, n0), w in pairs) / sum(self.weights)
+
+    def z(self, delta: float = 0.0) -> float:
+        """The stratified score statistic for a common lift `delta` (at 0: the CMH test)."""
+        return _score_z(self.cells, self.weights, delta)
+
+    @cached_property
+    def interval(self) -> tuple[float, float] | None:
+        """The stratified score interval at `confidence`: every common lift the score test
+        does not reject (None without a task with both arms)."""
+        lift = self.lift
+        if lift is None:
+            return None
+        crit = NormalDist().inv_cdf(0.5 + self.confidence / 2)
+
+        def root(target: float, lo: float, hi: float) -> float:
+            # z(delta) decreases in delta; find z(delta) = target on [lo, hi].
+            for _ in range(50):
+                mid = (lo + hi) / 2
+                if self.z(mid) > target:
+                    lo = mid
+                else:
+                    hi = mid
+            return (lo + hi) / 2
+
+        eps = 1e-9
+        lower = -1.0 if self.z(-1 + eps) <= crit else root(crit, -1 + eps, lift)
+        upper = 1.0 if self.z(1 - eps) >= -crit else root(-crit, lift, 1 - eps)
+        return max(-1.0, min(lower, lift)), min(1.0, max(upper, lift))
+
+    @property
+    def below_zero(self) -> bool:
+        """The interval lies wholly below 0 (checked by the test at 0 first: cheap)."""
+        crit = NormalDist().inv_cdf(0.5 + self.confidence / 2)
+        if not self.cells or self.z(0.0) >= -crit:
+            return False
+        iv = self.interval
+        return iv is not None and iv[1] < 0
+
+
+def stratified(strata: Iterable[tuple[int, int, int, int]], confidence: float) -> Stratified:
+    """Compare the arms within each task and combine (see the module doc). `strata` holds
+    (injected, injected_pass, held_out, held_out_pass) per task; tasks missing an arm drop."""
+    cells = tuple((b, a, d, c) for a, b, c, d in strata if a > 0 and c > 0)
+    return Stratified(cells, confidence)
+
+
 @dataclass(frozen=True)
 class Score:
-    """One skill's record on the scoreboard."""
+    """One skill's record on the scoreboard: the pooled counters and, per task, the two arms
+    (`strata`: (injected, injected_pass, held_out, held_out_pass) per task)."""
 
     injected: int = 0
     injected_pass: int = 0
     held_out: int = 0
     held_out_pass: int = 0
     confidence: float = 0.9
+    strata: tuple[Cell, ...] = ()
 
     @property
     def rate_injected(self) -> float | None:
@@ -141,25 +290,34 @@ class Score:
 
     @property
     def lift(self) -> float | None:
+        """The pooled lift (shown; retirement decides on the stratified one)."""
         a, b = self.rate_injected, self.rate_held_out
         return None if a is None or b is None else a - b
 
     @property
     def interval(self) -> tuple[float, float] | None:
+        """Newcombe's interval on the pooled counts (shown; not what retires)."""
         return newcombe(
             self.injected_pass, self.injected, self.held_out_pass, self.held_out, self.confidence
         )
 
+    @cached_property
+    def within(self) -> Stratified:
+        """The lift compared within each task and combined (what retirement decides on)."""
+        return stratified(self.strata, self.confidence)
+
     @property
     def harmful(self) -> bool:
-        """Confidently negative: enough episodes in each arm and the interval below 0."""
-        if self.injected < MIN_EACH or self.held_out < MIN_EACH:
-            return False
-        iv = self.interval
-        return iv is not None and iv[1] < 0
+        """Confidently negative: at least MIN_EACH episodes in each arm over the tasks where
+        both arms were seen, and the stratified interval below 0."""
+        st = self.within
+        few = st.injected < MIN_EACH or st.held_out < MIN_EACH
+        return not few and st.below_zero
 
     def as_dict(self) -> dict[str, Any]:
         iv = self.interval
+        st = self.within
+        siv = st.interval
         return {
             "injections": self.injected,
             "injected_passes": self.injected_pass,
@@ -169,6 +327,13 @@ class Score:
             "pass_rate_held_out": _round(self.rate_held_out),
             "lift": _round(self.lift),
             "interval": [round(iv[0], 4), round(iv[1], 4)] if iv is not None else None,
+            "stratified": {
+                "tasks": st.tasks,
+                "injected": st.injected,
+                "held_out": st.held_out,
+                "lift": _round(st.lift),
+                "interval": [round(siv[0], 4), round(siv[1], 4)] if siv is not None else None,
+            },
             "confidence": self.confidence,
         }
 
@@ -176,11 +341,16 @@ class Score:
         """One line: the numbers a retirement is based on."""
         iv = self.interval
         shown = f"[{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv is not None else "n/a"
+        st = self.within
+        siv = st.interval
+        sshown = f"[{siv[0]:+.3f}, {siv[1]:+.3f}]" if siv is not None else "n/a"
         return (
             f"injected {self.injected} (passed {self.injected_pass}, rate "
             f"{_pct(self.rate_injected)}), held out {self.held_out} (passed "
-            f"{self.held_out_pass}, rate {_pct(self.rate_held_out)}), lift "
-            f"{_signed(self.lift)}, {self.confidence:.0%} interval {shown}"
+            f"{self.held_out_pass}, rate {_pct(self.rate_held_out)}), pooled lift "
+            f"{_signed(self.lift)} {shown}; within tasks ({st.tasks} with both arms, "
+            f"{st.injected} injected and {st.held_out} held out) lift {_signed(st.lift)}, "
+            f"{self.confidence:.0%} interval {sshown}"
         )
 
 
@@ -196,39 +366,64 @@ def _signed(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.3f}"
 
 
-def score_of(unit: Any, confidence: float = 0.9) -> Score:
-    """The scoreboard record a unit's counters give (0 for counters it does not carry)."""
+def score_of(unit: Any, confidence: float = 0.9, strata: Strata | None = None) -> Score:
+    """The scoreboard record a unit's counters give (0 for counters it does not carry), with
+    its per-task counts from `strata` (the record `evolve.skills._strata` keeps)."""
     a, b, c, d = (int(getattr(unit, name, None) or 0) for name in SKILL_COUNTERS)
-    return Score(a, b, c, d, confidence=confidence)
+    cells = tuple(cell for _task, cell in sorted((strata or {}).get(str(unit.id), {}).items()))
+    return Score(a, b, c, d, confidence=confidence, strata=cells)
 
 
-def holdout_shares(units: Iterable[Any], base: float, confidence: float) -> dict[str, float]:
-    """Each skill's hold-out share in training: PENDING_SHARE while its evidence is pending
-    (fewer than PENDING_HELD_OUT held-out episodes, or a negative lift so far), else `base`
-    (`skills.holdout_share`). Never below `base`; nothing when `base` is 0 (hold-out off)."""
+def holdout_shares(
+    units: Iterable[Any],
+    base: float,
+    confidence: float,
+    strata: Strata | None = None,
+    task: str | None = None,
+) -> dict[str, float]:
+    """Each skill's hold-out share in a training episode: PENDING_SHARE while its evidence is
+    pending (fewer than PENDING_HELD_OUT held-out episodes, or a negative lift so far), else
+    `base` (`skills.holdout_share`); nothing when `base` is 0 (hold-out off).
+
+    With the per-task record (`strata`) the evidence is the one retirement decides on (the
+    tasks with both arms), and the episode's `task` balances the arms within it, a biased coin
+    (Efron 1971): a skill whose held-out arm on this task trails its injected arm is held out
+    at BALANCE_SHARE, one whose held-out arm leads at `base`. The task and the record are
+    fixed before the draw, so the hold-out stays randomized within the task."""
     out: dict[str, float] = {}
     if base <= 0:
         return out
     for unit in units:
         if getattr(unit, "kind", None) != "skill":
             continue
-        score = score_of(unit, confidence)
-        lift = score.lift
-        pending = score.held_out < PENDING_HELD_OUT or (lift is not None and lift < 0)
-        out[str(unit.id)] = max(base, PENDING_SHARE) if pending else base
+        score = score_of(unit, confidence, strata)
+        if strata is None:
+            held, lift = score.held_out, score.lift
+        else:
+            within = score.within
+            held, lift = within.held_out, within.lift
+        pending = held < PENDING_HELD_OUT or (lift is not None and lift < 0)
+        share = max(base, PENDING_SHARE) if pending else base
+        if strata is not None and task is not None:
+            cell = strata.get(str(unit.id), {}).get(task)
+            if cell is not None and cell[2] < cell[0]:
+                share = max(share, BALANCE_SHARE)
+            elif cell is not None and cell[2] > cell[0]:
+                share = base
+        out[str(unit.id)] = share
     return out
 
 
-def tally(
-    outcomes: Iterable[tuple[Sequence[str], Sequence[str], bool]],
-) -> dict[str, dict[str, int]]:
+def tally(outcomes: Iterable[Outcome]) -> dict[str, dict[str, int]]:
     """Counter increments per skill id from episodes' (injected, held_out, passed).
 
     An episode with a skill held out counts for that skill's held-out arm only; an episode
     with nothing held out counts for every injected skill's injected arm (see the module
     doc: the two arms then differ by exactly one skill)."""
     out: dict[str, dict[str, int]] = {}
-    for injected, held, passed in outcomes:
+    for injected, held, passed, _task, before in outcomes:
+        if not before:  # the pooled counters: only tasks that failed before
+            continue
         ids, arm = (held, "held_out") if held else (injected, "injected")
         for ident in dict.fromkeys(ids):
             entry = out.setdefault(ident, dict.fromkeys(SKILL_COUNTERS, 0))
@@ -245,7 +440,9 @@ def counted(unit: Any, increments: Mapping[str, int]) -> dict[str, int]:
     }
 
 
-def board(units: Iterable[Any], confidence: float = 0.9) -> list[dict[str, Any]]:
+def board(
+    units: Iterable[Any], confidence: float = 0.9, strata: Strata | None = None
+) -> list[dict[str, Any]]:
     """Every skill unit (any status) with its scoreboard record, by shelf then id."""
     rows: list[dict[str, Any]] = []
     for unit in units:
@@ -263,7 +460,7 @@ def board(units: Iterable[Any], confidence: float = 0.9) -> list[dict[str, Any]]
                 "recipe": unit.recipe,
                 "trigger": str(getattr(unit, "trigger", None) or ""),
                 "lesson": unit.text,
-                **score_of(unit, confidence).as_dict(),
+                **score_of(unit, confidence, strata).as_dict(),
             }
         )
     rows.sort(key=lambda r: (r["where"] != "general", r["where"], r["id"]))
@@ -271,9 +468,7 @@ def board(units: Iterable[Any], confidence: float = 0.9) -> list[dict[str, Any]]
 
 
 # --- proposals (pure: ops for the applier) ------------------------------------------------
-def count_ops(
-    units: Iterable[Any], outcomes: Iterable[tuple[Sequence[str], Sequence[str], bool]]
-) -> list[Any]:
+def count_ops(units: Iterable[Any], outcomes: Iterable[Outcome]) -> list[Any]:
     """`count` ops moving the scoreboard counters of the skills in `outcomes` (episodes'
     injected ids, held-out ids, passed). Ids of units that are not skills are ignored."""
     from evolve.ops import Op
@@ -288,7 +483,9 @@ def count_ops(
     return ops
 
 
-def retire_ops(units: Iterable[Any], confidence: float) -> list[tuple[Any, Score]]:
+def retire_ops(
+    units: Iterable[Any], confidence: float, strata: Strata | None = None
+) -> list[tuple[Any, Score]]:
     """A retirement op for each active skill whose lift is confidently negative, with its
     score. The op is a `revoke` whose unit has status `retired` and the evidence as reason."""
     from evolve.ops import Op
@@ -297,7 +494,7 @@ def retire_ops(units: Iterable[Any], confidence: float) -> list[tuple[Any, Score
     for unit in sorted(units, key=lambda u: u.id):
         if getattr(unit, "kind", None) != "skill" or unit.status != "active":
             continue
-        score = score_of(unit, confidence)
+        score = score_of(unit, confidence, strata)
         if score.harmful:
             reason = f"retired by the scoreboard: {score.evidence()}"
             retired = unit.with_(status="retired", reason=reason)
@@ -322,7 +519,7 @@ def _trailers(
 
 def settle(
     ws: Any,
-    outcomes: Sequence[tuple[Sequence[str], Sequence[str], bool]],
+    outcomes: Sequence[Outcome],
     *,
     episodes: str,
     recipe: str,
@@ -337,12 +534,15 @@ def settle(
     `evolve.skills._failed`) go with the first count commit, or in one of their own."""
     from evolve.applier import MemoryApplier
     from evolve.memory import GLOBAL_SCOPE, load_units
+    from evolve.skills._strata import load_strata
     from evolve.store._trailers import format_ops
 
     result = ScoreboardResult()
     units = load_units(ws.root)
     ops = count_ops(units, outcomes)
     files = dict(extra_files or {})
+    skills = [u.id for u in units if getattr(u, "kind", None) == "skill"]
+    files.update(strata_files(ws.root, outcomes, keep=skills))
     for scope in sorted({op.unit.scope for op in ops} | ({GLOBAL_SCOPE} if files else set())):
         mine = [op for op in ops if op.unit.scope == scope]
         applier = MemoryApplier(ws, scope)
@@ -351,6 +551,8 @@ def settle(
         if applied.paths:
             ids = ", ".join(op.id for op in applied.applied)
             body = f"Counted {len(applied.applied)} skill(s): {ids or 'none'}."
+            if any(p.endswith("_strata.yaml") for p in applied.paths):
+                body += "\nThe per-task counts changed (memory/skills/_strata.yaml)."
             if any(p.endswith("_failed_tasks.yaml") for p in applied.paths):
                 body += "\nThe record of tasks failed so far changed (memory/skills/_failed_tasks.yaml)."
             result.count_commit = ws.store.commit(
@@ -364,13 +566,16 @@ def settle(
             )  # fmt: skip
         applier.done()
     units = load_units(ws.root)
-    for op, score in retire_ops(units, confidence):
+    strata = load_strata(ws.root)
+    for op, score in retire_ops(units, confidence, strata):
         applier = MemoryApplier(ws, op.unit.scope)
         applied = applier.apply([op], units)
         commit = None
         if applied.paths:
             where = getattr(op.unit, "topic", None) or "general"
             iv = score.interval or (float("nan"), float("nan"))
+            st = score.within
+            siv = st.interval or (float("nan"), float("nan"))
             body = "\n".join(
                 [
                     f"Retired skill {op.id} ({where}): its lift when injected is confidently "
@@ -384,13 +589,19 @@ def settle(
                     f"({_pct(score.rate_injected)})",
                     f"pass rate held out: {score.held_out_pass}/{score.held_out} "
                     f"({_pct(score.rate_held_out)})",
-                    f"lift: {_signed(score.lift)}",
-                    f"interval ({score.confidence:.0%}, Newcombe): [{iv[0]:+.3f}, {iv[1]:+.3f}]",
+                    f"lift (pooled): {_signed(score.lift)}",
+                    f"interval (pooled, {score.confidence:.0%}, Newcombe): "
+                    f"[{iv[0]:+.3f}, {iv[1]:+.3f}]",
+                    f"tasks with both arms: {st.tasks} ({st.injected} injected, "
+                    f"{st.held_out} held out)",
+                    f"lift within tasks (Mantel-Haenszel): {_signed(st.lift)}",
+                    f"interval within tasks ({score.confidence:.0%}, stratified score, "
+                    f"Miettinen-Nurminen): [{siv[0]:+.3f}, {siv[1]:+.3f}]",
                 ]
             )
             commit = ws.store.commit(
                 applied.paths,
-                f"skills: retire {op.id} (lift {_signed(score.lift)})",
+                f"skills: retire {op.id} (lift within tasks {_signed(score.within.lift)})",
                 body=body,
                 trailers=_trailers(
                     "skill retire", episodes, recipe, format_ops([("retire", op.id)]),
@@ -403,20 +614,9 @@ def settle(
     return result
 
 
-def count_ops_after(
-    ops: Sequence[Any],
-    units: Iterable[Any],
-    outcomes: Iterable[tuple[Sequence[str], Sequence[str], bool]],
-) -> list[Any]:
-    """`count` ops for `outcomes` that go in the same apply as `ops` (a skills batch): each
-    counts on top of the unit as the last of `ops` on its id leaves it (so the applier, which
-    walks the ops in order, sees only the counters change), and skips an evicted unit.
-
-    A skill whose lesson `ops` rewrite (a MERGE or REVISE that changes its text, a promotion
-    into it) is a new treatment: its record restarts at 0, and the batch's episodes, which
-    ran with the old lesson, are not counted on it."""
-    from evolve.ops import Op
-
+def _after(ops: Sequence[Any], units: Iterable[Any]) -> tuple[dict[str, Any], set[str]]:
+    """The skills as `ops` leave them (evicted ones gone) and the ids whose lesson they
+    rewrite."""
     before = {u.id: u for u in units if getattr(u, "kind", None) == "skill"}
     final = dict(before)
     for op in ops:
@@ -429,6 +629,34 @@ def count_ops_after(
         for ident, unit in final.items()
         if ident in before and _lesson(unit) != _lesson(before[ident])
     }
+    return final, rewritten
+
+
+def strata_after(
+    root: Any, ops: Sequence[Any], units: Iterable[Any], outcomes: Sequence[Outcome]
+) -> dict[str, bytes | None]:
+    """The per-task record's extra file for a skills batch (as `count_ops_after` counts):
+    the batch's outcomes added for the skills that stay, a rewritten lesson's entry empty."""
+    final, rewritten = _after(ops, units)
+    keep = [i for i in final if i not in rewritten]
+    return strata_files(root, outcomes, keep=keep, restart=rewritten)
+
+
+def count_ops_after(
+    ops: Sequence[Any],
+    units: Iterable[Any],
+    outcomes: Iterable[Outcome],
+) -> list[Any]:
+    """`count` ops for `outcomes` that go in the same apply as `ops` (a skills batch): each
+    counts on top of the unit as the last of `ops` on its id leaves it (so the applier, which
+    walks the ops in order, sees only the counters change), and skips an evicted unit.
+
+    A skill whose lesson `ops` rewrite (a MERGE or REVISE that changes its text, a promotion
+    into it) is a new treatment: its record restarts at 0, and the batch's episodes, which
+    ran with the old lesson, are not counted on it."""
+    from evolve.ops import Op
+
+    final, rewritten = _after(ops, units)
     out = count_ops([u for i, u in final.items() if i not in rewritten], outcomes)
     for ident in sorted(rewritten):
         unit = final[ident]

@@ -283,10 +283,13 @@ def make_picker(
     training: bool,
     env: Any = None,
     recipe: str | None = None,
+    strata: Any = None,
+    task: str | None = None,
 ) -> SkillPicker | None:
     """The picker a run uses, or None when skills are off (then no `<skills>` section).
 
-    `training` turns the seeded hold-out on (evaluation holds nothing out). A model selector
+    `training` turns the seeded hold-out on (evaluation holds nothing out); `strata` (the
+    scoreboard's per-task record) and the episode's `task` set its shares. A model selector
     is built by name (`models.selector`); `lexical` needs no model.
     """
     s = settings_of(config, recipe)
@@ -302,7 +305,7 @@ def make_picker(
     if training:  # the scoreboard's pending share (evaluation holds nothing out)
         from evolve.skills._scoreboard import holdout_shares
 
-        shares = holdout_shares(units, s.holdout_share, s.retire_confidence)
+        shares = holdout_shares(units, s.holdout_share, s.retire_confidence, strata, task)
     return SkillPicker(
         skills=skills_of(units),
         max_injected=s.max_injected,

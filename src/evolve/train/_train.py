@@ -44,6 +44,7 @@ from evolve.ops import Op
 from evolve.recovery import recover_workspace
 from evolve.skills._failed import failed_files, load_failed
 from evolve.skills._select import make_picker, settings_of
+from evolve.skills._strata import load_strata
 from evolve.store import (
     EPISODE,
     GENERATION,
@@ -314,7 +315,7 @@ def batch_end(ws: Workspace, k: int, total: int) -> bool:
 
 def score_episodes(
     ws: Workspace,
-    outcomes: list[tuple[list[str], list[str], bool]],
+    outcomes: list[tuple[list[str], list[str], bool, str, bool]],
     k: int,
     recipe: str,
     persona: str,
@@ -344,13 +345,15 @@ def score_episodes(
 
 def stratum(
     failed: set[str] | None, task_id: str, seen: tuple[list[str], list[str]], passed: bool
-) -> tuple[list[tuple[list[str], list[str], bool]], bool]:
-    """The episode's scoreboard outcome (none unless skills were selected and its task failed
-    in an earlier episode) and whether its task failed now for the first time; adds it to
-    `failed` then. Without a record (skills off) nothing counts."""
+) -> tuple[list[tuple[list[str], list[str], bool, str, bool]], bool]:
+    """The episode's scoreboard outcome (none unless skills were selected), flagged with
+    whether its task failed in an earlier episode (the pooled counters count only those; the
+    per-task record every one, evolve.skills._strata), and whether its task failed now for
+    the first time; adds it to `failed` then. Without a record (skills off) nothing counts."""
     if failed is None:
         return [], False
-    counts = [(*seen, passed)] if (seen[0] or seen[1]) and task_id in failed else []
+    before = task_id in failed
+    counts = [(*seen, passed, task_id, before)] if seen[0] or seen[1] else []
     newly = not passed and task_id not in failed
     if newly:
         failed.add(task_id)
@@ -429,7 +432,15 @@ def _train(
             verifier=make_verifier(visible, (name,)),
             max_attempts=MAX_ATTEMPTS,
             redactor=redactor,
-            skills=make_picker(ws.config, units, training=True, env=env, recipe=name),  # issue 13
+            skills=make_picker(
+                ws.config,
+                units,
+                training=True,
+                env=env,
+                recipe=name,
+                strata=load_strata(ws.root) if failed is not None else None,
+                task=task.id,
+            ),  # issue 13: the scoreboard's hold-out, balanced within the task
         )
         # The persona's preferences (and their scheduled drift) are read at the persona's own
         # clock, which runs across every stream the workspace trained for it.

@@ -84,36 +84,45 @@ class UnitReader:
         sidecars: dict[str, tuple[tuple[int, int, int], Counters]],
     ) -> None:
         cache = self._cache
-        with os.scandir(folder) as entries:
+        try:
+            entries = os.scandir(folder)
+        except FileNotFoundError:  # removed since its parent was listed (another writer)
+            return
+        with entries:
             for entry in entries:
-                name = entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    self._walk(entry.path, f"{prefix}/{name}", seen, sidecars)
-                    continue
-                if name == COUNTERS_NAME and entry.is_file(follow_symlinks=False):
+                # A file or folder another writer removes mid-walk is gone, as a later walk
+                # sees it (the try costs nothing unless raised).
+                try:
+                    name = entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        self._walk(entry.path, f"{prefix}/{name}", seen, sidecars)
+                        continue
+                    if name == COUNTERS_NAME and entry.is_file(follow_symlinks=False):
+                        rel = f"{prefix}/{name}"
+                        st = entry.stat(follow_symlinks=False)
+                        key = (st.st_mtime_ns, st.st_size, st.st_ino)
+                        known = self._sidecars.get(rel)
+                        if known is not None and known[0] == key:
+                            sidecars[rel] = known
+                        else:
+                            sidecars[rel] = (key, read_counters(rel, _read(entry.path)))
+                        continue
+                    if (
+                        not name.endswith(".md")
+                        or name.startswith(".")
+                        or not entry.is_file(follow_symlinks=False)
+                    ):
+                        continue
                     rel = f"{prefix}/{name}"
                     st = entry.stat(follow_symlinks=False)
                     key = (st.st_mtime_ns, st.st_size, st.st_ino)
-                    known = self._sidecars.get(rel)
-                    if known is not None and known[0] == key:
-                        sidecars[rel] = known
+                    cached = cache.get(rel)
+                    if cached is not None and cached[0] == key:
+                        seen[rel] = cached
                     else:
-                        sidecars[rel] = (key, read_counters(rel, _read(entry.path)))
+                        seen[rel] = (key, read_unit(rel, _read(entry.path)))
+                except FileNotFoundError:
                     continue
-                if (
-                    not name.endswith(".md")
-                    or name.startswith(".")
-                    or not entry.is_file(follow_symlinks=False)
-                ):
-                    continue
-                rel = f"{prefix}/{name}"
-                st = entry.stat(follow_symlinks=False)
-                key = (st.st_mtime_ns, st.st_size, st.st_ino)
-                cached = cache.get(rel)
-                if cached is not None and cached[0] == key:
-                    seen[rel] = cached
-                else:
-                    seen[rel] = (key, read_unit(rel, _read(entry.path)))
 
 
 def _read(path: str) -> str:

@@ -153,18 +153,32 @@ def strata_files(
     return {STRATA_PATH: text.encode("utf-8") if text else None}
 
 
-def take_back(before: bytes | None, after: bytes | None, now: bytes | None) -> bytes | None:
+def _read(data: bytes | None) -> Strata:
+    return parse_strata(data.decode("utf-8") if data else None)
+
+
+def dropped(before: bytes | None, after: bytes | None) -> set[str]:
+    """The skills whose entry a (non-revert) commit dropped from the record: a restart."""
+    a = _read(after)
+    return {skill for skill in _read(before) if skill not in a}
+
+
+def take_back(
+    before: bytes | None, after: bytes | None, now: bytes | None, restarted: Iterable[str] = ()
+) -> bytes | None:
     """The record `now` less what one commit changed from `before` to `after` (for `evolve
     revert`): counts are evidence, so what later commits added stays, and a revert never
-    conflicts on this file. A count the commit reset (a restart) comes back; counts stop at 0."""
-
-    def read(data: bytes | None) -> Strata:
-        return parse_strata(data.decode("utf-8") if data else None)
-
-    b, a, n = read(before), read(after), read(now)
+    conflicts on this file. A count the commit reset (a restart) comes back; counts stop at 0.
+    A skill in `restarted` (its record restarted by a later commit: `dropped`) keeps its
+    entry as it is now: the commit's counts were dropped with the old lesson's record."""
+    b, a, n = _read(before), _read(after), _read(now)
     out: Strata = {}
     zero = (0, 0, 0, 0)
+    kept = set(restarted)
     for skill in {*b, *a, *n}:
+        if skill in kept:
+            out[skill] = n.get(skill, {})
+            continue
         bs, as_, ns = b.get(skill, {}), a.get(skill, {}), n.get(skill, {})
         cells: dict[str, Cell] = {}
         for task in {*bs, *as_, *ns}:

@@ -67,3 +67,21 @@ def test_a_file_or_folder_vanishing_mid_walk_is_skipped(
     monkeypatch.undo()
     assert "house-rules" in ids and victim.removesuffix(".md") not in ids
     assert ids == {u.id for u in UnitReader(tmp_path).load()}
+
+
+def test_a_file_name_that_is_not_utf8_is_one_error_naming_it(tmp_path: Path) -> None:
+    from evolve.memory import MalformedUnit
+
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    (memory / "ok.md").write_text("A note.\n")
+    (memory / "link.md").symlink_to(memory / "ok.md")  # a link is not a unit: skipped
+    try:
+        with open(os.fsencode(memory) + b"/caf\xe9.md", "wb") as f:
+            f.write(b"Latin-1 name.\n")
+    except OSError:
+        pytest.skip("the file system refuses a name that is not UTF-8")
+    with pytest.raises(MalformedUnit, match=r"memory/caf\\udce9\.md: the file name is not UTF-8"):
+        UnitReader(tmp_path).load()
+    os.unlink(os.fsencode(memory) + b"/caf\xe9.md")
+    assert [u.id for u in UnitReader(tmp_path).load()] == ["ok"]

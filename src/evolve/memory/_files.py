@@ -14,7 +14,7 @@ from evolve.memory._counters import (
     parse_counters,
     scope_of_counters,
 )
-from evolve.memory._unit import MemoryUnit, parse_unit
+from evolve.memory._unit import MalformedUnit, MemoryUnit, parse_unit
 from evolve.quick._git import Unhandled
 from evolve.quick._units import parse_counters as parse_canonical_counters
 from evolve.quick._units import parse_values
@@ -114,6 +114,8 @@ class UnitReader:
                     ):
                         continue
                     rel = f"{prefix}/{name}"
+                    if not name.isascii():
+                        _check_name(rel)
                     st = entry.stat(follow_symlinks=False)
                     key = (st.st_mtime_ns, st.st_size, st.st_ino)
                     cached = cache.get(rel)
@@ -123,6 +125,16 @@ class UnitReader:
                         seen[rel] = (key, read_unit(rel, _read(entry.path)))
                 except FileNotFoundError:
                     continue
+
+
+def _check_name(rel: str) -> None:
+    """A file name that is not UTF-8 (bytes the file system kept as lone surrogates) cannot be
+    a unit's path: one error naming it, not a UnicodeEncodeError later."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = rel.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        raise MalformedUnit(f"{shown}: the file name is not UTF-8; rename the file.") from None
 
 
 def _read(path: str) -> str:

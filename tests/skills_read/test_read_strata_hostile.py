@@ -65,3 +65,12 @@ def test_unknown_skill_ids_and_odd_task_ids_are_handled(
     within = rows["venmo-lookup"]["stratified"]
     assert (within["tasks"], within["injected"], within["held_out"]) == (2, 3, 3)
     assert cli_json(capsys, "skills") == data  # stable
+
+
+def test_a_record_that_is_not_utf8_is_one_error_sentence(
+    ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _plant(ws, run_git)
+    (ws.root / STRATA_PATH).write_bytes(b"venmo-lookup:\n  caf\xe9: [2, 0, 1, 1]\n")
+    code, out, err = run_cli(capsys, "skills")
+    assert code == 1 and err.startswith(f"error: {STRATA_PATH}") and out == ""

@@ -97,10 +97,22 @@ def dump_strata(strata: Mapping[str, Mapping[str, Cell]]) -> str:
                          default_flow_style=None))  # fmt: skip
 
 
+def _decoded(data: bytes | None) -> str:
+    try:
+        return data.decode("utf-8") if data else ""
+    except UnicodeDecodeError:
+        raise EvolveError(f"{STRATA_PATH} is not UTF-8 text.") from None
+
+
+def _text(root: Path) -> str:
+    """The record's text in the workspace at `root` ("" when there is none)."""
+    full = root / STRATA_PATH
+    return _decoded(full.read_bytes()) if full.is_file() else ""
+
+
 def load_strata(root: Path) -> Strata:
     """The record as it is in the workspace at `root`."""
-    full = root / STRATA_PATH
-    return parse_strata(full.read_text(encoding="utf-8") if full.is_file() else None)
+    return parse_strata(_text(root))
 
 
 def tally_tasks(outcomes: Iterable[Outcome]) -> Strata:
@@ -141,8 +153,7 @@ def strata_files(
     """The applier's `extra_files` entry that adds `outcomes` to the record (only for the
     skills in `keep` when given: those the count ops count) and restarts `restart`; nothing
     when the record would not change."""
-    full = root / STRATA_PATH
-    raw = full.read_text(encoding="utf-8") if full.is_file() else ""
+    raw = _text(root)
     inc = tally_tasks(outcomes)
     if keep is not None:
         kept = set(keep)
@@ -154,7 +165,7 @@ def strata_files(
 
 
 def _read(data: bytes | None) -> Strata:
-    return parse_strata(data.decode("utf-8") if data else None)
+    return parse_strata(_decoded(data))
 
 
 def dropped(before: bytes | None, after: bytes | None) -> set[str]:

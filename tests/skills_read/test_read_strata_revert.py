@@ -46,3 +46,16 @@ def test_reverts_in_any_order_take_back_exactly_their_counts(
     assert load_strata(root) == {"a": {"t1": (4, 1, 2, 2)}}
     revert(Workspace(root), second)
     assert load_strata(root) == {"a": {"t1": (1, 0, 1, 1)}}
+
+
+def test_a_reverted_restart_gives_the_old_counts_back_to_take_back(
+    workspace: Workspace, run_git: GitRunner
+) -> None:
+    root = workspace.root
+    old = _commit(root, run_git, {"a": {"t1": (2, 0, 2, 2)}}, "count")
+    restart = _commit(root, run_git, {"b": {"t1": (1, 1, 0, 0)}}, "batch: a rewritten")
+    _commit(root, run_git, {"a": {"t1": (1, 1, 1, 0)}, "b": {"t1": (1, 1, 0, 0)}}, "count")
+    revert(Workspace(root), restart)  # the old lesson and its counts come back
+    assert load_strata(root) == {"a": {"t1": (3, 1, 3, 2)}}
+    revert(Workspace(root), old)  # then they are taken back
+    assert load_strata(root) == {"a": {"t1": (1, 1, 1, 0)}}

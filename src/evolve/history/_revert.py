@@ -229,8 +229,10 @@ class _Plan:
                 from evolve.skills._strata import dropped
                 from evolve.skills._strata import take_back as take_back_strata
 
-                restarted: set[str] = set()  # a later lesson rewrite dropped the commit's counts
-                for sha in later_content_touches(self.store, info.sha, path):
+                restarted: set[str] = set()  # a later rewrite (not reverted) dropped its counts
+                for sha in _uncancelled(
+                    self.store, later_content_touches(self.store, info.sha, path)
+                ):
                     then = self.store.commit_info(sha)
                     if sha not in undone and not is_revert(then) and then.parents:
                         parent = self.store.read(then.parents[0], path)

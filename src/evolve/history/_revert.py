@@ -226,9 +226,18 @@ class _Plan:
                 self.state[path] = take_back(change.before, change.after, now)
                 continue
             if path == STRATA:  # the scoreboard's per-task counts: evidence, taken back too
+                from evolve.skills._strata import dropped
                 from evolve.skills._strata import take_back as take_back_strata
 
-                self.state[path] = take_back_strata(change.before, change.after, now)
+                restarted: set[str] = set()  # a later rewrite (not reverted) dropped its counts
+                for sha in _uncancelled(
+                    self.store, later_content_touches(self.store, info.sha, path)
+                ):
+                    then = self.store.commit_info(sha)
+                    if sha not in undone and not is_revert(then) and then.parents:
+                        parent = self.store.read(then.parents[0], path)
+                        restarted |= dropped(parent, self.store.read(sha, path))
+                self.state[path] = take_back_strata(change.before, change.after, now, restarted)
                 continue
             if _gone_since(change, now):
                 current = unit_of(path, now)

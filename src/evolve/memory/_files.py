@@ -14,7 +14,7 @@ from evolve.memory._counters import (
     parse_counters,
     scope_of_counters,
 )
-from evolve.memory._unit import MemoryUnit, parse_unit
+from evolve.memory._unit import MalformedUnit, MemoryUnit, parse_unit
 from evolve.quick._git import Unhandled
 from evolve.quick._units import parse_counters as parse_canonical_counters
 from evolve.quick._units import parse_values
@@ -84,36 +84,57 @@ class UnitReader:
         sidecars: dict[str, tuple[tuple[int, int, int], Counters]],
     ) -> None:
         cache = self._cache
-        with os.scandir(folder) as entries:
+        try:
+            entries = os.scandir(folder)
+        except FileNotFoundError:  # removed since its parent was listed (another writer)
+            return
+        with entries:
             for entry in entries:
-                name = entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    self._walk(entry.path, f"{prefix}/{name}", seen, sidecars)
-                    continue
-                if name == COUNTERS_NAME and entry.is_file(follow_symlinks=False):
+                # A file or folder another writer removes mid-walk is gone, as a later walk
+                # sees it (the try costs nothing unless raised).
+                try:
+                    name = entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        self._walk(entry.path, f"{prefix}/{name}", seen, sidecars)
+                        continue
+                    if name == COUNTERS_NAME and entry.is_file(follow_symlinks=False):
+                        rel = f"{prefix}/{name}"
+                        st = entry.stat(follow_symlinks=False)
+                        key = (st.st_mtime_ns, st.st_size, st.st_ino)
+                        known = self._sidecars.get(rel)
+                        if known is not None and known[0] == key:
+                            sidecars[rel] = known
+                        else:
+                            sidecars[rel] = (key, read_counters(rel, _read(entry.path)))
+                        continue
+                    if (
+                        not name.endswith(".md")
+                        or name.startswith(".")
+                        or not entry.is_file(follow_symlinks=False)
+                    ):
+                        continue
                     rel = f"{prefix}/{name}"
+                    if not name.isascii():
+                        _check_name(rel)
                     st = entry.stat(follow_symlinks=False)
                     key = (st.st_mtime_ns, st.st_size, st.st_ino)
-                    known = self._sidecars.get(rel)
-                    if known is not None and known[0] == key:
-                        sidecars[rel] = known
+                    cached = cache.get(rel)
+                    if cached is not None and cached[0] == key:
+                        seen[rel] = cached
                     else:
-                        sidecars[rel] = (key, read_counters(rel, _read(entry.path)))
+                        seen[rel] = (key, read_unit(rel, _read(entry.path)))
+                except FileNotFoundError:
                     continue
-                if (
-                    not name.endswith(".md")
-                    or name.startswith(".")
-                    or not entry.is_file(follow_symlinks=False)
-                ):
-                    continue
-                rel = f"{prefix}/{name}"
-                st = entry.stat(follow_symlinks=False)
-                key = (st.st_mtime_ns, st.st_size, st.st_ino)
-                cached = cache.get(rel)
-                if cached is not None and cached[0] == key:
-                    seen[rel] = cached
-                else:
-                    seen[rel] = (key, read_unit(rel, _read(entry.path)))
+
+
+def _check_name(rel: str) -> None:
+    """A file name that is not UTF-8 (bytes the file system kept as lone surrogates) cannot be
+    a unit's path: one error naming it, not a UnicodeEncodeError later."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = rel.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        raise MalformedUnit(f"{shown}: the file name is not UTF-8; rename the file.") from None
 
 
 def _read(path: str) -> str:

@@ -17,7 +17,10 @@ gate accepts on. With the `skills` recipe a batch's episodes are counted in the 
 commit (`count_ops_after`, applied with the batch's verdicts); with any other recipe (and
 `skills.enabled`) each eligible episode is counted in a commit of its own
 (`Evolve-Kind: skill count`). Either carries the episode number, so a resumed stream never
-counts an episode twice. Retirement is checked after each count.
+counts an episode twice; an episode whose memory commit was made but not its count commit (the
+process stopped between the two) is counted on resume from the memory commit's
+`Evolve-Skills-Seen` trailer (`evolve.train._train._rescore`). Retirement is checked after
+each count.
 
 The experiment (`evolve.skills._select.ablated`). Each training episode holds out at most ONE
 of its candidates (a single-skill ablation), and the comparison is restricted to comparable

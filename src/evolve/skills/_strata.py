@@ -34,6 +34,8 @@ Strata = dict[str, dict[str, Cell]]  # skill id -> task id -> cell
 # One episode's scoreboard outcome: (injected ids, held-out ids, passed, task id, whether the
 # task failed in an earlier training episode: `evolve.skills._failed`).
 Outcome = tuple[Sequence[str], Sequence[str], bool, str, bool]
+# A count above this is a hand edit, not episodes: the estimator's floats could not hold it.
+MAX_COUNT = 10**15
 _LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -50,6 +52,8 @@ def _cell(skill: object, task: object, value: object) -> Cell:
             "[injected, injected_pass, held_out, held_out_pass]."
         )
     a, b, c, d = (int(v) for v in value)
+    if max(a, c) > MAX_COUNT:
+        raise EvolveError(f"{STRATA_PATH}: {skill!r}/{task!r} has counts too large to be episodes.")
     if b > a or d > c:
         raise EvolveError(f"{STRATA_PATH}: {skill!r}/{task!r} has more passes than episodes.")
     return a, b, c, d
@@ -93,10 +97,22 @@ def dump_strata(strata: Mapping[str, Mapping[str, Cell]]) -> str:
                          default_flow_style=None))  # fmt: skip
 
 
+def _decoded(data: bytes | None) -> str:
+    try:
+        return data.decode("utf-8") if data else ""
+    except UnicodeDecodeError:
+        raise EvolveError(f"{STRATA_PATH} is not UTF-8 text.") from None
+
+
+def _text(root: Path) -> str:
+    """The record's text in the workspace at `root` ("" when there is none)."""
+    full = root / STRATA_PATH
+    return _decoded(full.read_bytes()) if full.is_file() else ""
+
+
 def load_strata(root: Path) -> Strata:
     """The record as it is in the workspace at `root`."""
-    full = root / STRATA_PATH
-    return parse_strata(full.read_text(encoding="utf-8") if full.is_file() else None)
+    return parse_strata(_text(root))
 
 
 def tally_tasks(outcomes: Iterable[Outcome]) -> Strata:
@@ -137,8 +153,7 @@ def strata_files(
     """The applier's `extra_files` entry that adds `outcomes` to the record (only for the
     skills in `keep` when given: those the count ops count) and restarts `restart`; nothing
     when the record would not change."""
-    full = root / STRATA_PATH
-    raw = full.read_text(encoding="utf-8") if full.is_file() else ""
+    raw = _text(root)
     inc = tally_tasks(outcomes)
     if keep is not None:
         kept = set(keep)
@@ -149,18 +164,32 @@ def strata_files(
     return {STRATA_PATH: text.encode("utf-8") if text else None}
 
 
-def take_back(before: bytes | None, after: bytes | None, now: bytes | None) -> bytes | None:
+def _read(data: bytes | None) -> Strata:
+    return parse_strata(_decoded(data))
+
+
+def dropped(before: bytes | None, after: bytes | None) -> set[str]:
+    """The skills whose entry a (non-revert) commit dropped from the record: a restart."""
+    a = _read(after)
+    return {skill for skill in _read(before) if skill not in a}
+
+
+def take_back(
+    before: bytes | None, after: bytes | None, now: bytes | None, restarted: Iterable[str] = ()
+) -> bytes | None:
     """The record `now` less what one commit changed from `before` to `after` (for `evolve
     revert`): counts are evidence, so what later commits added stays, and a revert never
-    conflicts on this file. A count the commit reset (a restart) comes back; counts stop at 0."""
-
-    def read(data: bytes | None) -> Strata:
-        return parse_strata(data.decode("utf-8") if data else None)
-
-    b, a, n = read(before), read(after), read(now)
+    conflicts on this file. A count the commit reset (a restart) comes back; counts stop at 0.
+    A skill in `restarted` (its record restarted by a later commit: `dropped`) keeps its
+    entry as it is now: the commit's counts were dropped with the old lesson's record."""
+    b, a, n = _read(before), _read(after), _read(now)
     out: Strata = {}
     zero = (0, 0, 0, 0)
+    kept = set(restarted)
     for skill in {*b, *a, *n}:
+        if skill in kept:
+            out[skill] = n.get(skill, {})
+            continue
         bs, as_, ns = b.get(skill, {}), a.get(skill, {}), n.get(skill, {})
         cells: dict[str, Cell] = {}
         for task in {*bs, *as_, *ns}:

@@ -343,6 +343,39 @@ def score_episodes(
     )
 
 
+# An episode's scoreboard outcome, carried by its memory commit when a count commit follows
+# (`pass|fail <injected ids>|- <held-out ids>|-`): a stream stopped between the two replays
+# the count on resume (`_rescore`), since the memory commit already moved the resume point.
+SKILLS_SEEN = "Evolve-Skills-Seen"
+
+
+def seen_trailer(seen: tuple[list[str], list[str]], passed: bool) -> str:
+    return " ".join(
+        ["pass" if passed else "fail", ",".join(seen[0]) or "-", ",".join(seen[1]) or "-"]
+    )
+
+
+def _rescore(
+    ws: Workspace, sid: str, last: int | None, failed: set[str] | None
+) -> list[tuple[list[str], list[str], bool, str, bool]] | None:
+    """The count the stream's last episode still owes (its memory commit is the stream's
+    newest: the process stopped before the count commit), or None."""
+    if failed is None or last is None:
+        return None
+    newest = next(iter(ws.store.log(grep_trailer=STREAM, grep_value=sid, max_count=1)), None)
+    if newest is None:
+        return None
+    t = newest.trailers
+    if t.get(STREAM) != sid or t.get(KIND) != "train" or t.get(EPISODE) != str(last):
+        return None
+    parts = (t.get(SKILLS_SEEN) or "").split(" ")
+    if len(parts) != 3 or parts[0] not in ("pass", "fail") or TASK not in t:
+        return None
+    injected, held = ([] if p == "-" else p.split(",") for p in parts[1:])
+    counts, newly = stratum(failed, t[TASK], (injected, held), parts[0] == "pass")
+    return counts if counts or newly else None
+
+
 def stratum(
     failed: set[str] | None, task_id: str, seen: tuple[list[str], list[str]], passed: bool
 ) -> tuple[list[tuple[list[str], list[str], bool, str, bool]], bool]:
@@ -419,6 +452,11 @@ def _train(
     failed = load_failed(ws.root) if settings_of(ws.config).enabled or batches else None
     if batches is not None:
         batches.failed = failed
+    owed = None if batches is not None else _rescore(ws, sid, last, failed)
+    if owed is not None and last is not None:  # stopped between an episode and its count
+        score_episodes(
+            ws, owed, last, name, persona, sid, timeline.clock(sid, last), generation, failed
+        )
     for k in range(start, total):
         task = tasks[k]
         units = reader.load()
@@ -496,6 +534,11 @@ def _train(
                 ]
                 if generation is not None:
                     trailers.append((GENERATION, str(generation)))
+                seen_now = (result.record.skills_injected, result.record.skills_held_out)
+                if batches is None and failed is not None:  # a count commit follows
+                    passed = result.record.task_success
+                    if seen_now[0] or seen_now[1] or (not passed and task.id not in failed):
+                        trailers.append((SKILLS_SEEN, seen_trailer(seen_now, passed)))
                 outcome.commit = store.commit(applied.paths, subject, body=body, trailers=trailers)
                 outcome.ops = _counts(applied)
             elif outcome.refused:

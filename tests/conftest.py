@@ -33,6 +33,15 @@ def git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
 
 
+@pytest.fixture(autouse=True)
+def terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never depend on the terminal's size: a `COLUMNS` in the environment (a shell
+    that exports it, or pytest-xdist's workers, which set COLUMNS=80 and LINES=24) makes
+    `evolve run` leave its fast path to rich."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture
 def run_git() -> GitRunner:
     """`run_git(cwd, *args)`: run the git CLI, return stdout, raise if it fails."""

@@ -24,13 +24,15 @@ GIT_IDENTITY = {
 }
 
 
+# The identity, and no system or user git configuration.
+GIT_ENV = {**GIT_IDENTITY, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+
+
 @pytest.fixture(autouse=True)
 def git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never depend on the machine's git configuration."""
-    for key, value in GIT_IDENTITY.items():
+    for key, value in GIT_ENV.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
 
 
 @pytest.fixture(autouse=True)

@@ -24,13 +24,24 @@ GIT_IDENTITY = {
 }
 
 
+# The identity, and no system or user git configuration.
+GIT_ENV = {**GIT_IDENTITY, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+
+
 @pytest.fixture(autouse=True)
 def git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never depend on the machine's git configuration."""
-    for key, value in GIT_IDENTITY.items():
+    for key, value in GIT_ENV.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+
+
+@pytest.fixture(autouse=True)
+def terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never depend on the terminal's size: a `COLUMNS` in the environment (a shell
+    that exports it, or pytest-xdist's workers, which set COLUMNS=80 and LINES=24) makes
+    `evolve run` leave its fast path to rich."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 @pytest.fixture

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import copy
+import io
 import json
+import shutil
 import subprocess
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
 from compare_helpers import snapshot, write_small
 
-from conftest import GitRunner, cli_json, run_cli
+from conftest import GIT_ENV, GitRunner, cli_json, run_cli
+from evolve.cli import main
 from evolve.compare._run import load_results
 from evolve.generations import load_records
-from evolve.workspace import Workspace
+from evolve.workspace import Workspace, init_workspace
 
 pytestmark = pytest.mark.slow
 
@@ -21,17 +26,52 @@ ACE = "refs/evolve/arms/small/ace/blair/instance/0"
 TEPA = "refs/evolve/arms/small/tepa/blair/instance/0"
 
 
+@pytest.fixture(scope="module")
+def ran_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The small experiment, run once for the module (it takes seconds): the workspace it ran
+    in, which each test gets a copy of (`ws` below), and the command's JSON document."""
+    root = tmp_path_factory.mktemp("compare-ran") / "ws"
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in GIT_ENV.items():
+            patch.setenv(key, value)
+        for key in ("EVOLVE_WORKSPACE", "COLUMNS", "LINES"):
+            patch.delenv(key, raising=False)
+        ws = init_workspace(root)
+        patch.chdir(root)
+        write_small(root)
+        for args in (["add", "experiments/small.yaml"], ["commit", "-qm", "experiment: small"]):
+            subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+        # Something uncommitted in the working tree, which must stay exactly as it is.
+        (root / "memory" / "notes.md").write_text("a hand note in progress\n", encoding="utf-8")
+        before = snapshot(root, ws.store.git_dir)
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(["compare", "experiments/small.yaml", "--jobs", "1", "--json"])
+        assert code == 0, err.getvalue()
+        assert snapshot(root, ws.store.git_dir) == before
+    return root, json.loads(out.getvalue())
+
+
 @pytest.fixture
-def ran(ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    write_small(ws.root)
-    run_git(ws.root, "add", "experiments/small.yaml")
-    run_git(ws.root, "commit", "-qm", "experiment: small")
-    # Something uncommitted in the working tree, which must stay exactly as it is.
-    (ws.root / "memory" / "notes.md").write_text("a hand note in progress\n", encoding="utf-8")
-    before = snapshot(ws.root, ws.store.git_dir)
-    doc: dict[str, Any] = cli_json(capsys, "compare", "experiments/small.yaml", "--jobs", "1")
-    assert snapshot(ws.root, ws.store.git_dir) == before
-    return doc
+def ws(
+    ran_once: tuple[Path, dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> Workspace:
+    """A copy of the workspace the experiment ran in, the current folder set to it."""
+    root = tmp_path / "ws"
+    shutil.copytree(ran_once[0], root, symlinks=True)
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("EVOLVE_WORKSPACE", raising=False)
+    capsys.readouterr()
+    return Workspace(root)
+
+
+@pytest.fixture
+def ran(ws: Workspace, ran_once: tuple[Path, dict[str, Any]]) -> dict[str, Any]:
+    """What `evolve compare experiments/small.yaml --jobs 1 --json` printed for `ws`."""
+    return copy.deepcopy(ran_once[1])
 
 
 def test_arms_train_on_their_own_refs_and_main_is_untouched(

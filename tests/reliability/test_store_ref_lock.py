@@ -137,7 +137,10 @@ def test_a_lock_a_live_git_releases_is_waited_for(workspace: Workspace) -> None:
     ws = workspace
     lock = ws.store.git_dir / "refs" / "heads" / "main.lock"
     lock.write_text("", encoding="utf-8")
-    user_git = subprocess.Popen(["sh", "-c", "sleep 4 | git cat-file --batch"], cwd=ws.root)
+    # Its own process group, so that the git and its feeder are stopped together once seen.
+    user_git = subprocess.Popen(
+        ["sh", "-c", "sleep 4 | git cat-file --batch"], cwd=ws.root, start_new_session=True
+    )
     remover = subprocess.Popen(
         [sys.executable, "-c", f"import time, os; time.sleep(0.5); os.unlink({str(lock)!r})"]
     )
@@ -147,6 +150,7 @@ def test_a_lock_a_live_git_releases_is_waited_for(workspace: Workspace) -> None:
             assert ws.store.recover_stale_lock(lock) is True  # gone by itself, not by us
     finally:
         remover.wait()
+        os.killpg(user_git.pid, signal.SIGKILL)  # not the 4 s the feeder would take
         user_git.wait()
     assert remover.returncode == 0  # it was still there for its owner to remove
 

@@ -6,8 +6,9 @@ scores with) is imported without the record models' neighbours being imported fo
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from evolve._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evolve.episode._records import EPISODE_SCHEMA, CallRecord, EpisodeRecord, TurnRecord
@@ -20,30 +21,19 @@ if TYPE_CHECKING:
         run_episode,
     )
 
-_WHERE = {
-    "EPISODE_SCHEMA": "evolve.episode._records",
-    "CallRecord": "evolve.episode._records",
-    "EpisodeRecord": "evolve.episode._records",
-    "TurnRecord": "evolve.episode._records",
-    "REDACTED": "evolve.redact",
-    "Redactor": "evolve.redact",
-    "redact": "evolve.redact",
-    "redact_text": "evolve.redact",
-    "EpisodeResult": "evolve.episode._run",
-    "EpisodeSetup": "evolve.episode._run",
-    "redact_judgement": "evolve.episode._run",
-    "redact_trace": "evolve.episode._run",
-    "run_episode": "evolve.episode._run",
+_MODULES = {
+    "evolve.episode._records": ("EPISODE_SCHEMA", "CallRecord", "EpisodeRecord", "TurnRecord"),
+    "evolve.redact": ("REDACTED", "Redactor", "redact", "redact_text"),
+    "evolve.episode._run": (
+        "EpisodeResult",
+        "EpisodeSetup",
+        "redact_judgement",
+        "redact_trace",
+        "run_episode",
+    ),
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evolve.episode' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _MODULES)
 
 
 __all__ = [

@@ -6,8 +6,9 @@ not every module this package holds.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from evolve._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evolve.evaluate._report import RuleRate, SplitReport
@@ -26,29 +27,25 @@ if TYPE_CHECKING:
         make_verifier,
     )
 
-_WHERE = {
-    "RuleRate": "evolve.evaluate._report",
-    "SplitReport": "evolve.evaluate._report",
-    "episode_seed": "evolve.evaluate._run",
-    "open_env": "evolve.evaluate._run",
-    "run_split": "evolve.evaluate._run",
-    "score_tasks": "evolve.evaluate._run",
-    "write_run_log": "evolve.evaluate._run",
-    "INJECT_MODES": "evolve.evaluate._setup",
-    "InjectMode": "evolve.evaluate._setup",
-    "agent_memory": "evolve.evaluate._setup",
-    "episode_setup": "evolve.evaluate._setup",
-    "make_verifier": "evolve.evaluate._setup",
+_MODULES = {
+    "evolve.evaluate._report": ("RuleRate", "SplitReport"),
+    "evolve.evaluate._run": (
+        "episode_seed",
+        "open_env",
+        "run_split",
+        "score_tasks",
+        "write_run_log",
+    ),
+    "evolve.evaluate._setup": (
+        "INJECT_MODES",
+        "InjectMode",
+        "agent_memory",
+        "episode_setup",
+        "make_verifier",
+    ),
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evolve.evaluate' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _MODULES)
 
 
 __all__ = [

@@ -6,8 +6,9 @@ and the workspace machinery that `revert` imports.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from evolve._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evolve.history._asof import WorkingMemory, memory_as_of, memory_in_worktree, resolve_as_of
@@ -34,41 +35,38 @@ if TYPE_CHECKING:
     )
     from evolve.history._show import UnitHistory, commit_kind, show_unit
 
-_WHERE = {
-    "WorkingMemory": "evolve.history._asof",
-    "memory_as_of": "evolve.history._asof",
-    "memory_in_worktree": "evolve.history._asof",
-    "resolve_as_of": "evolve.history._asof",
-    "REFUSAL_KIND": "evolve.history._log",
-    "TRACKED": "evolve.history._log",
-    "TRAIN_REF": "evolve.history._log",
-    "LogEntry": "evolve.history._log",
-    "clip": "evolve.history._log",
-    "complaint_line": "evolve.history._log",
-    "history": "evolve.history._log",
-    "refresh_commit_graph": "evolve.history._log",
-    "refusal_records": "evolve.history._log",
-    "side_ref_sha": "evolve.history._log",
-    "tombstone_git_reverts": "evolve.history._gitrevert",
-    "GIT_REVERT": "evolve.history._revert",
-    "is_revert": "evolve.history._revert",
-    "reverted_by": "evolve.history._revert",
-    "REVERTS": "evolve.history._revert",
-    "RevertResult": "evolve.history._revert",
-    "revert": "evolve.history._revert",
-    "UnitHistory": "evolve.history._show",
-    "commit_kind": "evolve.history._show",
-    "show_unit": "evolve.history._show",
+_MODULES = {
+    "evolve.history._asof": (
+        "WorkingMemory",
+        "memory_as_of",
+        "memory_in_worktree",
+        "resolve_as_of",
+    ),
+    "evolve.history._log": (
+        "REFUSAL_KIND",
+        "TRACKED",
+        "TRAIN_REF",
+        "LogEntry",
+        "clip",
+        "complaint_line",
+        "history",
+        "refresh_commit_graph",
+        "refusal_records",
+        "side_ref_sha",
+    ),
+    "evolve.history._gitrevert": ("tombstone_git_reverts",),
+    "evolve.history._revert": (
+        "GIT_REVERT",
+        "is_revert",
+        "reverted_by",
+        "REVERTS",
+        "RevertResult",
+        "revert",
+    ),
+    "evolve.history._show": ("UnitHistory", "commit_kind", "show_unit"),
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evolve.history' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _MODULES)
 
 
 __all__ = [

@@ -7,9 +7,9 @@ does not pay for them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from evolve._lazy import lazy_exports
 from evolve.llm._budget import Budget
 from evolve.llm._cache import CACHE_MODES, CachedLLM, RequestCache, canonical_request, request_key
 from evolve.llm._cost import PricedLLM, Rate
@@ -35,15 +35,9 @@ from evolve.llm._types import (
 if TYPE_CHECKING:
     from evolve.llm._roles import ROLES, make_role_llm, with_models
 
-_LAZY = {"ROLES", "make_role_llm", "with_models"}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'evolve.llm' has no attribute {name!r}")
-    value = getattr(importlib.import_module("evolve.llm._roles"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(
+    __name__, globals(), {"evolve.llm._roles": ("ROLES", "make_role_llm", "with_models")}
+)
 
 
 __all__ = [

@@ -8,8 +8,9 @@ them all.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from evolve._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evolve.sim._agent import SimAgent, read_directives, read_stats
@@ -25,35 +26,30 @@ if TYPE_CHECKING:
         vague_slot_of,
     )
 
-_WHERE = {
-    "SimAgent": "evolve.sim._agent",
-    "read_directives": "evolve.sim._agent",
-    "read_stats": "evolve.sim._agent",
-    "ROLES": "evolve.sim._model",
-    "SimLLM": "evolve.sim._model",
-    "role": "evolve.sim._model",
-    "SimRates": "evolve.sim._rates",
-    "Proposal": "evolve.sim._updater",
-    "complaint_of": "evolve.sim._updater",
-    "learn": "evolve.sim._updater",
-    "proposals_from_complaint": "evolve.sim._updater",
-    "slot_of": "evolve.sim._updater",
-    "user_name": "evolve.sim._updater",
-    "vague_slot_of": "evolve.sim._updater",
+_MODULES = {
+    "evolve.sim._agent": ("SimAgent", "read_directives", "read_stats"),
+    "evolve.sim._model": ("ROLES", "SimLLM", "role"),
+    "evolve.sim._rates": ("SimRates",),
+    "evolve.sim._updater": (
+        "Proposal",
+        "complaint_of",
+        "learn",
+        "proposals_from_complaint",
+        "slot_of",
+        "user_name",
+        "vague_slot_of",
+    ),
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evolve.sim' has no attribute {name!r}")
-    if name == "ROLES":
+def _before(name: str) -> None:
+    if name == "ROLES":  # complete only once every role has registered itself
         from evolve.sim._model import load_roles
 
         load_roles()
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _MODULES, before=_before)
 
 
 __all__ = [

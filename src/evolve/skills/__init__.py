@@ -13,8 +13,9 @@ Names are imported on first use (PEP 562): the scoring path (`evolve run`) impor
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from evolve._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evolve.skills._batch import (
@@ -48,51 +49,46 @@ if TYPE_CHECKING:
     from evolve.skills._reflect import REFLECT_SCHEMA, Candidate, Reflection, reflect, topic_of
     from evolve.skills._staging import STAGING_PATH, Sighting, Staging, dump_staging, parse_staging
 
-_WHERE = {
-    "BATCH": "evolve.skills._batch",
-    "BATCH_KIND": "evolve.skills._batch",
-    "CONSOLIDATE_KIND": "evolve.skills._batch",
-    "EPISODES": "evolve.skills._batch",
-    "BatchResult": "evolve.skills._batch",
-    "SkillsBatches": "evolve.skills._batch",
-    "SkillsUpdate": "evolve.skills._batch",
-    "plan_consolidation": "evolve.skills._consolidate",
-    "CONSOLIDATE_SCHEMA": "evolve.skills._evolver",
-    "EVOLVE_SCHEMA": "evolve.skills._evolver",
-    "render_candidates": "evolve.skills._evolver",
-    "render_shelves": "evolve.skills._evolver",
-    "render_staging": "evolve.skills._evolver",
-    "TaskSpecifics": "evolve.skills._filter",
-    "screen": "evolve.skills._filter",
-    "specifics": "evolve.skills._filter",
-    "BatchPlan": "evolve.skills._plan",
-    "Maker": "evolve.skills._plan",
-    "VerdictLine": "evolve.skills._plan",
-    "cap_of": "evolve.skills._plan",
-    "live_skills": "evolve.skills._plan",
-    "occupancy": "evolve.skills._plan",
-    "plan_batch": "evolve.skills._plan",
-    "shelf_key": "evolve.skills._plan",
-    "REFLECT_SCHEMA": "evolve.skills._reflect",
-    "Candidate": "evolve.skills._reflect",
-    "Reflection": "evolve.skills._reflect",
-    "reflect": "evolve.skills._reflect",
-    "topic_of": "evolve.skills._reflect",
-    "STAGING_PATH": "evolve.skills._staging",
-    "Sighting": "evolve.skills._staging",
-    "Staging": "evolve.skills._staging",
-    "dump_staging": "evolve.skills._staging",
-    "parse_staging": "evolve.skills._staging",
+_MODULES = {
+    "evolve.skills._batch": (
+        "BATCH",
+        "BATCH_KIND",
+        "CONSOLIDATE_KIND",
+        "EPISODES",
+        "BatchResult",
+        "SkillsBatches",
+        "SkillsUpdate",
+    ),
+    "evolve.skills._consolidate": ("plan_consolidation",),
+    "evolve.skills._evolver": (
+        "CONSOLIDATE_SCHEMA",
+        "EVOLVE_SCHEMA",
+        "render_candidates",
+        "render_shelves",
+        "render_staging",
+    ),
+    "evolve.skills._filter": ("TaskSpecifics", "screen", "specifics"),
+    "evolve.skills._plan": (
+        "BatchPlan",
+        "Maker",
+        "VerdictLine",
+        "cap_of",
+        "live_skills",
+        "occupancy",
+        "plan_batch",
+        "shelf_key",
+    ),
+    "evolve.skills._reflect": ("REFLECT_SCHEMA", "Candidate", "Reflection", "reflect", "topic_of"),
+    "evolve.skills._staging": (
+        "STAGING_PATH",
+        "Sighting",
+        "Staging",
+        "dump_staging",
+        "parse_staging",
+    ),
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evolve.skills' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _MODULES)
 
 
 __all__ = [

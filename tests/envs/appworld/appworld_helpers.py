@@ -3,6 +3,7 @@ its own with scripted models, the live workers."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -16,16 +17,22 @@ from evolve.envs.appworld._paths import venv_python
 HERE = Path(__file__).resolve().parent
 
 
-def require_appworld() -> Path:
-    """The AppWorld venv's python; skip without it, fail instead under CI or when required."""
-    python = venv_python()
-    ok = python.is_file() and (
+@functools.cache
+def _importable(python: Path) -> bool:
+    """Whether AppWorld imports in the venv of `python` (asked once per test process: the
+    import takes seconds and the venv does not change during a run)."""
+    return python.is_file() and (
         subprocess.run(
             [str(python), "-c", "import appworld.apps.phone.apis"], capture_output=True
         ).returncode
         == 0
     )
-    if ok:
+
+
+def require_appworld() -> Path:
+    """The AppWorld venv's python; skip without it, fail instead under CI or when required."""
+    python = venv_python()
+    if _importable(python):
         return python
     why = f"the AppWorld venv is not prepared at {python} (run `evolve appworld setup`)"
     if os.environ.get("CI") == "true" or os.environ.get("EVOLVE_REQUIRE_APPWORLD") == "1":

@@ -7,9 +7,9 @@ remembered (see `_evalset`).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from evolve._lazy import lazy_exports
 from evolve.envs.persona_world._env import (
     STAT_CARDS,
     STAT_CHECKSUM,
@@ -55,15 +55,11 @@ from evolve.envs.persona_world._world import (
 if TYPE_CHECKING:
     from evolve.envs.persona_world._personas import Persona, Preference, load_personas
 
-_LAZY = {"Persona", "Preference", "load_personas"}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'evolve.envs.persona_world' has no attribute {name!r}")
-    value = getattr(importlib.import_module("evolve.envs.persona_world._personas"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    globals(),
+    {"evolve.envs.persona_world._personas": ("Persona", "Preference", "load_personas")},
+)
 
 
 __all__ = [

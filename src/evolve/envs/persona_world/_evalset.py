@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evolve.envs._protocol import SPLITS, Split
+from evolve.envs.persona_world._persona_view import PersonaViews
 from evolve.envs.persona_world._rules import RULES_BY_NAME
 from evolve.envs.persona_world._values import Value, value_from_yaml
-from evolve.envs.persona_world._world import Card, Payment, Profile
 from evolve.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class PaymentSpec:
 
 
 @dataclass(frozen=True)
-class PersonaData:
+class PersonaData(PersonaViews):
     """A validated persona (see `_personas.Persona`), as the environment uses it."""
 
     name: str
@@ -117,20 +117,6 @@ class PersonaData:
                 for p in dump["preferences"]
             ),
         )
-
-    @property
-    def profile(self) -> Profile:
-        return Profile(
-            self.first_name, self.last_name, self.email, self.phone_number, self.venmo_password
-        )
-
-    @property
-    def card_objects(self) -> tuple[Card, ...]:
-        return tuple(Card(c.id, c.name) for c in self.cards)
-
-    @property
-    def initial_history(self) -> tuple[Payment, ...]:
-        return tuple(Payment(p.contact, p.amount, p.card) for p in self.history)
 
 
 def read_yaml(path: Path) -> Any:

@@ -17,9 +17,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evolve.envs.persona_world._evalset import value_at
+from evolve.envs.persona_world._persona_view import PersonaViews
 from evolve.envs.persona_world._rules import RULES_BY_NAME
 from evolve.envs.persona_world._values import Value, value_from_yaml
-from evolve.envs.persona_world._world import CONTACTS_BY_KEY, Card, Payment, Profile
+from evolve.envs.persona_world._world import CONTACTS_BY_KEY
 from evolve.envs.persona_world._yaml import load_yaml
 from evolve.errors import ConfigError
 
@@ -78,7 +79,7 @@ class PaymentSpec(_Model):
         return self
 
 
-class Persona(_Model):
+class Persona(_Model, PersonaViews):
     name: str
     first_name: str
     last_name: str
@@ -98,20 +99,6 @@ class Persona(_Model):
                     f"history uses card {p.card}, which is not among the persona's cards"
                 )
         return self
-
-    @property
-    def profile(self) -> Profile:
-        return Profile(
-            self.first_name, self.last_name, self.email, self.phone_number, self.venmo_password
-        )
-
-    @property
-    def card_objects(self) -> tuple[Card, ...]:
-        return tuple(Card(c.id, c.name) for c in self.cards)
-
-    @property
-    def initial_history(self) -> tuple[Payment, ...]:
-        return tuple(Payment(p.contact, p.amount, p.card) for p in self.history)
 
 
 def load_personas(folder: Path) -> dict[str, Persona]:

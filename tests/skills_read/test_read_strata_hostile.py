@@ -8,6 +8,7 @@ from test_read_cli import _plant
 
 from conftest import GitRunner, cli_json, run_cli
 from evolve.errors import EvolveError
+from evolve.skills._failed import FAILED_PATH
 from evolve.skills._scoreboard import stratified
 from evolve.skills._strata import STRATA_PATH, parse_strata
 from evolve.workspace import Workspace
@@ -74,3 +75,13 @@ def test_a_record_that_is_not_utf8_is_one_error_sentence(
     (ws.root / STRATA_PATH).write_bytes(b"venmo-lookup:\n  caf\xe9: [2, 0, 1, 1]\n")
     code, out, err = run_cli(capsys, "skills")
     assert code == 1 and err.startswith(f"error: {STRATA_PATH}") and out == ""
+
+
+def test_a_failed_task_record_that_is_not_utf8_is_one_error_sentence(
+    ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _plant(ws, run_git)
+    (ws.root / FAILED_PATH).write_bytes(b"- caf\xe9-1\n")
+    code, out, err = run_cli(capsys, "skills")
+    assert code == 1 and err.startswith(f"error: {FAILED_PATH}") and out == ""
+    assert "Traceback" not in err

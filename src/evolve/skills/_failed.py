@@ -51,17 +51,26 @@ def dump_failed(tasks: Iterable[str]) -> str:
     return str(yaml.safe_dump(ids, default_flow_style=False, allow_unicode=True))
 
 
+def _text(root: Path) -> str | None:
+    """The record's text in the workspace at `root` (None when there is none)."""
+    full = root / FAILED_PATH
+    if not full.is_file():
+        return None
+    try:
+        return full.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise EvolveError(f"{FAILED_PATH} is not UTF-8 text.") from None
+
+
 def load_failed(root: Path) -> set[str]:
     """The record as it is in the workspace at `root`."""
-    full = root / FAILED_PATH
-    return parse_failed(full.read_text(encoding="utf-8") if full.is_file() else None)
+    return parse_failed(_text(root))
 
 
 def failed_files(root: Path, tasks: Iterable[str]) -> dict[str, bytes | None]:
     """The applier's `extra_files` entry that writes `tasks` as the record (nothing when the
     workspace already holds exactly that)."""
-    full = root / FAILED_PATH
-    raw = full.read_text(encoding="utf-8") if full.is_file() else ""
+    raw = _text(root) or ""
     text = dump_failed(tasks)
     if raw == text:
         return {}

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from conftest import GitRunner
 from evolve.history import revert
+from evolve.history._gitrevert import tombstone_git_reverts
 from evolve.memory import MemoryUnit, dump_counters, load_units
 from evolve.recovery import writer
 from evolve.skills._scoreboard import ScoreboardResult, settle
@@ -128,3 +129,20 @@ def test_reverting_an_old_count_keeps_the_new_evidence(
     revert(ws, count)
     assert load_strata(ws.root) == {ID: {"t1": (1, 0, 0, 0)}}
     assert _skill(ws).status == "active"
+
+
+def test_a_plain_git_revert_of_a_retirement_sticks_too(
+    workspace: Workspace, run_git: GitRunner
+) -> None:
+    ws = Workspace(workspace.root)
+    _plant(ws, run_git)
+    run_git(ws.root, "revert", "--no-edit", _retire(ws, run_git))
+    assert _skill(ws).status == "active" and _counters(ws) == (3, 0, 3, 3)
+    # The next evolve writer answers the git revert: the record restarts in a commit of its own.
+    made = tombstone_git_reverts(ws)
+    assert len(made) == 1 and tombstone_git_reverts(ws) == []
+    message = run_git(ws.root, "log", "-1", "--format=%B", made[0])
+    assert "Scoreboard record restarted" in message and f"Evolve-Restarts: {ID}" in message
+    assert _counters(ws) == (0, 0, 0, 0) and ID not in load_strata(ws.root)
+    after = _count(ws, [([ID], [], False, "t1", True)], 6)
+    assert after.retired == [] and _skill(ws).status == "active"

@@ -9,6 +9,10 @@ not stick. A user who reverts a retirement overrules that evidence, so, as when 
 rewritten (`count_ops_after`, `strata_after`), the skill's record restarts at 0 in the
 revert's own commit: the scoreboard can retire it again only on new evidence.
 
+A plain `git revert` of the retirement cannot carry the restart; the commit that answers it
+(`evolve.history._gitrevert`, made by the next evolve writer before it counts anything)
+restarts the record instead, with the same trailer.
+
 The restart is part of the revert's file changes (written by the applier's `write_files`
 and committed by the store in the one revert commit), and the commit names the skills in
 `Evolve-Restarts`. It is evidence like any count: a revert of that revert takes the restart
@@ -28,7 +32,7 @@ from evolve.memory import (
     dump_counters,
     parse_counters,
 )
-from evolve.store import GitStore
+from evolve.store import KIND, CommitInfo, GitStore
 
 # The skills whose scoreboard record a revert restarted (space-separated ids).
 RESTARTS = "Evolve-Restarts"
@@ -88,3 +92,23 @@ def restart_files(
         text = dump_strata(added(strata, {}, restart=ids))
         out[STRATA] = text.encode("utf-8") if text else None
     return out
+
+
+def git_unretired(store: GitStore, head: str, target: CommitInfo) -> list[MemoryUnit]:
+    """The skills a retirement commit `target` retired that are active again at `head` (a
+    plain `git revert` of it brought them back): their records restart in the commit that
+    answers the `git revert` (`evolve.history._gitrevert`)."""
+    if target.trailers.get(KIND) != "skill retire" or not target.parents:
+        return []
+    out = []
+    for _, path in store.changed_paths(target.parents[0], target.sha, ["memory/skills"]):
+        if not is_unit_path(path):
+            continue
+        old = unit_of(path, store.read(target.parents[0], path))
+        new = unit_of(path, store.read(target.sha, path))
+        now = unit_of(path, store.read(head, path))
+        if old is None or new is None or now is None or now.kind != "skill":
+            continue
+        if old.status == "active" and new.status == "retired" and now.status == "active":
+            out.append(now)
+    return sorted(out, key=lambda u: u.id)

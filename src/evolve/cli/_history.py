@@ -61,6 +61,7 @@ def revert_cmd(
                     {"id": i, "field": f, "from": a, "to": b} for i, f, a, b in result.counters
                 ],
                 "counters_skipped": result.counters_skipped,
+                "restarted": result.restarted,
             }
         )
         return
@@ -75,6 +76,8 @@ def revert_cmd(
         stdout.print(f"  moved {ident} {name} back: {was:g} -> {now:g}")
     for ident in result.counters_skipped:
         stdout.print(f"  left the counters of {ident} (it no longer exists)")
+    for ident in result.restarted:
+        stdout.print(f"  restarted the scoreboard record of {ident} (retired, brought back)")
 
 
 @click.group("review")

@@ -26,6 +26,7 @@ from evolve.history._revert import (
     is_revert,
     taught_by,
 )
+from evolve.history._unretire import RESTARTS, git_unretired, restart_files
 from evolve.memory import MemoryUnit, dump_unit, load_units
 from evolve.memory._similarity import normalize
 from evolve.store import KIND, OPS, PERSONA, CommitInfo, format_ops
@@ -106,28 +107,50 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
     made = []
     for git_commit, target in _unanswered(ws):
         stones = _stones_for(ws, target, load_units(ws.root))
-        if not stones:
+        changes: dict[str, bytes | None] = {
+            str(s.path()): dump_unit(s).encode("utf-8") for s in stones
+        }
+        # A retirement brought back: its scoreboard record restarts (`_unretire`).
+        head = ws.store.head()
+        back = git_unretired(ws.store, head, target) if head is not None else []
+        if head is not None and back:
+            changes.update(restart_files(ws.store, head, changes, back))
+        if not changes:
             continue
-        changes = {str(s.path()): dump_unit(s).encode("utf-8") for s in stones}
+        restarted = [u.id for u in back]
         paths = write_files(ws, changes)
         body = [
             f"`git revert` ({git_commit.short}) restored the files of {target.short} but wrote "
-            "no tombstones; these keep the next episodes from learning it again.",
-            "",
-            "Tombstones (refused if proposed again):",
-            *[f"- {s.id}: {s.text[:120]}" for s in stones],
+            "no tombstones; these keep the next episodes from learning it again."
+            if stones
+            else f"`git revert` ({git_commit.short}) brought back what {target.short} retired.",
         ]
+        if stones:
+            body += ["", "Tombstones (refused if proposed again):"]
+            body += [f"- {s.id}: {s.text[:120]}" for s in stones]
+        if restarted:
+            body += [
+                "",
+                "Scoreboard record restarted (the retirement is overruled: its evidence, the "
+                "counters and the per-task counts, is set aside, so only new evidence can "
+                "retire the skill again):",
+                *[f"- {ident}" for ident in restarted],
+            ]
+        ops = [("tombstone", s.id) for s in stones] + [("restart", i) for i in restarted]
         trailers = [
             (KIND, "revert"),
             (REVERTS, target.sha),
             (GIT_REVERT, git_commit.sha),
-            (OPS, format_ops(("tombstone", s.id) for s in stones)),
+            (OPS, format_ops(ops)),
         ]
+        if restarted:
+            trailers.append((RESTARTS, " ".join(restarted)))
         if PERSONA in target.trailers:
             trailers.append((PERSONA, target.trailers[PERSONA]))
         sha = ws.store.commit(
             paths,
-            f"tombstones for git revert {git_commit.short}: {target.subject}"[:200],
+            f"{'tombstones' if stones else 'record restart'} for git revert "
+            f"{git_commit.short}: {target.subject}"[:200],
             body="\n".join(body),
             trailers=trailers,
         )

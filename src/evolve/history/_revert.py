@@ -50,6 +50,7 @@ from evolve.history._lines import (
     line_revert,
 )
 from evolve.history._log import refresh_commit_graph
+from evolve.history._unretire import RESTARTS, restart_files, unretired
 from evolve.memory import MemoryUnit, dump_unit, load_units_at
 from evolve.memory._similarity import normalize
 from evolve.recovery import writer
@@ -81,6 +82,8 @@ class RevertResult:
     counters: list[tuple[str, str, float | int, float | int]] = field(default_factory=list)
     # Units whose counters the reverted commits moved but that no longer exist.
     counters_skipped: list[str] = field(default_factory=list)
+    # Retired skills the revert brought back: their scoreboard record restarted (`_unretire`).
+    restarted: list[str] = field(default_factory=list)
 
 
 def git_revert_target(info: CommitInfo) -> str | None:
@@ -229,14 +232,19 @@ class _Plan:
                 from evolve.skills._strata import dropped
                 from evolve.skills._strata import take_back as take_back_strata
 
-                restarted: set[str] = set()  # a later rewrite (not reverted) dropped its counts
+                # A later rewrite, or a revert that brought a retired skill back (its
+                # Evolve-Restarts), not itself reverted, dropped the skill's counts.
+                restarted: set[str] = set()
                 for sha in _uncancelled(
                     self.store, later_content_touches(self.store, info.sha, path)
                 ):
                     then = self.store.commit_info(sha)
-                    if sha not in undone and not is_revert(then) and then.parents:
+                    if sha not in undone and then.parents:
                         parent = self.store.read(then.parents[0], path)
-                        restarted |= dropped(parent, self.store.read(sha, path))
+                        gone = dropped(parent, self.store.read(sha, path))
+                        if is_revert(then):
+                            gone &= set(then.trailers.get(RESTARTS, "").split())
+                        restarted |= gone
                 self.state[path] = take_back_strata(change.before, change.after, now, restarted)
                 continue
             if _gone_since(change, now):
@@ -477,8 +485,10 @@ def revert(
             add_deltas(deltas, counter_deltas(store, target))
         counts = take_back(store, head, deltas, changes)
         changes.update(counts.files)
+        back = unretired(store, head, changes)
+        changes.update(restart_files(store, head, changes, back))
         _check_shelves(ws, info, head, changes)
-        return _commit(ws, info, targets, plan, changes, reason, counts)
+        return _commit(ws, info, targets, plan, changes, reason, counts, [u.id for u in back])
 
 
 def _check_shelves(
@@ -510,6 +520,7 @@ def _commit(
     changes: dict[str, bytes | None],
     reason: str | None,
     counts: CountBack,
+    restarted: list[str],
 ) -> RevertResult:
     store = ws.store
     short = info.short
@@ -534,6 +545,7 @@ def _commit(
             ops.append(("restore" if changes[path] is not None else "remove", ident))
     ops += [("tombstone", s.id) for s in stones]
     ops += [("count", ident) for ident in counts.ids]
+    ops += [("restart", ident) for ident in restarted]
     paths = write_files(ws, changes)
     why = reason or f"reverted {short}"
     body = [f"Reason: {why}", ""]
@@ -550,6 +562,14 @@ def _commit(
     if counts.missing:
         body += ["", "Counters not moved back (the unit no longer exists or is tombstoned):"]
         body += [f"- {ident}" for ident in counts.missing]
+    if restarted:
+        body += [
+            "",
+            "Scoreboard record restarted (the retirement is overruled: its evidence, the "
+            "counters and the per-task counts, is set aside, so only new evidence can retire "
+            "the skill again):",
+        ]
+        body += [f"- {ident}" for ident in restarted]
     cascade = len(targets) > 1
     trailers = [
         (KIND, "cascade revert" if cascade else "revert"),
@@ -558,6 +578,8 @@ def _commit(
     ]
     if PERSONA in info.trailers:
         trailers.append((PERSONA, info.trailers[PERSONA]))
+    if restarted:
+        trailers.append((RESTARTS, " ".join(restarted)))
     subject = f"revert {short}" + (f" and {len(targets) - 1} later" if cascade else "")
     commit = store.commit(
         paths, f"{subject}: {info.subject}"[:200], body="\n".join(body), trailers=trailers
@@ -583,4 +605,5 @@ def _commit(
         lifted=lifted,
         counters=counts.moved,
         counters_skipped=counts.missing,
+        restarted=restarted,
     )

@@ -73,7 +73,9 @@ A rewritten lesson is a new treatment: when a batch's MERGE or REVISE changes a 
 its record restarts at 0 (`count_ops_after`, `strata_after`: the counters and its per-task
 entry), so a wrong lesson written over a good skill does not inherit the good record, nor a
 good lesson a wrong one's. A revert takes back what the reverted commit added to the
-per-task record, as it does for the counters.
+per-task record, as it does for the counters. A revert that brings a retired skill back
+restarts its record the same way (`evolve.history._unretire`), so the user's revert sticks:
+only new evidence retires it again.
 
 A skill is retired when the stratified interval at `skills.retire_confidence` lies wholly
 below 0 and each arm has at least `MIN_EACH` episodes in the tasks with both arms: its status

@@ -22,16 +22,20 @@ message) or, for anything else, as :class:`EpisodeFailed` naming the item.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import gc
 import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from evolve.errors import EvolveError, UnknownName
 from evolve.executors._slots import Slots, holding_work_slot
+
+if TYPE_CHECKING:
+    # Imported where a pool is made: concurrent.futures brings in logging, and the serial
+    # path (the sim's `evolve run`) never makes one.
+    import concurrent.futures as cf
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -133,6 +137,8 @@ class _PoolExecutor:
     ) -> list[R]:
         if not items:
             return []
+        import concurrent.futures as cf
+
         results: dict[int, R] = {}
         pool = self._pool()
         try:
@@ -245,6 +251,7 @@ class ProcessExecutor(_PoolExecutor):
 
     def _pool(self) -> cf.Executor:
         # `spawn` (not fork): the parent may hold threads and open git handles.
+        import concurrent.futures as cf
         import multiprocessing  # here: the serial path (the sim) never needs it
 
         context = multiprocessing.get_context("spawn")
@@ -285,6 +292,8 @@ class AsyncioExecutor:
         done = 0
         loop = asyncio.get_running_loop()
         # The default pool of the loop may be smaller than C; give it exactly C threads.
+        import concurrent.futures as cf
+
         threads = cf.ThreadPoolExecutor(max_workers=self.concurrency)
         loop.set_default_executor(threads)
 

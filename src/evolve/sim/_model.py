@@ -18,7 +18,6 @@ from evolve.errors import ModelError
 from evolve.llm import Completion, JsonSchema, Message, Usage, estimate_tokens
 from evolve.sim._agent import SimAgent
 from evolve.sim._rates import SimRates
-from evolve.sim._updater import learn
 
 Role = Callable[["SimLLM", Sequence[Message], random.Random], Any]
 
@@ -42,6 +41,9 @@ def load_roles() -> None:
 
 @role("statements")
 def _statements(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+    # Here, not at the top: scoring (the agent role) never learns, so `evolve run` skips it.
+    from evolve.sim._updater import learn
+
     return {"statements": [p.statement for p in learn(messages, rng, sim.rates.instance_vague)]}
 
 

@@ -50,7 +50,7 @@ from evolve.history._lines import (
     line_revert,
 )
 from evolve.history._log import refresh_commit_graph
-from evolve.history._unretire import RESTARTS, restart_files, unretired
+from evolve.history._unretire import RESTARTS, STRATA, restart_files, unretired
 from evolve.memory import MemoryUnit, dump_unit, load_units_at
 from evolve.memory._similarity import normalize
 from evolve.recovery import writer
@@ -63,7 +63,6 @@ GIT_REVERT = "Evolve-Git-Revert"
 REVERT_KINDS = ("revert", "cascade revert")
 TRACKED = ["memory", "prompts"]
 STAGING = "memory/skills/_staging.yaml"  # evolve.skills.STAGING_PATH
-STRATA = "memory/skills/_strata.yaml"  # evolve.skills._strata.STRATA_PATH
 _GIT_REVERT_LINE = re.compile(r"^This reverts commit ([0-9a-f]{7,64})\b", re.M)
 _TAUGHT = ("active", "pending")
 

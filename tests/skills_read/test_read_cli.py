@@ -88,6 +88,21 @@ def test_skills_json_lists_every_skill_with_its_scoreboard(
     assert "when: sending a text, payment or email, or saving a note" in out
 
 
+def test_with_no_failed_task_the_zero_lifts_are_explained(
+    ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evolve.report._report import build_report
+
+    _plant(ws, run_git)
+    code, out, _ = run_cli(capsys, "skills")
+    assert code == 0 and "No task has failed in training yet" not in out
+    (ws.root / "memory" / "skills" / "_failed_tasks.yaml").unlink()
+    code, out, _ = run_cli(capsys, "skills")
+    assert code == 0 and "Tasks failed in training so far (0): none" in out
+    assert "No task has failed in training yet: the scoreboard compares task success" in out
+    assert "No task has failed in training yet" in build_report(Workspace(ws.root))
+
+
 def test_the_report_has_a_skills_table(
     ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]
 ) -> None:

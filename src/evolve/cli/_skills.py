@@ -21,7 +21,8 @@ def _fmt(x: float | None, pct: bool = False) -> str:
 def skills_cmd(workspace: Path | None, as_json: bool) -> None:
     """List each skill: shelf or topic, status, trigger, injections, pass rates, lift.
 
-    The pass rates are over training episodes where the skill's trigger matched: with it
+    A pass is task success (the task done; the user's preference checks aside), as the
+    scoreboard counts it. The pass rates are over training episodes where the skill's trigger matched: with it
     injected and nothing held out, and with it alone held out by the seeded one-skill
     hold-out (skills.holdout_share; 0.5 while its evidence is pending). "within tasks" compares
     the two arms inside each task (every eligible episode, memory/skills/_strata.yaml) and
@@ -30,7 +31,7 @@ def skills_cmd(workspace: Path | None, as_json: bool) -> None:
     figures (episodes of tasks that failed before, Newcombe's interval) are shown beside it.
     """
     from evolve.memory import load_units
-    from evolve.skills._failed import load_failed
+    from evolve.skills._failed import NO_TASK_FAILED, load_failed
     from evolve.skills._scoreboard import board
     from evolve.skills._select import settings_of
     from evolve.skills._strata import load_strata
@@ -64,3 +65,5 @@ def skills_cmd(workspace: Path | None, as_json: bool) -> None:
         click.echo(f"    when: {r['trigger']}")
     shown_tasks = ", ".join(failed) if failed else "none"
     click.echo(f"Tasks failed in training so far ({len(failed)}): {shown_tasks}")
+    if not failed:
+        click.echo(NO_TASK_FAILED)

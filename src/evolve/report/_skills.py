@@ -15,7 +15,7 @@ def skills_table(ws: Workspace) -> list[str]:
     """HTML lines: a heading and the scoreboard table; nothing when the workspace has no skills
     (a report of a workspace that does not use skills stays as it was)."""
     from evolve.memory import load_units
-    from evolve.skills._failed import load_failed
+    from evolve.skills._failed import NO_TASK_FAILED, load_failed
     from evolve.skills._scoreboard import board
     from evolve.skills._select import settings_of
     from evolve.skills._strata import load_strata
@@ -59,4 +59,6 @@ def skills_table(ws: Workspace) -> list[str]:
         f"<p>Tasks failed in training so far ({len(failed)}; the pooled figures count only "
         f"these): {escape(', '.join(failed)) if failed else 'none'}.</p>"
     )
+    if not failed:
+        html.append(f"<p>{escape(NO_TASK_FAILED)}</p>")
     return html

@@ -25,6 +25,14 @@ from evolve.errors import EvolveError
 
 FAILED_PATH = "memory/skills/_failed_tasks.yaml"
 MAX_TASKS = 10_000
+# Said by `evolve skills` and the report when skills exist but no task has failed: the
+# scoreboard compares task success, so episodes rejected only by the user's preference checks
+# (the task itself done) move no lift, and a reader should not take the zeros for a verdict.
+NO_TASK_FAILED = (
+    "No task has failed in training yet: the scoreboard compares task success (the task done), "
+    "and episodes rejected only by preference checks pass it, so every lift is 0 until a task "
+    "fails."
+)
 _LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

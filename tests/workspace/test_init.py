@@ -179,3 +179,25 @@ def test_persona_cannot_inject_other_keys(tmp_path: Path) -> None:
     with pytest.raises(EvolveError):
         init_workspace(target, persona="alex\nenvironment: appworld")
     assert not target.exists()
+
+
+def test_skills_sets_up_skill_compilation_in_the_first_commit(
+    tmp_path: Path, run_git: RunGit
+) -> None:
+    from evolve.envs.persona_world import PersonaWorldEnv
+    from evolve.skills._select import settings_of
+
+    ws = init_workspace(tmp_path / "ws", skills=True)
+    config = ws.config
+    assert config.train.recipe == "skills" and settings_of(config).enabled
+    text = (ws.root / CONFIG_NAME).read_text(encoding="utf-8")
+    assert "# skill compilation (recipe: skills; seed 003)" in text  # comments kept
+    assert text.count("recipe: skills ") == 1 and "recipes: []" in text  # render untouched
+    tracked = run_git(ws.root, "ls-files").split()
+    assert "evalset/procedures.yaml" in tracked and len(list(ws.store.log())) == 1
+    assert run_git(ws.root, "status", "--porcelain") == ""
+    train_ids = {t.id for t in PersonaWorldEnv(ws.root / "evalset").tasks("train")}
+    assert any("-verify-" in t for t in train_ids) and any("-lookup-" in t for t in train_ids)
+    plain = init_workspace(tmp_path / "plain")
+    assert plain.config.train.recipe == "ace"
+    assert not (plain.root / "evalset" / "procedures.yaml").exists()

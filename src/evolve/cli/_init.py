@@ -53,9 +53,16 @@ def _demo_feedback(ws: Workspace) -> Workspace:
     default=None,
     help="The environment (default: persona_world; appworld needs `evolve appworld setup`).",
 )
-def init_cmd(directory: Path, persona: str | None, env: str | None) -> None:
+@click.option(
+    "--skills",
+    is_flag=True,
+    help="Set it up for skill compilation: train.recipe skills and, for persona_world, the "
+    "procedure-shaped tasks (evalset/procedures.yaml: verify after writing, look up before "
+    "writing) that skills are for.",
+)
+def init_cmd(directory: Path, persona: str | None, env: str | None, skills: bool) -> None:
     """Create a workspace in DIRECTORY (new or empty) and make its first commit."""
-    ws = init_workspace(directory, persona=persona, env=env)
+    ws = init_workspace(directory, persona=persona, env=env, skills=skills)
     if env == "appworld":
         from evolve.envs.appworld._scaffold import missing_data_note
 
@@ -64,6 +71,8 @@ def init_cmd(directory: Path, persona: str | None, env: str | None) -> None:
             stderr.print(note)
     stdout.print(f"created workspace {ws.root} (persona {ws.config.persona})")
     stdout.print(f"next: cd {ws.root} && evolve run --split dev")
+    if skills:
+        stdout.print("then: evolve train (recipe skills), evolve skills, evolve run --split dev")
 
 
 @click.command("demo")

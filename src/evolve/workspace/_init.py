@@ -51,12 +51,33 @@ def harness_root() -> Path:
     raise EvolveError("the default harness is missing from this installation; reinstall evolve.")
 
 
+def _section_key(text: str, section: str, key: str, value: str, note: str) -> str:
+    """`text` (evolve.yaml) with `key` of the top-level `section` set to `value`, the line's
+    comment replaced by `note`; every other line (and comment) kept as it is."""
+    out: list[str] = []
+    inside = done = False
+    for line in text.splitlines():
+        if line and not line[0].isspace():
+            inside = line.split(":", 1)[0] == section
+        if inside and not done and line.strip().startswith(f"{key}:"):
+            indent = line[: len(line) - len(line.lstrip())]
+            line = f"{indent}{key}: {value}".ljust(25) + f"# {note}"
+            done = True
+        out.append(line)
+    if not done:  # the packaged evolve.yaml always has it; a broken install does not
+        raise EvolveError(f"the default {CONFIG_NAME} has no {section}.{key}; reinstall evolve.")
+    return "\n".join(out) + "\n"
+
+
 def init_workspace(
-    target: Path, *, persona: str | None = None, env: str | None = None
+    target: Path, *, persona: str | None = None, env: str | None = None, skills: bool = False
 ) -> Workspace:
     """Create a workspace at `target` (which must not exist or be empty) and commit it.
 
-    `env` picks the environment: persona_world (the default) or appworld.
+    `env` picks the environment: persona_world (the default) or appworld. `skills` sets the
+    workspace up for skill compilation (issue 13): `train.recipe: skills` (which turns
+    selection and injection on) and, for persona_world, the procedure-shaped tasks in
+    `evalset/procedures.yaml`, the failures skills are for.
 
     Raises:
         EvolveError: if `target` is a non-empty folder or already a workspace.
@@ -102,6 +123,21 @@ def init_workspace(
             new_text = "\n".join(lines) + "\n"
             parse_config(new_text)
             atomic_write(config_path, new_text)
+        if skills:
+            config_path = target / CONFIG_NAME
+            text = _section_key(
+                config_path.read_text(encoding="utf-8"),
+                "train",
+                "recipe",
+                "skills",
+                "evolve init --skills (the default is ace)",
+            )
+            parse_config(text)
+            atomic_write(config_path, text)
+            if env != "appworld":
+                from evolve.envs.persona_world._procedures import write_procedures
+
+                write_procedures(target / "evalset")
         if env == "appworld":
             from evolve.envs.appworld._scaffold import scaffold
 

@@ -212,7 +212,8 @@ def load_procedure_specs(evalset: Path) -> list[dict[str, Any]]:
     path = evalset / PROCEDURES_FILE
     if not path.is_file():
         return []
-    import yaml  # PyYAML: only where the file is written or read
+    from evolve._yaml import load as load_strict  # PyYAML: only where the file is read
+    from evolve.errors import ConfigError
 
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = load_strict(path.read_text(encoding="utf-8"), str(path), error=ConfigError)
     return list(data) if isinstance(data, list) else []

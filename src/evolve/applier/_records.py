@@ -51,9 +51,9 @@ def ended(applied: Sequence[Op], before: Mapping[str, MemoryUnit]) -> set[str]:
             out.add(op.id)
             now.pop(op.id, None)
             continue
-        if op.unit.status in _GONE and (old is None or old.status not in _GONE):
-            out.add(op.id)
-        elif old is not None and _lesson(old) != _lesson(op.unit):
+        leaves = op.unit.status in _GONE and (old is None or old.status not in _GONE)
+        rewritten = old is not None and _lesson(old) != _lesson(op.unit)
+        if leaves or rewritten:
             out.add(op.id)
         now[op.id] = op.unit
     return out
@@ -66,7 +66,7 @@ def drop_strata(ws: Workspace, files: dict[str, bytes | None], ids: set[str]) ->
         return
     full = ws.resolve(STRATA)
     disk = full.read_bytes() if full.is_file() else None
-    data = files[STRATA] if STRATA in files else disk
+    data = files.get(STRATA, disk)
     from evolve.skills._strata import dump_strata, parse_strata
 
     strata = parse_strata(data.decode("utf-8") if data else "")

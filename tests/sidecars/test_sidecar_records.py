@@ -15,14 +15,17 @@ from pathlib import Path
 from conftest import GitRunner
 from evolve.applier import MemoryApplier
 from evolve.history import revert
+from evolve.history._gitrevert import tombstone_git_reverts
 from evolve.llm import JsonSchema, Message, MockLLM
 from evolve.memory import MemoryUnit, dump_counters, load_units, parse_counters
 from evolve.ops import Op
 from evolve.recovery import writer
 from evolve.skills import SkillsBatches
-from evolve.skills._strata import STRATA_PATH, Strata, dump_strata, load_strata
+from evolve.skills._scoreboard import settle
+from evolve.skills._strata import STRATA_PATH, Outcome, Strata, dump_strata, load_strata
 from evolve.workspace import Workspace
 
+Sidecar = dict[str, dict[str, float | int]]
 VENMO = "memory/skills/topics/venmo/_counters.yaml"
 GENERAL = "memory/skills/general/_counters.yaml"
 
@@ -76,15 +79,15 @@ def _plant(ws: Workspace, run_git: GitRunner) -> None:
     run_git(ws.root, "commit", "-qm", "three skills with their records")
 
 
-def _sidecar(ws: Workspace, rel: str) -> dict[str, dict[str, float | int]]:
+def _sidecar(ws: Workspace, rel: str) -> Sidecar:
     """The sidecar's counters that are off their default of 0 (what they mean)."""
     path = ws.root / rel
     raw = parse_counters(rel, path.read_text(encoding="utf-8")) if path.is_file() else {}
     return {i: {k: v for k, v in f.items() if v} for i, f in raw.items() if any(f.values())}
 
 
-def _records(ws: Workspace) -> tuple[Strata, dict[str, dict[str, float | int]], ...]:
-    return (load_strata(ws.root), *(_sidecar(ws, rel) for rel in COUNTERS))
+def _records(ws: Workspace) -> tuple[Strata, Sidecar, Sidecar]:
+    return load_strata(ws.root), _sidecar(ws, VENMO), _sidecar(ws, GENERAL)
 
 
 def _changed(run_git: GitRunner, root: Path, sha: str) -> set[str]:
@@ -185,3 +188,62 @@ def test_a_review_approval_that_replaces_a_skill_ends_its_record(
     _apply(ws, [Op(op="add", unit=new), Op(op="revoke", unit=old)], "b replaced by c")
     assert B.id not in load_strata(ws.root) and B.id not in _sidecar(ws, VENMO)
     assert A.id in load_strata(ws.root) and A.id in _sidecar(ws, VENMO)
+
+
+def _count(ws: Workspace, outcomes: Sequence[Outcome]) -> str:
+    with writer(ws, "evolve train"):
+        result = settle(ws, outcomes, episodes="5", recipe="skills", confidence=0.95)
+    assert result.count_commit is not None and not result.retired
+    return result.count_commit
+
+
+NEW = _skill("skill-nn", "Open the note again after saving it and compare the title.", "gmail")
+COUNTED: list[Outcome] = [
+    ([NEW.id], [], True, "email_followup-1", True),
+    ([], [NEW.id], True, "email_followup-2", True),
+]
+
+
+def _learn_and_count(ws: Workspace, run_git: GitRunner) -> tuple[str, Strata, Sidecar]:
+    _plant(ws, run_git)
+    added = _apply(ws, [Op(op="add", unit=NEW, reason="skills batch")], "batch: add nn")
+    _count(ws, COUNTED)
+    strata = load_strata(ws.root)
+    assert NEW.id in strata
+    return added, strata, _sidecar(ws, "memory/skills/topics/gmail/_counters.yaml")
+
+
+def test_a_revert_that_tombstones_a_skill_drops_its_record_and_its_revert_restores_it(
+    workspace: Workspace, run_git: GitRunner
+) -> None:
+    ws = workspace
+    added, strata, counters = _learn_and_count(ws, run_git)
+    assert counters[NEW.id]
+    result = revert(ws, added)
+    unit = {u.id: u for u in load_units(ws.root)}[NEW.id]
+    assert unit.status == "tombstoned"
+    # The later count's evidence went with the lesson, in the revert's own commit.
+    assert NEW.id not in load_strata(ws.root)
+    assert NEW.id not in _sidecar(ws, "memory/skills/topics/gmail/_counters.yaml")
+    assert {k: v for k, v in load_strata(ws.root).items()} == {
+        k: v for k, v in strata.items() if k != NEW.id
+    }
+    assert "Scoreboard record dropped" in ws.store.commit_info(result.commit).body
+    # Reverting the revert brings the lesson and its record back exactly.
+    revert(ws, result.commit)
+    assert load_strata(ws.root) == strata
+    assert _sidecar(ws, "memory/skills/topics/gmail/_counters.yaml") == counters
+
+
+def test_the_answer_to_a_plain_git_revert_drops_the_removed_skills_record(
+    workspace: Workspace, run_git: GitRunner
+) -> None:
+    ws = workspace
+    added, strata, _ = _learn_and_count(ws, run_git)
+    run_git(ws.root, "revert", "--no-edit", added)
+    with writer(ws, "evolve train"):
+        made = tombstone_git_reverts(ws, take_lock=False)
+    assert len(made) == 1
+    assert NEW.id not in load_strata(ws.root)
+    assert NEW.id not in _sidecar(ws, "memory/skills/topics/gmail/_counters.yaml")
+    assert {STRATA_PATH} <= _changed(run_git, ws.root, made[0])

@@ -1,0 +1,139 @@
+"""Skills whose scoreboard record restarted after a commit, and records a revert drops.
+
+A skill's record (its pooled counters in the shelf's `_counters.yaml`, its entry in
+`memory/skills/_strata.yaml`) restarts when a commit drops it: its lesson was rewritten, it
+was evicted, merged away, cut or replaced (`evolve.applier._records`), or a revert brought it
+back from retirement (`Evolve-Restarts`). The counts of older commits went with the old
+record, so a revert of such an older commit must take nothing back from the new record, in
+the pooled counters as in the per-task record: :func:`restarted_since` names those skills.
+
+A revert that tombstones or removes a skill ends its record the same way, in the revert's own
+commit (:func:`record_drops`); a revert of that revert brings it back with the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from evolve.history._content import is_counters_file, is_unit_path, unit_of
+from evolve.memory import MemoryUnit, counter_key, counters_path, dump_counters, parse_counters
+from evolve.store import CommitInfo, GitStore
+
+RESTARTS = "Evolve-Restarts"  # as evolve.history._unretire
+STRATA = "memory/skills/_strata.yaml"  # evolve.skills._strata.STRATA_PATH
+SKILLS = "memory/skills"
+SKILL_COUNTERS = ("injected", "injected_pass", "held_out", "held_out_pass")
+_LIVE = ("active", "pending", "revoked", "retired")
+
+
+def _skill_ids(path: str, data: bytes | None) -> set[str]:
+    """The ids with a skill counter off 0 in the sidecar `data`."""
+    if not data:
+        return set()
+    counters = parse_counters(path, data.decode("utf-8"))
+    return {i for i, f in counters.items() if any(f.get(name) for name in SKILL_COUNTERS)}
+
+
+def _dropped(path: str, before: bytes | None, after: bytes | None) -> set[str]:
+    """The skills whose record in the file `path` (the per-task record or a skill sidecar)
+    went from `before` to `after` dropped."""
+    if path == STRATA:
+        from evolve.skills._strata import dropped
+
+        return dropped(before, after)
+    return _skill_ids(path, before) - _skill_ids(path, after)
+
+
+class Restarts:
+    """Per reverted commit, the skills whose record a later commit restarted (cached)."""
+
+    def __init__(self, store: GitStore, undone: Iterable[str]) -> None:
+        self.store = store
+        self.undone = set(undone)
+        self._since: dict[str, set[str]] = {}
+
+    def since(self, info: CommitInfo) -> set[str]:
+        """Skills whose record a commit after `info` on HEAD's history restarted, that this
+        revert does not undo (nor a later revert cancel, file by file): a non-revert commit
+        that dropped the record, or a revert that names the skill in `Evolve-Restarts`."""
+        if info.sha in self._since:
+            return self._since[info.sha]
+        from evolve.history._revert import _uncancelled, is_revert
+
+        store = self.store
+        names = store.git("log", "--format=", "--name-only", f"{info.sha}..HEAD", "--", SKILLS)
+        paths = sorted({p for p in names.split() if p == STRATA or is_counters_file(p)})
+        restarted: set[str] = set()
+        for path in paths:
+            shas = store.git("log", "--reverse", "--format=%H", f"{info.sha}..HEAD", "--", path)
+            for sha in _uncancelled(store, shas.split()):
+                then = store.commit_info(sha)
+                if sha in self.undone or len(then.parents) != 1:
+                    continue
+                gone = _dropped(path, store.read(then.parents[0], path), store.read(sha, path))
+                if is_revert(then):
+                    gone &= set(then.trailers.get(RESTARTS, "").split())
+                restarted |= gone
+        self._since[info.sha] = restarted
+        return restarted
+
+
+def record_drops(
+    store: GitStore,
+    head: str,
+    changes: Mapping[str, bytes | None],
+    stones: Iterable[MemoryUnit] = (),
+) -> tuple[dict[str, bytes | None], list[str]]:
+    """The sidecar and per-task record writes that drop the record of every skill that
+    `changes` tombstone or remove, and of the skills `stones` tombstone (a plain `git revert`
+    removed their files already), on top of what `changes` already write; and their ids."""
+    from evolve.skills._strata import dump_strata, parse_strata
+
+    ended: dict[str, str] = {}  # id -> its sidecar
+    for stone in stones:
+        if stone.kind == "skill":
+            ended[stone.id] = str(counters_path(counter_key(stone)))
+    for path, data in sorted(changes.items()):
+        if not is_unit_path(path) or not path.startswith(f"{SKILLS}/"):
+            continue
+        old = unit_of(path, store.read(head, path))
+        if old is None or old.kind != "skill" or old.status not in _LIVE:
+            continue
+        new = unit_of(path, data)
+        if new is None or new.status == "tombstoned":
+            ended[old.id] = str(counters_path(counter_key(old)))
+    out: dict[str, bytes | None] = {}
+    if not ended:
+        return out, []
+
+    def now(path: str) -> bytes | None:
+        return changes[path] if path in changes else store.read(head, path)
+
+    had: set[str] = set()
+    for rel in sorted(set(ended.values())):
+        raw = now(rel)
+        counters = parse_counters(rel, raw.decode("utf-8")) if raw else {}
+        kept = {i: f for i, f in counters.items() if i not in ended}
+        if kept != counters:
+            had |= set(counters) - set(kept)
+            text = dump_counters(kept)
+            out[rel] = text.encode("utf-8") if text else None
+    raw = now(STRATA)
+    strata = parse_strata(raw.decode("utf-8") if raw else "")
+    if set(ended) & set(strata):
+        had |= set(ended) & set(strata)
+        text = dump_strata({s: t for s, t in strata.items() if s not in ended})
+        out[STRATA] = text.encode("utf-8") if text else None
+    return out, sorted(had)
+
+
+def drop_skill_deltas(deltas: dict[tuple[str, str], dict[str, float]], ids: set[str]) -> None:
+    """Take the skill counters of `ids` out of `deltas` in place (their record restarted
+    since: the counts went with the old record)."""
+    for key in list(deltas):
+        if key[1] in ids:
+            rest = {k: v for k, v in deltas[key].items() if k not in SKILL_COUNTERS}
+            if rest:
+                deltas[key] = rest
+            else:
+                del deltas[key]

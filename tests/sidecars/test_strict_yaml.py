@@ -159,6 +159,17 @@ def test_evalset_files_refuse_a_key_given_twice(tmp_path: Path) -> None:
         PersonaWorldEnv(evalset)
 
 
+def test_the_procedures_file_refuses_a_key_given_twice(tmp_path: Path) -> None:
+    from evolve.envs.persona_world._procedures import PROCEDURES_FILE, load_procedure_specs
+
+    (tmp_path / PROCEDURES_FILE).write_text(
+        "- id: verify-1\n  family: verify\n  id: verify-2\n", encoding="utf-8"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_procedure_specs(tmp_path)
+    assert str(info.value) == _says(str(tmp_path / PROCEDURES_FILE), "id", 1, 3)
+
+
 # --- the commands -------------------------------------------------------------------------------
 
 
@@ -199,7 +210,6 @@ def _twice_first_key(text: str) -> str:
     return text + "".join(lines[:end])
 
 
-@pytest.mark.slow
 def test_skills_and_train_refuse_a_strata_record_with_a_skill_twice(
     trained: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -210,7 +220,6 @@ def test_skills_and_train_refuse_a_strata_record_with_a_skill_twice(
         assert f"{STRATA_PATH} gives the key" in line and "twice (lines 1 and" in line
 
 
-@pytest.mark.slow
 def test_train_refuses_a_staging_area_with_a_shape_twice(
     trained: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -219,7 +228,6 @@ def test_train_refuses_a_staging_area_with_a_shape_twice(
     assert f"{STAGING_PATH} gives the key" in line and "twice (lines 1 and" in line
 
 
-@pytest.mark.slow
 def test_train_refuses_a_failed_tasks_record_that_is_a_mapping_with_a_key_twice(
     trained: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -234,7 +242,6 @@ def _dup_trigger(text: str) -> str:
     return text.replace("\ntrigger:", "\ntrigger: a second trigger\ntrigger:", 1)
 
 
-@pytest.mark.slow
 def test_every_command_refuses_a_skill_file_with_a_field_twice(
     trained: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]
 ) -> None:

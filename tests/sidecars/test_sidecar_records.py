@@ -164,7 +164,11 @@ def test_the_sleep_pass_drops_the_records_of_what_it_merges_away_cuts_or_rewrite
     assert _records(ws) == ({}, {}, {})
     assert {STRATA_PATH, VENMO, GENERAL} <= _changed(run_git, ws.root, sha)
     assert not units[A.id].injected and not units[A.id].held_out
-    # Reverting the sleep pass brings every record back exactly.
+    # The merged lesson gathers evidence of its own ...
+    _count(ws, [([A.id], [], True, "pay_back-1", True), ([], [A.id], False, "pay_back-3", True)])
+    assert load_strata(ws.root) == {A.id: {"pay_back-1": (1, 1, 0, 0), "pay_back-3": (0, 0, 1, 0)}}
+    # ... and reverting the sleep pass brings every record back exactly as it was: the merged
+    # lesson's evidence goes with the merged lesson.
     revert(ws, sha)
     assert _records(ws) == before
 

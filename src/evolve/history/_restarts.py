@@ -137,3 +137,98 @@ def drop_skill_deltas(deltas: dict[tuple[str, str], dict[str, float]], ids: set[
                 deltas[key] = rest
             else:
                 del deltas[key]
+
+
+def restored_records(
+    store: GitStore, head: str, targets: Iterable[CommitInfo], changes: Mapping[str, bytes | None]
+) -> dict[str, bytes | None]:
+    """The sidecar and per-task record writes that give back, exactly, the record a reverted
+    commit dropped, for each skill whose lesson the revert brings back (a rewritten one
+    restored, an evicted, merged-away, cut or tombstoned one returned): the record as it was
+    before that commit. Evidence gathered since belonged to the lesson the revert takes away
+    (a rewritten one) or to none. `targets` newest first (the oldest commit's record wins)."""
+    from evolve.skills._strata import dump_strata, parse_strata
+
+    out: dict[str, bytes | None] = {}
+
+    def planned(path: str) -> bytes | None:
+        if path in out:
+            return out[path]
+        return changes[path] if path in changes else store.read(head, path)
+
+    for target in targets:
+        ids = _dropped_by(store, target) if target.parents else set()
+        if not ids:
+            continue
+        parent = target.parents[0]
+        for old in _brought_back(store, head, target, changes, ids):
+            rel = str(counters_path(counter_key(old)))
+            was = _counters_at(store, parent, rel)
+            counters = _counters(rel, planned(rel))
+            if old.id in was:
+                counters[old.id] = dict(was[old.id])
+            else:
+                counters.pop(old.id, None)
+            text = dump_counters(counters)
+            out[rel] = text.encode("utf-8") if text else None
+            before = parse_strata((store.read(parent, STRATA) or b"").decode("utf-8"))
+            raw = planned(STRATA)
+            strata = parse_strata(raw.decode("utf-8") if raw else "")
+            if old.id in before:
+                strata[old.id] = dict(before[old.id])
+            else:
+                strata.pop(old.id, None)
+            text = dump_strata(strata)
+            out[STRATA] = text.encode("utf-8") if text else None
+    base = {p: changes[p] if p in changes else store.read(head, p) for p in out}
+    return {p: d for p, d in out.items() if d != base[p]}
+
+
+def _counters(rel: str, raw: bytes | None) -> dict[str, dict[str, float | int]]:
+    return {
+        k: dict(v) for k, v in (parse_counters(rel, raw.decode("utf-8")) if raw else {}).items()
+    }
+
+
+def _counters_at(store: GitStore, rev: str, rel: str) -> dict[str, dict[str, float | int]]:
+    return _counters(rel, store.read(rev, rel))
+
+
+def _brought_back(
+    store: GitStore,
+    head: str,
+    target: CommitInfo,
+    changes: Mapping[str, bytes | None],
+    ids: set[str],
+) -> list[MemoryUnit]:
+    """The skills in `ids` (as they were before `target`) whose lesson the revert's
+    `changes` bring back onto a shelf, where HEAD does not hold that same lesson."""
+    parent = target.parents[0]
+    out = []
+    for _, path in store.changed_paths(parent, target.sha, [SKILLS]):
+        if not is_unit_path(path) or path not in changes:
+            continue
+        old = unit_of(path, store.read(parent, path))
+        if old is None or old.id not in ids:
+            continue
+        back, now = unit_of(path, changes[path]), unit_of(path, store.read(head, path))
+        if back is None or back.status in ("tombstoned", "revoked"):
+            continue  # the revert does not bring the lesson back
+        if (
+            now is not None
+            and now.status not in ("tombstoned", "revoked")
+            and (" ".join(now.text.split()) == " ".join(back.text.split()))
+        ):
+            continue  # the same lesson on the shelf now: its evidence since stands
+        out.append(old)
+    return out
+
+
+def _dropped_by(store: GitStore, info: CommitInfo) -> set[str]:
+    """The skills whose record commit `info` dropped (per-task entry or pooled counters)."""
+    parent = info.parents[0]
+    out: set[str] = set()
+    for _, path in store.changed_paths(parent, info.sha, [SKILLS]):
+        if path == STRATA or is_counters_file(path):
+            out |= _dropped(path, store.read(parent, path), store.read(info.sha, path))
+    return out

@@ -50,7 +50,13 @@ from evolve.history._lines import (
     line_revert,
 )
 from evolve.history._log import refresh_commit_graph
-from evolve.history._restarts import SKILL_COUNTERS, Restarts, drop_skill_deltas, record_drops
+from evolve.history._restarts import (
+    SKILL_COUNTERS,
+    Restarts,
+    drop_skill_deltas,
+    record_drops,
+    restored_records,
+)
 from evolve.history._unretire import RESTARTS, STRATA, restart_files, unretired
 from evolve.memory import MemoryUnit, dump_unit, load_units_at
 from evolve.memory._similarity import normalize
@@ -484,6 +490,8 @@ def revert(
             add_deltas(deltas, moved)
         counts = take_back(store, head, deltas, changes)
         changes.update(counts.files)
+        # A lesson brought back gets back exactly the record the commit dropped with it.
+        changes.update(restored_records(store, head, targets, changes))
         back = unretired(store, head, changes)
         changes.update(restart_files(store, head, changes, back))
         drops, ended = record_drops(store, head, changes)  # a tombstoned skill's record ends

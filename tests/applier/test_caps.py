@@ -33,9 +33,14 @@ def _unit(uid: str, text: str, recipe: str = "ace", **fields: object) -> MemoryU
 
 
 def _with_caps(ws: Workspace, run_git: RunGit, caps: str) -> Workspace:
-    """The workspace with a `caps:` section appended to evolve.yaml (committed)."""
+    """The workspace with its `caps:` section replaced by `caps` in evolve.yaml (committed;
+    a second `caps:` would be refused as a key given twice)."""
     config = ws.root / "evolve.yaml"
-    config.write_text(config.read_text("utf-8") + caps, "utf-8")
+    lines = config.read_text("utf-8").splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.startswith("caps:")), len(lines))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i][:1] not in (" ", "#")),
+               len(lines))  # fmt: skip
+    config.write_text("".join(lines[:start] + lines[end:]) + caps, "utf-8")
     run_git(ws.root, "commit", "-q", "-am", "caps")
     return Workspace(ws.root)
 

@@ -70,11 +70,11 @@ def test_any_registered_recipe_is_an_arm_skills_included() -> None:
         ("name: t\npersonas: [alex]\narms: {oracle: {review: true}}\n", "takes no recipe"),
         # A key given twice is refused, not silently the last one (an arm, a parameter).
         ("name: t\npersonas: [alex]\narms: {ace: {}, ace: {recipe: tepa}}\n",
-         "gives 'ace' twice (line 3)"),
+         "gives the key 'ace' twice (both on line 3)"),
         ("name: t\npersonas: [alex]\narms: {ace: {caps: {units: 2, units: 9}}}\n",
-         "gives 'units' twice"),
+         "gives the key 'units' twice"),
         ("name: t\npersonas: [alex]\narms: {none: {}}\npersonas: [blair]\n",
-         "gives 'personas' twice (line 4)"),
+         "gives the key 'personas' twice (lines 2 and 4)"),
         # Nothing to score, or nothing to train under: refused, not an empty result.
         ("name: t\npersonas: [alex]\nsplits: []\narms: {none: {}}\n", "splits"),
         ("name: t\npersonas: [alex]\nfeedback: []\narms: {ace: {}}\n", "feedback"),

@@ -68,7 +68,7 @@ def test_callers_cannot_change_the_cached_document(tmp_path: Path) -> None:
 def test_the_c_loader_is_used_when_libyaml_is_there() -> None:
     from evolve.envs.persona_world import _yaml
 
-    assert _yaml._LOADER is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    assert issubclass(_yaml._LOADER, getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def test_an_edited_file_replaces_its_old_version_in_the_cache(tmp_path: Path) -> None:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from conftest import GitRunner
+from evolve.errors import EvolveError
 from evolve.history import revert
 from evolve.history._gitrevert import tombstone_git_reverts
 from evolve.memory import MemoryUnit, dump_counters, load_units
@@ -125,9 +128,11 @@ def test_reverting_an_old_count_keeps_the_new_evidence(
     revert(ws, _retire(ws, run_git))
     _count(ws, [([ID], [], False, "t1", True)], 6)
     # The old count's evidence was set aside at the restart: taking it back leaves the
-    # skill's new per-task counts alone.
-    revert(ws, count)
+    # skill's new counts alone, per task and pooled alike; nothing is left to revert.
+    with pytest.raises(EvolveError, match="nothing left to revert"):
+        revert(ws, count)
     assert load_strata(ws.root) == {ID: {"t1": (1, 0, 0, 0)}}
+    assert _counters(ws) == (1, 0, 0, 0)
     assert _skill(ws).status == "active"
 
 

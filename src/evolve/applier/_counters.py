@@ -3,7 +3,9 @@
 A `count` op moves only a unit's evidence counters (ACE helpful/harmful, topl alpha/beta): it
 writes the scope's sidecar and never the unit file. Every other op that the applier writes
 also records the counters its unit carries in the sidecar (so a new unit's counters, and
-those of an old-format file, land there); an evict drops the unit's entry. The unit file is
+those of an old-format file, land there); an evict drops the unit's entry, and so does any op
+that ends a skill's scoreboard record (`_records`: taken off its shelf, or its lesson
+rewritten). The unit file is
 written without counters (`dump_unit` leaves them out), so it changes only when the unit's
 text or status does.
 """
@@ -11,6 +13,7 @@ text or status does.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from evolve._io import atomic_write
 from evolve.memory import (
@@ -41,19 +44,25 @@ def check(op: Op, existing: Mapping[str, MemoryUnit]) -> str | None:
     return None
 
 
-def plan(ws: Workspace, scope: str, applied: Sequence[Op]) -> dict[str, bytes | None]:
+def plan(
+    ws: Workspace, scope: str, applied: Sequence[Op], ended: AbstractSet[str] = frozenset()
+) -> dict[str, bytes | None]:
     """The sidecar changes for `applied` ops: {path: new bytes or None to delete}, or {}.
 
-    One sidecar per scope folder; a skill's counters go to its shelf folder's sidecar.
+    One sidecar per scope folder; a skill's counters go to its shelf folder's sidecar. The
+    units in `ended` (skills whose scoreboard record ends: `_records.ended`) lose their entry.
     """
     keys = dict.fromkeys(counter_key(op.unit) for op in applied)
     out: dict[str, bytes | None] = {}
     for key in keys:
-        out.update(_plan_one(ws, key, [op for op in applied if counter_key(op.unit) == key]))
+        mine = [op for op in applied if counter_key(op.unit) == key]
+        out.update(_plan_one(ws, key, mine, ended))
     return out
 
 
-def _plan_one(ws: Workspace, key: str, applied: Sequence[Op]) -> dict[str, bytes | None]:
+def _plan_one(
+    ws: Workspace, key: str, applied: Sequence[Op], ended: AbstractSet[str]
+) -> dict[str, bytes | None]:
     rel = str(counters_path(key))
     full = ws.resolve(rel)
     before = full.read_text(encoding="utf-8") if full.is_file() else None
@@ -68,6 +77,9 @@ def _plan_one(ws: Workspace, key: str, applied: Sequence[Op]) -> dict[str, bytes
         if moved:
             counters[op.id] = moved
         else:
+            counters.pop(op.id, None)
+    for op in applied:
+        if op.id in ended:
             counters.pop(op.id, None)
     text = dump_counters(counters)
     if (before or "") == text:

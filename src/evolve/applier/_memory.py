@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from evolve._io import atomic_write
 from evolve._text import is_placeholder
-from evolve.applier import _counters, _journal, _shelves
+from evolve.applier import _counters, _journal, _records, _shelves
 from evolve.errors import PathRefused
 from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, parse_unit, without_counters
 from evolve.memory._similarity import normalize
@@ -263,8 +263,12 @@ class MemoryApplier:
                 result.applied.append(op)
         if not result.applied and not extra:
             return result
-        sidecar = _counters.plan(self.ws, self.scope, result.applied)  # counters: not in units
+        # A skill taken off its shelf or rewritten: its scoreboard record ends (`_records`).
+        before = {u.id: u for u in units if u.scope == self.scope}
+        ended = _records.ended(result.applied, before)
+        sidecar = _counters.plan(self.ws, self.scope, result.applied, ended)  # not in units
         sidecar.update(extra)
+        _records.drop_strata(self.ws, sidecar, ended)
         files: dict[str, Op] = {
             str(op.unit.path()): op for op in result.applied if _counters.content_only(op)
         }

@@ -33,6 +33,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
+from evolve._yaml import load as load_yaml
 from evolve.errors import EvolveError
 from evolve.workspace._config import RecipeCaps
 
@@ -94,29 +95,6 @@ class Experiment(_Strict):
         return hashlib.sha256(self.model_dump_json().encode("utf-8")).hexdigest()[:16]
 
 
-class _DuplicateKey(Exception):
-    def __init__(self, key: object, line: int) -> None:
-        super().__init__(key, line)
-        self.key, self.line = key, line
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML that refuses a key given twice in one mapping (plain YAML keeps the last one, so
-    a second `ace:` arm would silently replace the first)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[object] = set()
-        for key_node, _value in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                if key in seen:
-                    raise _DuplicateKey(key, key_node.start_mark.line + 1)
-                seen.add(key)
-            except TypeError:
-                pass  # an unhashable key: the base class says so
-        return super().construct_mapping(node, deep=deep)
-
-
 def _sentence(err: Any) -> str:
     where = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
     msg = str(err.get("msg", "is not valid")).removeprefix("Value error, ")
@@ -142,12 +120,8 @@ def parse_experiment(
             arm that cannot be run; one sentence naming the file.
     """
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
-    except _DuplicateKey as dup:
-        raise ExperimentError(
-            f"{source} gives {dup.key!r} twice (line {dup.line}); each key, arm names "
-            "included, may appear once."
-        ) from None
+        # A key given twice (a second `ace:` arm) is refused, not silently the last one.
+        data = load_yaml(text, source, error=ExperimentError)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -49,6 +49,7 @@ _SIZE = 8
 _SOURCES = (
     ("workspace", "_config.py"),
     ("workspace", "_parameters.py"),
+    ("", "_yaml.py"),  # the strict loader both files are read with
     ("evaluate", "_settings.py"),
     ("skills", "_select.py"),
     ("llm", "_cost.py"),

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 from evolve.applier import journal_end, write_files
 from evolve.history._content import unit_of
+from evolve.history._restarts import record_drops
 from evolve.history._revert import (
     GIT_REVERT,
     REVERTS,
@@ -115,6 +116,10 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
         back = git_unretired(ws.store, head, target) if head is not None else []
         if head is not None and back:
             changes.update(restart_files(ws.store, head, changes, back))
+        ended: list[str] = []
+        if head is not None and stones:  # a skill git revert removed: its record ends
+            drops, ended = record_drops(ws.store, head, changes, stones)
+            changes.update(drops)
         if not changes:
             continue
         restarted = [u.id for u in back]
@@ -136,6 +141,9 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
                 "retire the skill again):",
                 *[f"- {ident}" for ident in restarted],
             ]
+        if ended:
+            body += ["", "Scoreboard record dropped (the skill is tombstoned):"]
+            body += [f"- {ident}" for ident in ended]
         ops = [("tombstone", s.id) for s in stones] + [("restart", i) for i in restarted]
         trailers = [
             (KIND, "revert"),

@@ -50,6 +50,13 @@ from evolve.history._lines import (
     line_revert,
 )
 from evolve.history._log import refresh_commit_graph
+from evolve.history._restarts import (
+    SKILL_COUNTERS,
+    Restarts,
+    drop_skill_deltas,
+    record_drops,
+    restored_records,
+)
 from evolve.history._unretire import RESTARTS, STRATA, restart_files, unretired
 from evolve.memory import MemoryUnit, dump_unit, load_units_at
 from evolve.memory._similarity import normalize
@@ -207,8 +214,11 @@ class _Conflict(Exception):
 class _Plan:
     """The tree a revert leads to, built commit by commit (newest first) over HEAD."""
 
-    def __init__(self, store: GitStore, head: str, why: str | None, stamp: str) -> None:
+    def __init__(
+        self, store: GitStore, head: str, why: str | None, stamp: str, restarts: Restarts
+    ) -> None:
         self.store, self.head, self.why, self.stamp = store, head, why, stamp
+        self.restarts = restarts  # skills whose scoreboard record restarted since a commit
         self.state: dict[str, bytes | None] = {}
         self.stones: dict[str, MemoryUnit] = {}  # path -> tombstone
 
@@ -228,22 +238,12 @@ class _Plan:
                 self.state[path] = take_back(change.before, change.after, now)
                 continue
             if path == STRATA:  # the scoreboard's per-task counts: evidence, taken back too
-                from evolve.skills._strata import dropped
                 from evolve.skills._strata import take_back as take_back_strata
 
-                # A later rewrite, or a revert that brought a retired skill back (its
-                # Evolve-Restarts), not itself reverted, dropped the skill's counts.
-                restarted: set[str] = set()
-                for sha in _uncancelled(
-                    self.store, later_content_touches(self.store, info.sha, path)
-                ):
-                    then = self.store.commit_info(sha)
-                    if sha not in undone and then.parents:
-                        parent = self.store.read(then.parents[0], path)
-                        gone = dropped(parent, self.store.read(sha, path))
-                        if is_revert(then):
-                            gone &= set(then.trailers.get(RESTARTS, "").split())
-                        restarted |= gone
+                # A later rewrite, eviction, merge, cut or replacement, or a revert that
+                # brought a retired skill back (its Evolve-Restarts), not itself reverted,
+                # dropped the skill's counts (`_restarts`).
+                restarted = self.restarts.since(info)
                 self.state[path] = take_back_strata(change.before, change.after, now, restarted)
                 continue
             if _gone_since(change, now):
@@ -471,8 +471,9 @@ def revert(
         assert head is not None
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         targets = _closure(store, info) if cascade else [info]
-        plan = _Plan(store, head, reason, stamp)
         undone = {t.sha for t in targets}
+        restarts = Restarts(store, undone)
+        plan = _Plan(store, head, reason, stamp, restarts)
         try:
             for target in targets:
                 plan.undo(target, undone)
@@ -481,13 +482,24 @@ def revert(
         changes = plan.finish()
         deltas: Deltas = {}
         for target in targets:
-            add_deltas(deltas, counter_deltas(store, target))
+            moved = counter_deltas(store, target)
+            if any(k in SKILL_COUNTERS for fields in moved.values() for k in fields):
+                # The pooled counters as the per-task record: a skill whose record restarted
+                # since the commit keeps the new record whole (its counts went with the old).
+                drop_skill_deltas(moved, restarts.since(target))
+            add_deltas(deltas, moved)
         counts = take_back(store, head, deltas, changes)
         changes.update(counts.files)
+        # A lesson brought back gets back exactly the record the commit dropped with it.
+        changes.update(restored_records(store, head, targets, changes))
         back = unretired(store, head, changes)
         changes.update(restart_files(store, head, changes, back))
+        drops, ended = record_drops(store, head, changes)  # a tombstoned skill's record ends
+        changes.update(drops)
         _check_shelves(ws, info, head, changes)
-        return _commit(ws, info, targets, plan, changes, reason, counts, [u.id for u in back])
+        return _commit(
+            ws, info, targets, plan, changes, reason, counts, [u.id for u in back], ended
+        )
 
 
 def _check_shelves(
@@ -520,6 +532,7 @@ def _commit(
     reason: str | None,
     counts: CountBack,
     restarted: list[str],
+    ended: list[str],
 ) -> RevertResult:
     store = ws.store
     short = info.short
@@ -569,6 +582,13 @@ def _commit(
             "the skill again):",
         ]
         body += [f"- {ident}" for ident in restarted]
+    if ended:
+        body += [
+            "",
+            "Scoreboard record dropped (the skill is tombstoned; a revert of this revert "
+            "brings it back):",
+        ]
+        body += [f"- {ident}" for ident in ended]
     cascade = len(targets) > 1
     trailers = [
         (KIND, "cascade revert" if cascade else "revert"),

@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from evolve._yaml import load as load_yaml
 from evolve.memory._unit import GLOBAL_SCOPE, SKILLS_FOLDER, MalformedUnit, MemoryUnit
 
 COUNTERS_NAME = "_counters.yaml"
@@ -42,7 +43,6 @@ COUNTER_DEFAULTS: dict[str, float | int] = {
 _INT_FIELDS = frozenset(
     {"helpful", "harmful", "injected", "injected_pass", "held_out", "held_out_pass"}
 )
-_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 Counters = dict[str, dict[str, float | int]]
@@ -111,7 +111,7 @@ def parse_counters(path: str, raw: str) -> Counters:
         MalformedUnit: not a mapping of unit ids to mappings of known counter fields.
     """
     try:
-        data = yaml.load(raw, Loader=_LOADER)
+        data = load_yaml(raw, path, error=MalformedUnit)  # a key given twice: refused
     except yaml.YAMLError as exc:
         raise MalformedUnit(f"{path}: not valid YAML.") from exc
     if data is None:

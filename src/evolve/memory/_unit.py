@@ -26,11 +26,11 @@ from pydantic import (
 )
 
 from evolve._text import describe_char, unsafe_char
+from evolve._yaml import load as load_yaml
 from evolve.errors import EvolveError
 
 UNIT_SCHEMA = 1
-# libyaml when available: unit files are read on every training episode.
-_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml when available (its loader is evolve._yaml's strict one): units are read every episode.
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 # `retired`: a skill the scoreboard found harmful (not rendered, not injected, like revoked).
 Status = Literal["active", "revoked", "pending", "tombstoned", "retired"]
@@ -265,7 +265,7 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
         end = raw.rstrip().rfind("\n---")
     front_text, body = raw[4:end], raw[end + 5 :]
     try:
-        front = yaml.load(front_text, Loader=_LOADER)
+        front = load_yaml(front_text, str(path), error=MalformedUnit, line_offset=1)
     except yaml.YAMLError as exc:
         raise MalformedUnit(f"{path}: the front matter is not valid YAML.") from exc
     if not isinstance(front, dict):

@@ -114,7 +114,7 @@ def _units_stamp() -> tuple[object, ...]:
 
     here = os.path.dirname(os.path.dirname(__file__))
     out: list[object] = [_UNITS_FORMAT, __version__]
-    for name in (("memory", "_unit.py"), ("quick", "_units.py")):
+    for name in (("memory", "_unit.py"), ("quick", "_units.py"), ("", "_yaml.py")):
         try:
             st = os.stat(os.path.join(here, *name))
             out += [st.st_mtime_ns, st.st_size]
@@ -222,17 +222,20 @@ _CACHE_SIZE = 8
 Summary = tuple[str, str, tuple[str, ...]]  # persona, memory.inject, rendered recipes
 
 
-def _model_stamp() -> tuple[str, int, int]:
+def _model_stamp() -> tuple[str | int, ...]:
     """What the cached answers depend on besides the file: evolve's version and the
     configuration model's source (a changed model or default invalidates the cache)."""
     from evolve import __version__
 
-    source = os.path.join(os.path.dirname(os.path.dirname(__file__)), "workspace", "_config.py")
-    try:
-        st = os.stat(source)
-    except OSError:
-        return (__version__, 0, 0)
-    return (__version__, st.st_mtime_ns, st.st_size)
+    here = os.path.dirname(os.path.dirname(__file__))
+    out: list[str | int] = [__version__]
+    for parts in (("workspace", "_config.py"), ("", "_yaml.py")):  # _yaml: the strict loader
+        try:
+            st = os.stat(os.path.join(here, *parts))
+            out += [st.st_mtime_ns, st.st_size]
+        except OSError:
+            out += [0, 0]
+    return tuple(out)
 
 
 def _load_cache(path: str) -> list[tuple[bytes, Summary]]:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from evolve._yaml import load as load_yaml
 from evolve.errors import EvolveError
 
 FAILED_PATH = "memory/skills/_failed_tasks.yaml"
@@ -33,7 +34,6 @@ NO_TASK_FAILED = (
     "and episodes rejected only by preference checks pass it, so every lift is 0 until a task "
     "fails."
 )
-_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def parse_failed(raw: str | None) -> set[str]:
@@ -41,7 +41,7 @@ def parse_failed(raw: str | None) -> set[str]:
     if not raw or not raw.strip():
         return set()
     try:
-        data = yaml.load(raw, Loader=_LOADER)
+        data = load_yaml(raw, FAILED_PATH)  # a key given twice: one sentence
     except yaml.YAMLError as exc:
         raise EvolveError(f"{FAILED_PATH} is not valid YAML: {exc}") from exc
     if data is None:

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from evolve._yaml import load as load_yaml
 from evolve.errors import EvolveError
 
 STAGING_PATH = "memory/skills/_staging.yaml"
 MAX_SHAPES = 200
 MAX_EVIDENCE = 8
-_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -68,7 +68,7 @@ def parse_staging(raw: str | None) -> Staging:
     if not raw or not raw.strip():
         return {}
     try:
-        data = yaml.load(raw, Loader=_LOADER)
+        data = load_yaml(raw, STAGING_PATH)  # a key given twice: one sentence
     except yaml.YAMLError as exc:
         raise EvolveError(f"{STAGING_PATH} is not valid YAML; fix or delete it.") from exc
     if data is None:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from evolve._yaml import load as load_yaml
 from evolve.errors import EvolveError
 
 STRATA_PATH = "memory/skills/_strata.yaml"
@@ -36,7 +37,6 @@ Strata = dict[str, dict[str, Cell]]  # skill id -> task id -> cell
 Outcome = tuple[Sequence[str], Sequence[str], bool, str, bool]
 # A count above this is a hand edit, not episodes: the estimator's floats could not hold it.
 MAX_COUNT = 10**15
-_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -64,7 +64,7 @@ def parse_strata(raw: str | None) -> Strata:
     if not raw or not raw.strip():
         return {}
     try:
-        data = yaml.load(raw, Loader=_LOADER)
+        data = load_yaml(raw, STRATA_PATH)  # a key given twice: one sentence
     except yaml.YAMLError as exc:
         raise EvolveError(f"{STRATA_PATH} is not valid YAML: {exc}") from exc
     if data is None:

@@ -43,6 +43,7 @@ from evolve.memory import UnitReader, in_scope, scope_for
 from evolve.ops import Op
 from evolve.recovery import recover_workspace
 from evolve.skills._failed import failed_files, load_failed
+from evolve.skills._records import check_records
 from evolve.skills._select import make_picker, settings_of
 from evolve.skills._strata import load_strata
 from evolve.store import (
@@ -432,6 +433,12 @@ def _train(
     tasks = stream_tasks(env, seed, max(total, start))
     past = StreamHistory.load(store, sid) if isinstance(env, RecordsHistory) else None
     history = history_before(env, tasks, persona, start, past)
+    # Memory a person edited so that it cannot be read (a key given twice, ...) is refused
+    # before anything is written (the timeline below, a run log), not after episodes ran.
+    reader = UnitReader(ws.root)
+    reader.load()
+    if settings_of(ws.config).enabled or name == "skills":
+        check_records(ws.root)
     timeline = Timeline.load(store, persona)
     added = timeline.extend(sid, start, total)
     if added:
@@ -439,7 +446,6 @@ def _train(
         timeline.save(store, added)
     recorded = recorded_refusals(store, sid)
     scope = scope_for(persona)
-    reader = UnitReader(ws.root)
     applier = MemoryApplier(ws, scope)
     prompt_files = tuple(read_prompt_files(ws.prompts_dir))
     report = TrainReport(name, persona, sid, start, total)

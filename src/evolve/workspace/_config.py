@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from evolve._yaml import load as load_yaml
 from evolve.errors import ConfigError
 from evolve.workspace._paths import CONFIG_NAME as CONFIG_NAME
 
@@ -305,7 +306,7 @@ def parse_config(text: str, *, source: str = CONFIG_NAME) -> EvolveConfig:
         ConfigError: one sentence naming the offending key and what was expected.
     """
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text, source, error=ConfigError)  # a key given twice: refused
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from evolve._yaml import load as load_yaml
 from evolve.errors import ConfigError
 from evolve.workspace._config import EvolveConfig, ParameterRange
 
@@ -37,7 +38,8 @@ def load_parameters(root: Path, config: EvolveConfig) -> dict[str, float | int]:
     if not path.is_file():
         return {}
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_yaml(path.read_text(encoding="utf-8"), PARAMETERS_FILE, error=ConfigError)
+        data = {} if data is None else data
     except yaml.YAMLError as exc:
         raise ConfigError(f"{PARAMETERS_FILE} is not valid YAML.") from exc
     if not isinstance(data, dict):

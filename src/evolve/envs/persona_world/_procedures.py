@@ -212,7 +212,12 @@ def load_procedure_specs(evalset: Path) -> list[dict[str, Any]]:
     path = evalset / PROCEDURES_FILE
     if not path.is_file():
         return []
-    import yaml  # PyYAML: only where the file is written or read
+    from evolve._yaml import load as load_strict  # PyYAML: only where the file is read
+    from evolve.errors import ConfigError
 
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return list(data) if isinstance(data, list) else []
+    data = load_strict(path.read_text(encoding="utf-8"), str(path), error=ConfigError)
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise ConfigError(f"{path} must be a list of tasks, not {type(data).__name__}.")
+    return list(data)

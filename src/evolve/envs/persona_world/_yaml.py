@@ -12,9 +12,12 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import yaml
+from evolve._yaml import StrictLoader
+from evolve._yaml import load as load_strict
+from evolve.errors import ConfigError
 
-_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's safe loader when available, refusing a key given twice (`evolve._yaml`).
+_LOADER: type = StrictLoader
 _PARSED: dict[tuple[str, int, int], Any] = {}
 
 
@@ -24,12 +27,13 @@ def load_yaml(path: Path) -> Any:
     Raises:
         FileNotFoundError: the file is missing.
         yaml.YAMLError: it is not valid YAML.
+        ConfigError: a mapping in it gives a key twice (one sentence naming the file).
     """
     st = path.stat()
     name = str(path.resolve())
     key = (name, st.st_mtime_ns, st.st_size)
     if key not in _PARSED:
-        document = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
+        document = load_strict(path.read_text(encoding="utf-8"), str(path), error=ConfigError)
         for old in [k for k in _PARSED if k[0] == name]:
             del _PARSED[old]  # one version per file: the cache stays as big as the evalset
         _PARSED[key] = document

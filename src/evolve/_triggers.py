@@ -56,8 +56,9 @@ TIE_BAND = 0.0
 
 
 def _band(share: float, band: float) -> float:
-    """The lexical share as ranking compares it: itself, or its band's floor."""
-    return share if band <= 0 else math.floor(share / band + 1e-9) * band
+    """The lexical share as ranking compares it: itself, or the top of its band (bands of
+    width `band` counted down from 1, so a full match and one within `band` of it tie)."""
+    return share if band <= 0 else 1.0 - math.floor((1.0 - share) / band + 1e-9) * band
 
 
 def rank_triggers(

@@ -22,11 +22,11 @@ import yaml
 from conftest import GitRunner, one_sentence, run_cli, workspace_state
 from evolve import _triggers
 from evolve._triggers import rank_triggers
+from evolve.agent import section
 from evolve.cli import _fast
 from evolve.cli._group import run as run_click
 from evolve.envs.persona_world import PersonaWorldEnv
 from evolve.evaluate import episode_setup
-from evolve.agent import section
 from evolve.llm import Completion, JsonSchema, Message, Usage
 from evolve.sim import SimLLM
 from evolve.skills._select import (
@@ -137,7 +137,7 @@ def test_a_model_selector_sees_the_candidates_in_the_evidence_order() -> None:
     ev = evidence_of(_strata())
     assert [s.id for s in by_evidence(_skills(), ev)] == EVIDENCE_ORDER
     capture = _Capture()
-    picked = SkillPicker(_skills(), selector=capture, evidence=ev).pick(PAY, 0)  # type: ignore[arg-type]
+    picked = SkillPicker(_skills(), selector=capture, evidence=ev).pick(PAY, 0)
     assert capture.shown == [EVIDENCE_ORDER] and picked.injected == tuple(EVIDENCE_ORDER[:3])
     # The sim's selector role, reading that order, picks what the lexical matcher picks.
     env = PersonaWorldEnv(Path(__file__).resolve().parents[2] / "evalset")
@@ -179,7 +179,7 @@ def _library(ws: Workspace, run_git: GitRunner, record: str | None, holdout: flo
 def test_training_and_evaluation_select_the_same_skills(
     workspace: Workspace, run_git: GitRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import evolve.train._train as train_module
+    from evolve.episode import run_episode as real
     from evolve.train import train
 
     _library(workspace, run_git, RECORD)
@@ -188,14 +188,13 @@ def test_training_and_evaluation_select_the_same_skills(
     evaluation = episode_setup(ws, env, ws.config.persona).skills
     assert evaluation is not None
     seen: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
-    real = train_module.run_episode
 
     def spy(env: Any, llm: Any, task: Any, setup: Any, **kw: Any) -> Any:
         picked = setup.skills.pick(task.instruction, kw["seed"])
         seen.append((task.instruction, picked.injected, picked.held_out))
         return real(env, llm, task, setup, **kw)
 
-    monkeypatch.setattr(train_module, "run_episode", spy)
+    monkeypatch.setattr("evolve.train._train.run_episode", spy)
     train(ws, recipe="ace", episodes=3, seed=0)
     assert len(seen) == 3
     for instruction, injected, held_out in seen:

@@ -375,7 +375,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--tiebreak",
-        choices=("evidence", "id"),
+        choices=("evidence", "lift", "id"),
         default="evidence",
         help="how lexical ties are broken (id: the previous rule, for comparison)",
     )
@@ -384,6 +384,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.tiebreak == "id":  # the previous rule: no evidence, in training and evaluation
         _select.evidence_of = lambda strata: {}
+    elif args.tiebreak == "lift":  # the lift alone: a measured 0 ties with no evidence
+        measured = _select.evidence_of
+        _select.evidence_of = lambda strata: {k: v for k, v in measured(strata).items() if v}
     if args.band is not None:
         _triggers.TIE_BAND = args.band
     started = time.perf_counter()

@@ -80,7 +80,7 @@ def rank_triggers(
     have = words(task_text)
     ev = evidence or {}
     width = TIE_BAND if band is None else band
-    ranked: list[tuple[int, float, int, float, str]] = []
+    ranked: list[tuple[int, float, int, float, bool, str]] = []
     for ident, trigger in triggers:
         want = words(trigger)
         shared = len(want & have)
@@ -88,8 +88,8 @@ def rank_triggers(
         lift = lift if math.isfinite(lift) else 0.0
         if shared:
             share = _band(shared / len(want), width)
-            ranked.append((0, -share, 0 if width > 0 else -shared, -lift, ident))
+            ranked.append((0, -share, 0 if width > 0 else -shared, -lift, ident in ev, ident))
         elif not want:
-            ranked.append((1, 0.0, 0, -lift, ident))
+            ranked.append((1, 0.0, 0, -lift, ident in ev, ident))
     ranked.sort()
-    return [r[4] for r in ranked]
+    return [r[5] for r in ranked]

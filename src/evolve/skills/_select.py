@@ -126,7 +126,7 @@ def evidence_of(strata: Mapping[str, Mapping[str, Sequence[int]]] | None) -> dic
     for ident, tasks in sorted((strata or {}).items()):
         cells = [(c[0], c[1], c[2], c[3]) for _task, c in sorted(tasks.items())]
         lift = stratified(cells, 0.9).lift
-        if lift:
+        if lift is not None:
             out[ident] = lift
     return out
 

@@ -69,7 +69,8 @@ def rank_triggers(
 ) -> list[str]:
     """The ids of `(id, trigger)` pairs whose trigger shares a content word with the task,
     best first: by the share of the trigger's words the task has, then the number shared,
-    then the skill's `evidence` (higher first; 0 for an id it does not give), then id. A
+    then the skill's `evidence` (higher first; 0 for an id it does not give, and such an id
+    goes before the ids it gives at 0: no evidence yet is not a measured 0), then id. A
     trigger with no content word (a hand-written skill that gives none) applies to every
     task, after all the others.
 

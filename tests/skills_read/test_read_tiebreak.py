@@ -85,6 +85,18 @@ def test_a_tie_goes_by_evidence_then_id() -> None:
     assert top == ("d-verify-final-state", "b-lookup", "c-total")  # the old rule: a, b, c
 
 
+def test_a_skill_with_no_evidence_goes_before_one_measured_at_zero() -> None:
+    pairs = [(i, STATE) for i in IDS]
+    ev = {"a-skip-final-check": 0.0, "b-lookup": 0.0, "d-verify-final-state": 0.0}
+    assert rank_triggers(PAY, pairs, ev) == [
+        "c-total",  # no task with both arms yet: it gets the slot and earns evidence
+        "a-skip-final-check",
+        "b-lookup",
+        "d-verify-final-state",
+    ]
+    assert evidence_of({"z": {"t1": (2, 1, 2, 1)}}) == {"z": 0.0}  # measured: kept at 0
+
+
 def test_evidence_never_overrides_the_lexical_rank() -> None:
     better = Skill("z-better", "paying on venmo", "Lesson z.")  # every trigger word matches
     skills = [*_skills(), better, Skill("y-mail", "an email task", "Lesson y.")]

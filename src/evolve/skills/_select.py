@@ -22,14 +22,16 @@ Ties go by the scoreboard's evidence (:func:`evidence_of`): two skills whose tri
 task equally well (the sim's wrong lesson "Skip the final check: ..." has the very trigger of
 its app's verify lesson) are ordered by their Mantel-Haenszel lift within tasks, the point
 estimate retirement decides on (0 with no task where both arms were seen), higher first; then
-by id. Before this a tie went by id, so a wrong lesson could take its verify lesson's slot in
-the top `b`: a harm the scoreboard's hold-out (which leaves the slot empty) cannot see. Why
-the point estimate: a skill with no evidence yet ranks at 0, above any skill measured to hurt
-and level with those measured to change nothing, so a new skill is injected and earns
-evidence; one that is ahead stays ahead only while its measured lift is higher, and only in
-exact ties (its hold-out episodes keep measuring it, and the record restarts when its lesson
-is rewritten); nothing random enters, so the order depends on the committed record alone, not
-on a seed. Ties only: a band of near-ties was measured and not kept (docs/sim.md). Training
+a skill with no evidence yet before one measured at exactly 0; then by id. Before this a tie
+went by id, so a wrong lesson could take its verify lesson's slot in the top `b`: a harm the
+scoreboard's hold-out (which leaves the slot empty) cannot see, and the verify lesson, never
+selected, never earned the evidence that would have put it first. Why this key: a skill
+with no evidence yet ranks at 0, above any skill measured to hurt and, among those at 0,
+first, so a new skill is injected and earns evidence; one that is ahead stays ahead only
+while its measured lift is higher, and only in exact ties (its hold-out episodes keep
+measuring it, and the record restarts when its lesson is rewritten); nothing random enters,
+so the order depends on the committed record alone, not on a seed. Exact ties only: a band
+of near-ties was measured and not kept (docs/sim.md, with the figures). Training
 and evaluation read the same record (`memory/skills/_strata.yaml` of the memory being run,
 :func:`make_picker`), so the gate scores the selection training made.
 
@@ -118,8 +120,8 @@ def skills_of(units: Iterable[Any]) -> list[Skill]:
 def evidence_of(strata: Mapping[str, Mapping[str, Sequence[int]]] | None) -> dict[str, float]:
     """Each skill's tie-breaking evidence: its Mantel-Haenszel lift within tasks (the
     scoreboard's point estimate, `evolve.skills._scoreboard.stratified`) from the per-task
-    record `strata` (`evolve.skills._strata`); skills with no task where both arms were seen
-    are left out (they rank at 0)."""
+    record `strata` (`evolve.skills._strata`), 0 included; skills with no task where both
+    arms were seen are left out (they rank at 0, before those measured at 0)."""
     from evolve.skills._scoreboard import stratified
 
     out: dict[str, float] = {}

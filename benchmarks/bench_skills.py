@@ -32,11 +32,13 @@ success with the learned skills.
 Selection everywhere (training, the `skills` arm, the oracle's runs) is the shipped one:
 lexical ties broken by the scoreboard's evidence in the record of the library run
 (`evolve.skills._select.evidence_of`). `--tiebreak id` measures the previous rule (ties by
-id: the evidence is ignored in training and evaluation alike); `--band W` widens a tie to
-lexical shares within a band of width W (`evolve._triggers.TIE_BAND`).
+id: the evidence is ignored in training and evaluation alike), `--tiebreak lift` the lift
+alone (a skill measured at 0 ties with one that has no evidence yet); `--band W` widens a
+tie to lexical shares within W of each other (`evolve._triggers.TIE_BAND`). docs/sim.md
+quotes the figures.
 
 Run: `python benchmarks/bench_skills.py [--episodes 240] [--runs 2] [--seeds 0,1,2]
-[--holdout 0.2] [--confidence 0.9] [--tiebreak evidence|id] [--band 0] [--verbose]`. The sweep the docs quote (23 stream
+[--holdout 0.2] [--confidence 0.9] [--tiebreak evidence|lift|id] [--band 0] [--verbose]`. The sweep the docs quote (23 stream
 orders): `--seeds 0,1,2,10,11,...,29` (about 100 s on the sim).
 The sim's numbers test the harness's mechanics; they say nothing about real models.
 """

@@ -10,9 +10,10 @@ Two selector roles (`models.selector`):
 - `lexical` (the offline default): a skill matches when its trigger shares a content word with
   the task (lower case, stop words dropped, a crude stem, a few synonyms so "Venmo" meets
   "payment"); matches are ranked by the share of the trigger's words the task has, then by
-  the number shared, then by the skill's evidence (below), then by id. Deterministic. A skill written without a trigger applies to
-  its topic's tasks (the topic's name is its trigger) or, on the general shelf, to every task
-  (ranked after the matches). The matching itself is `evolve._triggers` (pure text).
+  the number shared, then by the skill's evidence (below), then by id. Deterministic. A
+  skill written without a trigger applies to its topic's tasks (the topic's name is its
+  trigger) or, on the general shelf, to every task (ranked after the matches). The matching
+  itself is `evolve._triggers` (pure text).
 - any model name: one call showing the task and the candidates' `[id] trigger` lines in
   the evidence order (higher first, then id), asking for at most `b` ids as JSON
   (`{"skills": [...]}`). The reply is hostile input: unknown ids, duplicates and anything
@@ -31,9 +32,18 @@ first, so a new skill is injected and earns evidence; one that is ahead stays ah
 while its measured lift is higher, and only in exact ties (its hold-out episodes keep
 measuring it, and the record restarts when its lesson is rewritten); nothing random enters,
 so the order depends on the committed record alone, not on a seed. Exact ties only: a band
-of near-ties was measured and not kept (docs/sim.md, with the figures). Training
-and evaluation read the same record (`memory/skills/_strata.yaml` of the memory being run,
-:func:`make_picker`), so the gate scores the selection training made.
+of near-ties was measured and not kept. Training and evaluation read the same record
+(`memory/skills/_strata.yaml` of the memory being run, :func:`make_picker`; `evolve run`'s
+fast path hands a run with skills on to the full command), so the gate scores the selection
+training made.
+
+Measured on the sim (`benchmarks/bench_skills.py --verbose`, 240 episodes, the same session
+for both rules; docs/sim.md has the table): over the 23 stream orders the scoreboard was
+tuned on, harmful lessons (oracle) still active and selected by evaluation at the end fell
+from 59 (45 of them wrong lessons) with ties by id to 39 (33), dev/holdout success with the
+learned skills rose from 0.910/0.910 to 0.919/0.941; over 23 fresh orders from 65 (49) to
+46 (36), and from 0.901/0.908 to 0.908/0.929. Most of the harm left is a wrong lesson
+injected beside its verify lesson, which only retirement removes.
 
 The hold-out (for the scoreboard, :mod:`evolve.skills._scoreboard`): in training episodes at
 most ONE of the task's candidates is held out (a single-skill ablation, :func:`ablated`): one

@@ -24,11 +24,23 @@ with the library without the skill (its slot going to the next match, as retirin
 leave it); the difference of pass rates (`task_success`, what the scoreboard counts) is the
 skill's true lift, and a lift below -0.01 is harmful. The summary line also counts the wrong
 lessons harmful with their slot left empty (the counterfactual the scoreboard's hold-out
-compares); `--verbose` prints each skill's two lifts and its scoreboard record.
+compares); `--verbose` prints each skill's two lifts and its scoreboard record, and at the
+end the figure a user meets: the harmful lessons (oracle) still active at the end AND
+selected for some dev or holdout task by evaluation's selection, beside the dev/holdout
+success with the learned skills.
+
+Selection everywhere (training, the `skills` arm, the oracle's runs) is the shipped one:
+lexical ties broken by the scoreboard's evidence in the record of the library run
+(`evolve.skills._select.evidence_of`). `--tiebreak id` measures the previous rule (ties by
+id: the evidence is ignored in training and evaluation alike), `--tiebreak lift` the lift
+alone (a skill measured at 0 ties with one that has no evidence yet); `--band W` widens a
+tie to lexical shares within W of each other (`evolve._triggers.TIE_BAND`). docs/sim.md
+quotes the figures.
 
 Run: `python benchmarks/bench_skills.py [--episodes 240] [--runs 2] [--seeds 0,1,2]
-[--holdout 0.2] [--confidence 0.9] [--verbose]`. The sweep the docs quote (23 stream
-orders): `--seeds 0,1,2,10,11,...,29` (about 100 s on the sim).
+[--holdout 0.2] [--confidence 0.9] [--tiebreak evidence|lift|id] [--band 0] [--verbose]`.
+The sweep the docs quote (23 stream orders): `--seeds 0,1,2,10,11,...,29` (about 100 s on
+the sim), and the fresh orders `--seeds 30,31,...,52`.
 The sim's numbers test the harness's mechanics; they say nothing about real models.
 """
 
@@ -45,6 +57,7 @@ from typing import Any
 
 import yaml
 
+from evolve import _triggers
 from evolve._io import derive_seed
 from evolve.agent import read_prompt_files
 from evolve.envs import Task
@@ -54,10 +67,12 @@ from evolve.episode import EpisodeSetup, run_episode
 from evolve.memory import load_units
 from evolve.sim import SimLLM
 from evolve.sim._skills import WRONG
+from evolve.skills import _select
 from evolve.skills._scoreboard import score_of
 from evolve.skills._select import (
     Selection,
     SkillPicker,
+    make_picker,
     render_skills,
     settings_of,
     skills_of,
@@ -137,6 +152,13 @@ class Result:
     wrong_written: int = 0  # distinct skills that carried the wrong lesson in some commit
     truths: list[Truth] = field(default_factory=list)
     success: dict[tuple[str, str], float] = field(default_factory=dict)
+    selected: set[str] = field(default_factory=set)  # injected into a dev/holdout task
+
+    def still_selected(self) -> list[Truth]:
+        """Harmful lessons (oracle) still active and selected in evaluation at the end."""
+        return [
+            t for t in self.truths if t.harmful and t.status == "active" and t.id in self.selected
+        ]
 
     def wrong(self) -> list[Truth]:
         return [t for t in self.truths if t.wrong]
@@ -155,6 +177,8 @@ class Result:
             "direct_harmful_retired": sum(
                 t.direct_harmful and t.status == "retired" for t in wrong
             ),
+            "still_selected": len(self.still_selected()),
+            "still_selected_wrong": sum(t.wrong for t in self.still_selected()),
         }
 
 
@@ -203,22 +227,30 @@ def _pass_rate(
     return passed / total if total else float("nan")
 
 
-def _evaluate(ws: Workspace, runs: int) -> dict[tuple[str, str], float]:
+def _evaluate(ws: Workspace, runs: int) -> tuple[dict[tuple[str, str], float], set[str]]:
+    """The arms' pass rates per split, and the skills evaluation selects for some task."""
     env = PersonaWorldEnv(ws.root / "evalset")
-    s = settings_of(ws.config)
-    learned = SkillPicker(
-        skills_of(load_units(ws.root)), max_injected=s.max_injected, budget_tokens=s.budget_tokens
-    )
+    # Evaluation's own picker (evolve.evaluate._setup): nothing held out, the record's ties.
+    units, strata = load_units(ws.root), load_strata(ws.root)
+    learned = make_picker(ws.config, units, training=False, strata=strata)
+    assert learned is not None
+    selected = {
+        ident
+        for split in ("dev", "holdout")
+        for task in env.tasks(split)
+        for ident in learned.pick(task.instruction, 0).injected
+    }
     arms: dict[str, SkillPicker | None] = {
         "none": None,
         "skills": learned,
         "generic": GenericPicker(learned),
     }
-    return {
+    success = {
         (arm, split): _pass_rate(ws, env, picker, env.tasks(split), runs)
         for arm, picker in arms.items()
         for split in ("dev", "holdout")
     }
+    return success, selected
 
 
 def _wrong_written(ws: Workspace) -> int:
@@ -278,9 +310,12 @@ def _oracle(ws: Workspace, runs: int) -> list[Truth]:
             sha = retired_at.get(unit.id)
             if sha is not None and unit.status == "retired":
                 library = _library_before(ws, sha, Path(tmp) / sha)
+                evidence = _select.evidence_of(load_strata(Path(tmp) / sha))
             else:
                 library = [u for u in final if u.id != unit.id] + [unit.with_(status="active")]
+                evidence = _select.evidence_of(strata)
             skills = skills_of(library)
+            kw["evidence"] = evidence  # the order selection had with that record
             with_it = SkillPicker(skills, **kw)
             # Without it: the library without it (its slot goes to the next match), or the
             # same selection with it left out (its slot empty, as the scoreboard holds out).
@@ -326,7 +361,7 @@ def bench(
                 where = f"topics/{unit.topic}" if getattr(unit, "topic", None) else "general"
                 result.shelves[where] += 1
         result.promotions, result.retirements = _history_counts(ws)
-        result.success = _evaluate(ws, runs)
+        result.success, result.selected = _evaluate(ws, runs)
         result.wrong_written = _wrong_written(ws)
         result.truths = _oracle(ws, runs)
         return result
@@ -341,8 +376,22 @@ def main() -> None:
     parser.add_argument(
         "--confidence", type=float, default=None, help="skills.retire_confidence (default: its)"
     )
+    parser.add_argument(
+        "--tiebreak",
+        choices=("evidence", "lift", "id"),
+        default="evidence",
+        help="how lexical ties are broken (id: the previous rule, for comparison)",
+    )
+    parser.add_argument("--band", type=float, default=None, help="evolve._triggers.TIE_BAND")
     parser.add_argument("--verbose", action="store_true", help="each skill's oracle lift")
     args = parser.parse_args()
+    if args.tiebreak == "id":  # the previous rule: no evidence, in training and evaluation
+        _select.evidence_of = lambda strata: {}
+    elif args.tiebreak == "lift":  # the lift alone: a measured 0 ties with no evidence
+        measured = _select.evidence_of
+        _select.evidence_of = lambda strata: {k: v for k, v in measured(strata).items() if v}
+    if args.band is not None:
+        _triggers.TIE_BAND = args.band
     started = time.perf_counter()
     seeds = [int(s) for s in args.seeds.split(",")]
     print(
@@ -378,6 +427,8 @@ def main() -> None:
                     f"      {t.id} {kind} {t.status:<8} eligible {t.eligible:>2}  lift {lift}"
                     f"  direct {direct}  ({t.record})"
                 )
+            still = ", ".join(t.id for t in r.still_selected()) or "none"
+            print(f"      harmful, active and selected in evaluation at the end: {still}")
     print(
         f"all   wrong written {total['written']}, harmful {total['harmful']}, retired "
         f"{total['retired']} (harmful retired {total['harmful_retired']}); right retired "
@@ -396,6 +447,15 @@ def main() -> None:
         "wrong w/h/r/hr: wrong lessons written / truly harmful (oracle) / retired / harmful "
         "and retired; right r/false: right lessons retired / of them not harmful"
     )
+    if args.verbose:
+        skills_dev, skills_hold = means[("skills", "dev")] / n, means[("skills", "holdout")] / n
+        print(
+            f"tie-break {args.tiebreak} (band {_triggers.TIE_BAND:g}): harmful retired "
+            f"{total['harmful_retired']} of {total['harmful']}, false retirements "
+            f"{total['false']}, harmful still active and selected in evaluation at the end "
+            f"{total['still_selected']} (wrong lessons {total['still_selected_wrong']}), "
+            f"dev/holdout success with the learned skills {skills_dev:.3f}/{skills_hold:.3f}"
+        )
     print(f"({time.perf_counter() - started:.0f} s)")
 
 

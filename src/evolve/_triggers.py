@@ -6,8 +6,9 @@ can use them without loading the skills package's write path.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 _STOP = frozenset(
     """a an the and or but of to in on at for with by from as is are be been being it its this
@@ -49,19 +50,47 @@ def words(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def rank_triggers(task_text: str, triggers: Sequence[tuple[str, str]]) -> list[str]:
+# Lexical shares this close count as a tie that the evidence breaks (0: exact ties only; the
+# measured choice, docs/sim.md "The wrong lesson against the scoreboard (measured)").
+TIE_BAND = 0.0
+
+
+def _band(share: float, band: float) -> float:
+    """The lexical share as ranking compares it: itself, or the top of its band (bands of
+    width `band` counted down from 1, so a full match and one within `band` of it tie)."""
+    return share if band <= 0 else 1.0 - math.floor((1.0 - share) / band + 1e-9) * band
+
+
+def rank_triggers(
+    task_text: str,
+    triggers: Sequence[tuple[str, str]],
+    evidence: Mapping[str, float] | None = None,
+    band: float | None = None,
+) -> list[str]:
     """The ids of `(id, trigger)` pairs whose trigger shares a content word with the task,
     best first: by the share of the trigger's words the task has, then the number shared,
-    then id. A trigger with no content word (a hand-written skill that gives none) applies to
-    every task, after all the others."""
+    then the skill's `evidence` (higher first; 0 for an id it does not give, and such an id
+    goes before the ids it gives at 0: no evidence yet is not a measured 0), then id. A
+    trigger with no content word (a hand-written skill that gives none) applies to every
+    task, after all the others.
+
+    `evidence` is the scoreboard's within-task lift (`evolve.skills._select.evidence_of`):
+    it only breaks ties of the lexical key, so what a skill's trigger says still decides
+    which skills apply and which rank higher. `band` (default TIE_BAND) widens a tie to shares
+    in the same band of that width."""
     have = words(task_text)
-    ranked: list[tuple[float, int, str]] = []
+    ev = evidence or {}
+    width = TIE_BAND if band is None else band
+    ranked: list[tuple[int, float, int, float, bool, str]] = []
     for ident, trigger in triggers:
         want = words(trigger)
         shared = len(want & have)
+        lift = float(ev.get(ident, 0.0))
+        lift = lift if math.isfinite(lift) else 0.0
         if shared:
-            ranked.append((-shared / len(want), -shared, ident))
+            share = _band(shared / len(want), width)
+            ranked.append((0, -share, 0 if width > 0 else -shared, -lift, ident in ev, ident))
         elif not want:
-            ranked.append((0.0, 0, ident))
+            ranked.append((1, 0.0, 0, -lift, ident in ev, ident))
     ranked.sort()
-    return [r[2] for r in ranked]
+    return [r[5] for r in ranked]

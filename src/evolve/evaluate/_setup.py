@@ -9,7 +9,8 @@ from evolve.agent import read_prompt_files
 from evolve.envs import ApiCall, Environment
 from evolve.episode import EpisodeSetup, Redactor
 from evolve.memory import MemoryUnit, fixed_block, in_scope, load_units, scope_for
-from evolve.skills._select import make_picker
+from evolve.skills._select import SkillPicker, make_picker, settings_of
+from evolve.skills._strata import load_strata
 from evolve.updaters import MAX_ATTEMPTS, RECIPES, get_recipe, render_for
 from evolve.workspace import Workspace, max_turns
 
@@ -85,6 +86,14 @@ def episode_setup(
         verifier=make_verifier(units, cfg.rendered_recipes()),
         max_attempts=MAX_ATTEMPTS,
         redactor=Redactor.from_settings(cfg.redact.values, cfg.redact.env),
-        # The same `<skills>` section the agent gets in training, with nothing held out.
-        skills=make_picker(cfg, every, training=False, env=env) if mode == "recipe" else None,
+        skills=_picker(ws, env, every) if mode == "recipe" else None,
     )
+
+
+def _picker(ws: Workspace, env: Environment, units: Sequence[MemoryUnit]) -> SkillPicker | None:
+    """The same `<skills>` section the agent gets in training, with nothing held out: ties
+    broken by the evidence in this memory's scoreboard record (`memory/skills/_strata.yaml`,
+    read only when skills are on), as training broke them."""
+    if not settings_of(ws.config).enabled:
+        return None
+    return make_picker(ws.config, units, training=False, env=env, strata=load_strata(ws.root))

@@ -2,7 +2,9 @@
 
 It reads the `<task>` and `<triggers>` sections of the request (`[id] trigger` lines) and the
 "at most N ids" of its instructions, and answers with the lexical matcher's choice
-(`evolve._triggers.rank_triggers`): the same skills `models.selector: lexical` picks, so
+(`evolve._triggers.rank_triggers`), a tie going to the line shown first: the request lists
+the candidates in the scoreboard's evidence order (`evolve.skills._select.by_evidence`), so
+this is the same choice `models.selector: lexical` makes with the evidence, and
 `selector: sim` exercises the model path (the request, the JSON reply, its checks) offline.
 """
 
@@ -33,4 +35,8 @@ def _select(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any
             triggers.append((match.group(1), match.group(2)))
     found = _B.search(text)
     b = int(found.group(1)) if found else 3
-    return {"skills": rank_triggers(task, triggers)[:b]}
+    # A tie goes to the earlier line (the request's order is the evidence order).
+    order: dict[str, float] = {}
+    for i, (ident, _trigger) in enumerate(triggers):
+        order.setdefault(ident, float(len(triggers) - i))
+    return {"skills": rank_triggers(task, triggers, order)[:b]}

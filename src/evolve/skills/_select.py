@@ -10,12 +10,40 @@ Two selector roles (`models.selector`):
 - `lexical` (the offline default): a skill matches when its trigger shares a content word with
   the task (lower case, stop words dropped, a crude stem, a few synonyms so "Venmo" meets
   "payment"); matches are ranked by the share of the trigger's words the task has, then by
-  the number shared, then by id. Deterministic. A skill written without a trigger applies to
-  its topic's tasks (the topic's name is its trigger) or, on the general shelf, to every task
-  (ranked after the matches). The matching itself is `evolve._triggers` (pure text).
-- any model name: one call showing the task and the candidates' `[id] trigger` lines, asking
-  for at most `b` ids as JSON (`{"skills": [...]}`). The reply is hostile input: unknown ids,
-  duplicates and anything past `b` are dropped; an unusable reply selects nothing.
+  the number shared, then by the skill's evidence (below), then by id. Deterministic. A
+  skill written without a trigger applies to its topic's tasks (the topic's name is its
+  trigger) or, on the general shelf, to every task (ranked after the matches). The matching
+  itself is `evolve._triggers` (pure text).
+- any model name: one call showing the task and the candidates' `[id] trigger` lines in
+  the evidence order (higher first, then id), asking for at most `b` ids as JSON
+  (`{"skills": [...]}`). The reply is hostile input: unknown ids, duplicates and anything
+  past `b` are dropped; an unusable reply selects nothing.
+
+Ties go by the scoreboard's evidence (:func:`evidence_of`): two skills whose triggers match a
+task equally well (the sim's wrong lesson "Skip the final check: ..." has the very trigger of
+its app's verify lesson) are ordered by their Mantel-Haenszel lift within tasks, the point
+estimate retirement decides on (0 with no task where both arms were seen), higher first; then
+a skill with no evidence yet before one measured at exactly 0; then by id. Before this a tie
+went by id, so a wrong lesson could take its verify lesson's slot in the top `b`: a harm the
+scoreboard's hold-out (which leaves the slot empty) cannot see, and the verify lesson, never
+selected, never earned the evidence that would have put it first. Why this key: a skill
+with no evidence yet ranks at 0, above any skill measured to hurt and, among those at 0,
+first, so a new skill is injected and earns evidence; one that is ahead stays ahead only
+while its measured lift is higher, and only in exact ties (its hold-out episodes keep
+measuring it, and the record restarts when its lesson is rewritten); nothing random enters,
+so the order depends on the committed record alone, not on a seed. Exact ties only: a band
+of near-ties was measured and not kept. Training and evaluation read the same record
+(`memory/skills/_strata.yaml` of the memory being run, :func:`make_picker`; `evolve run`'s
+fast path hands a run with skills on to the full command), so the gate scores the selection
+training made.
+
+Measured on the sim (`benchmarks/bench_skills.py --verbose`, 240 episodes, the same session
+for both rules; docs/sim.md has the table): over the 23 stream orders the scoreboard was
+tuned on, harmful lessons (oracle) still active and selected by evaluation at the end fell
+from 59 (45 of them wrong lessons) with ties by id to 39 (33), dev/holdout success with the
+learned skills rose from 0.910/0.910 to 0.919/0.941; over 23 fresh orders from 65 (49) to
+46 (36), and from 0.901/0.908 to 0.908/0.929. Most of the harm left is a wrong lesson
+injected beside its verify lesson, which only retirement removes.
 
 The hold-out (for the scoreboard, :mod:`evolve.skills._scoreboard`): in training episodes at
 most ONE of the task's candidates is held out (a single-skill ablation, :func:`ablated`): one
@@ -27,7 +55,7 @@ put in its place; the episode records it in `skills_held_out`. So a held-out epi
 selection evaluation would give minus exactly one skill, and a skill that only hurts next to
 another one (a "skip the final check" lesson next to a verify lesson) shows its harm in the
 comparison. Evaluation (`evolve run`, the gate's scoring) holds nothing out: it measures the
-library as it is.
+library as it is, ranked by the same evidence.
 """
 
 from __future__ import annotations
@@ -99,14 +127,40 @@ def skills_of(units: Iterable[Any]) -> list[Skill]:
     return sorted(out, key=lambda s: s.id)
 
 
-def lexical_matches(task_text: str, skills: Sequence[Skill]) -> list[Skill]:
-    """The skills whose trigger shares a content word with the task, best first."""
+def evidence_of(strata: Mapping[str, Mapping[str, Sequence[int]]] | None) -> dict[str, float]:
+    """Each skill's tie-breaking evidence: its Mantel-Haenszel lift within tasks (the
+    scoreboard's point estimate, `evolve.skills._scoreboard.stratified`) from the per-task
+    record `strata` (`evolve.skills._strata`), 0 included; skills with no task where both
+    arms were seen are left out (they rank at 0, before those measured at 0)."""
+    from evolve.skills._scoreboard import stratified
+
+    out: dict[str, float] = {}
+    for ident, tasks in sorted((strata or {}).items()):
+        cells = [(c[0], c[1], c[2], c[3]) for _task, c in sorted(tasks.items())]
+        lift = stratified(cells, 0.9).lift
+        if lift is not None:
+            out[ident] = lift
+    return out
+
+
+def by_evidence(skills: Sequence[Skill], evidence: Mapping[str, float]) -> list[Skill]:
+    """`skills` in the evidence order: higher lift first (0 for none), then id."""
+    return sorted(skills, key=lambda s: (-evidence.get(s.id, 0.0), s.id))
+
+
+def lexical_matches(
+    task_text: str, skills: Sequence[Skill], evidence: Mapping[str, float] | None = None
+) -> list[Skill]:
+    """The skills whose trigger shares a content word with the task, best first (ties by
+    `evidence`, then id)."""
     by_id = {s.id: s for s in skills}
-    return [by_id[i] for i in rank_triggers(task_text, [(s.id, s.trigger) for s in skills])]
+    pairs = [(s.id, s.trigger) for s in skills]
+    return [by_id[i] for i in rank_triggers(task_text, pairs, evidence)]
 
 
 def selection_prompt(task_text: str, skills: Sequence[Skill], b: int) -> list[Message]:
-    """The selector's request: the task and each candidate's `[id] trigger` line."""
+    """The selector's request: the task and each candidate's `[id] trigger` line, in the
+    order given (the picker gives the evidence order, :func:`by_evidence`)."""
     lines = "\n".join(f"[{s.id}] {' '.join(s.trigger.split()) or '(any task)'}" for s in skills)
     return [
         Message(
@@ -197,6 +251,8 @@ class SkillPicker:
     `holdout_share` is each candidate's hold-out share unless `shares` gives one for its id
     (the scoreboard's pending share, :func:`evolve.skills._scoreboard.holdout_shares`); at
     most one candidate is held out per episode (:func:`ablated`) and its slot stays empty.
+    `evidence` (:func:`evidence_of`) breaks the lexical matcher's ties and orders the model
+    selector's candidate lines.
     """
 
     skills: Sequence[Skill]
@@ -205,6 +261,7 @@ class SkillPicker:
     holdout_share: float = 0.0  # training only; evaluation holds nothing out
     selector: LLM | None = None  # None: the lexical matcher
     shares: Mapping[str, float] = field(default_factory=dict)
+    evidence: Mapping[str, float] = field(default_factory=dict)
     _cache: dict[tuple[str, int], Selection] = field(default_factory=dict, repr=False)
 
     def share(self, skill_id: str) -> float:
@@ -217,9 +274,9 @@ class SkillPicker:
         if not self.skills or b == 0:
             return []
         if self.selector is None:
-            return lexical_matches(task_text, self.skills)[:b]
+            return lexical_matches(task_text, self.skills, self.evidence)[:b]
         reply = self.selector.complete(
-            selection_prompt(task_text, self.skills, b),
+            selection_prompt(task_text, by_evidence(self.skills, self.evidence), b),
             json_schema=SELECTION_SCHEMA,
             temperature=0.0,
             seed=seed,
@@ -289,8 +346,10 @@ def make_picker(
     """The picker a run uses, or None when skills are off (then no `<skills>` section).
 
     `training` turns the seeded hold-out on (evaluation holds nothing out); `strata` (the
-    scoreboard's per-task record) and the episode's `task` set its shares. A model selector
-    is built by name (`models.selector`); `lexical` needs no model.
+    scoreboard's per-task record) and the episode's `task` set its shares. In training and
+    evaluation alike `strata` gives the evidence that breaks ties (:func:`evidence_of`): the
+    caller passes the record of the memory it runs. A model selector is built by name
+    (`models.selector`); `lexical` needs no model.
     """
     s = settings_of(config, recipe)
     if not s.enabled:
@@ -313,4 +372,5 @@ def make_picker(
         holdout_share=s.holdout_share if training else 0.0,
         selector=selector,
         shares=shares,
+        evidence=evidence_of(strata),
     )

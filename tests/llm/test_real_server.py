@@ -168,3 +168,81 @@ def test_train_on_a_real_server(
     outcomes = report.get("outcomes") or []
     learned = report["commits"] or any(o.get("refused") for o in outcomes)
     assert learned or report["accepted"] == 2, report
+
+
+HAND_SKILL = """---
+id: verify-after
+recipe: hand
+kind: skill
+status: active
+scope: global
+shelf: general
+trigger: sending a text, payment or email, or saving a note
+---
+Verify the final state after writing: read it back.
+"""
+
+
+def test_skills_on_a_real_server(
+    small_ws: Workspace,
+    server: Server,
+    run_git: GitRunner,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The skills recipe's three model roles (reflector, evolver, selector) over HTTP: one
+    batch of two procedure-task episodes. The tiny model's replies are hostile input: each is
+    used or refused with its reason, and the batch still makes its one commit."""
+    from evolve.envs.persona_world._procedures import write_procedures
+
+    root = small_ws.root
+    write_procedures(root / "evalset")
+    (root / "memory" / "skills" / "general").mkdir(parents=True)
+    (root / "memory" / "skills" / "general" / "verify-after.md").write_text(HAND_SKILL)
+    config = root / "evolve.yaml"
+    data = yaml.safe_load(config.read_text())
+    data["train"]["recipe"] = "skills"
+    data["skills"]["batch_size"] = 2
+    for role in ("reflector", "evolver", "selector"):
+        data["models"][role] = MODEL
+    data["models"]["max_tokens"].update({"evolver": 256, "selector": 64})
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
+    run_git(root, "add", "-A")
+    run_git(root, "commit", "-qm", "skills on the real server")
+    head = run_git(root, "rev-parse", "HEAD").strip()
+
+    import evolve.skills._select as select
+
+    replies: list[tuple[str, list[str]]] = []  # the selector's replies and what was kept of them
+    parse = select.parse_selection
+
+    def spy(reply: str, skills: list[select.Skill], b: int) -> list[select.Skill]:
+        kept = parse(reply, skills, b)
+        replies.append((reply, [k.id for k in kept]))
+        return kept
+
+    monkeypatch.setattr(select, "parse_selection", spy)
+    before = len(server.statuses())
+    argv = ["train", "--episodes", "2", "--model", MODEL, "--reflector-model", MODEL, "--json"]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    report = json.loads(out)
+    _check_protocol(server, before)
+    assert report["episodes"] == 2
+    log = root / "generations" / "runs" / f"train-{report['stream'].replace('/', '-')}.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(records) == 2
+    assert len(replies) >= 2, replies  # the model selector was asked for each episode
+    for r in records:  # whatever the model answered, only candidates are injected
+        assert set(r["skills_injected"]) <= {"verify-after"}, r["skills_injected"]
+    assert all(set(kept) <= {"verify-after"} for _, kept in replies), replies
+    kinds = run_git(root, "log", "--format=%(trailers:key=Evolve-Kind,valueonly)", f"{head}..")
+    failed = [r for r in records if not r["accepted"]]
+    if failed:  # one batch commit: the candidates with their verdicts, or why they were refused
+        assert kinds.split() == ["skills", "batch"], kinds
+        body = run_git(root, "log", "-1", "--format=%B")
+        assert "Batch 0: episodes 0, 1" in body, body
+    assert run_git(root, "status", "--porcelain") == ""
+    code, out, err = run_cli(capsys, "skills", "--json")
+    assert code == 0, err
+    assert "verify-after" in {s["id"] for s in json.loads(out)["skills"]}

@@ -135,3 +135,22 @@ def test_a_general_lesson_may_say_note_but_not_name_the_note_app() -> None:
             [], cands, reply, caps=ShelfCaps(), maker=maker(), staging={}, topics=APPS
         )
         assert bool(plan.promoted) is ok, (lesson, plan.refused)
+
+
+def test_a_lesson_from_a_trajectory_that_called_no_app_is_not_a_second_topic() -> None:
+    from evolve.skills._reflect import NO_APP_TOPIC
+
+    cands = [
+        candidate("c1", "venmo", "After paying in venmo, read the payment back.", episode=1),
+        candidate("c2", NO_APP_TOPIC, "After the write, read the item back.", episode=2),
+    ]
+    plan = plan_batch([], cands, _reply("c1", "c2"), caps=ShelfCaps(), maker=maker(),
+                      staging={}, topics=APPS)  # fmt: skip
+    assert plan.promoted == []  # one app only: staged, not promoted
+    assert plan.staging["verify-final-state"].topics == [NO_APP_TOPIC, "venmo"]
+    later = plan_batch(
+        [], [candidate("c1", "gmail", "After e-mailing, read the sent mail back.", episode=5)],
+        _reply("c1"), caps=ShelfCaps(), maker=maker(1), staging=plan.staging, topics=APPS,
+    )  # fmt: skip
+    [(shape, _)] = later.promoted  # a second app: now it recurs across apps
+    assert shape == "verify-final-state"

@@ -155,7 +155,7 @@ def _contact(instruction: str) -> str | None:
 @role("skill_reflection")
 def _reflect(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
     prompt = _user(messages)
-    app = (section(prompt, "topic") or "").strip() or "general_tasks"
+    app = (section(prompt, "topic") or "").strip() or "general_tasks"  # the harness's no-app topic
     verifier = section(prompt, "verifier") or ""
     instruction = (section(prompt, "task") or "").strip()
     evidence = " ".join(verifier.split())[:200]

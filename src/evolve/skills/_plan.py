@@ -27,7 +27,7 @@ from evolve.memory import MemoryUnit, Status, learned_time
 from evolve.memory._similarity import normalize
 from evolve.ops import Op, Refusal
 from evolve.skills._filter import TaskSpecifics, screen
-from evolve.skills._reflect import MAX_LESSON, MAX_TRIGGER, Candidate
+from evolve.skills._reflect import MAX_LESSON, MAX_TRIGGER, NO_APP_TOPIC, Candidate
 from evolve.skills._staging import Sighting, Staging
 from evolve.updaters._base import items
 from evolve.workspace import ShelfCaps
@@ -385,7 +385,10 @@ def _promote(
         for cand in cands:
             seen.add(cand.topic, f"episode {cand.episode} ({cand.task_id})")
         total = out.get(shape, Sighting()).joined(seen)
-        if len(total.topics) < min_topics or total.count < threshold:
+        # only apps count as topics: a lesson from a trajectory that called no app (its shelf is
+        # NO_APP_TOPIC) is no evidence that the shape recurs across apps
+        apps_seen = [t for t in total.topics if t != NO_APP_TOPIC and (not topics or t in topics)]
+        if len(apps_seen) < min_topics or total.count < threshold:
             out[shape] = total
             continue
         rewrite = general.get(shape)

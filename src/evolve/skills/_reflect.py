@@ -66,6 +66,11 @@ class Reflection:
     refused: list[Refusal] = field(default_factory=list)
 
 
+# The shelf of a lesson from a trajectory that called no app (the agent gave up, or only read
+# docs): a topic shelf like any other, but not an app, so it never counts toward promotion.
+NO_APP_TOPIC = "general_tasks"
+
+
 def topic_of(actions: str, apps: frozenset[str] = frozenset()) -> str | None:
     """The app the trajectory used most (the last on ties), supervisor and docs aside."""
     calls = [app for app in _CALL.findall(actions) if app not in _SKIP_APPS]
@@ -96,7 +101,7 @@ def reflect(
 ) -> Reflection:
     """Ask for one candidate lesson about a failed episode, and screen it."""
     apps = apps_of(tools)
-    topic = topic_of(actions, apps) or "general_tasks"
+    topic = topic_of(actions, apps) or NO_APP_TOPIC
     prompt = load_prompt("reflect").safe_substitute(
         instruction=instruction, topic=topic, actions=actions or "(no calls)", verifier=verifier
     )

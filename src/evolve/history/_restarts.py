@@ -44,6 +44,23 @@ def _dropped(path: str, before: bytes | None, after: bytes | None) -> set[str]:
     return _skill_ids(path, before) - _skill_ids(path, after)
 
 
+def _lesson_ended(path: str, before: bytes | None, after: bytes | None) -> set[str]:
+    """The skill whose lesson a change of its unit file from `before` to `after` ended (its
+    file removed, revoked, tombstoned, or its text rewritten), as `evolve.applier._records`
+    ends its record."""
+    old = unit_of(path, before)
+    if old is None or old.kind != "skill" or old.status in ("revoked", "tombstoned"):
+        return set()
+    new = unit_of(path, after)
+    if (
+        new is None
+        or new.status in ("revoked", "tombstoned")
+        or " ".join(new.text.split()) != " ".join(old.text.split())
+    ):
+        return {old.id}
+    return set()
+
+
 class Restarts:
     """Per reverted commit, the skills whose record a later commit restarted (cached)."""
 
@@ -62,7 +79,9 @@ class Restarts:
 
         store = self.store
         names = store.git("log", "--format=", "--name-only", f"{info.sha}..HEAD", "--", SKILLS)
-        paths = sorted({p for p in names.split() if p == STRATA or is_counters_file(p)})
+        paths = sorted(
+            {p for p in names.split() if p == STRATA or is_counters_file(p) or is_unit_path(p)}
+        )
         restarted: set[str] = set()
         for path in paths:
             shas = store.git("log", "--reverse", "--format=%H", f"{info.sha}..HEAD", "--", path)
@@ -70,7 +89,14 @@ class Restarts:
                 then = store.commit_info(sha)
                 if sha in self.undone or len(then.parents) != 1:
                     continue
-                gone = _dropped(path, store.read(then.parents[0], path), store.read(sha, path))
+                before, after = store.read(then.parents[0], path), store.read(sha, path)
+                if is_unit_path(path):
+                    # The lesson itself ended (evicted, revoked, tombstoned, rewritten): its
+                    # record restarted even if it was empty then (its counts reverted), so a
+                    # drop in the records below cannot show it.
+                    restarted |= _lesson_ended(path, before, after)
+                    continue
+                gone = _dropped(path, before, after)
                 if is_revert(then):
                     gone &= set(then.trailers.get(RESTARTS, "").split())
                 restarted |= gone

@@ -1,0 +1,203 @@
+"""Adversarial: random sequences of counts, rewrites, evictions, re-adds and reverts (of
+counts, of rewrites, of reverts) with real git. After every step, for every skill, the pooled
+counters (`_counters.yaml`) equal its per-task record (`_strata.yaml`) summed over tasks
+(every outcome here is of a task that failed before, so both count the same episodes), and a
+skill off its shelf has no record at all.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import pytest
+
+from conftest import GitRunner
+from evolve.applier import MemoryApplier
+from evolve.errors import EvolveError
+from evolve.history import revert
+from evolve.memory import MemoryUnit, dump_unit, load_units
+from evolve.ops import Op
+from evolve.recovery import writer
+from evolve.skills._scoreboard import settle
+from evolve.skills._strata import Outcome, load_strata
+from evolve.workspace import Workspace
+
+FIELDS = ("injected", "injected_pass", "held_out", "held_out_pass")
+TASKS = ("pay_back-1", "pay_back-2", "text_update-1")
+
+
+def _skill(ident: str, text: str, topic: str | None = None) -> MemoryUnit:
+    return MemoryUnit.model_validate(
+        {
+            "id": ident,
+            "recipe": "skills",
+            "kind": "skill",
+            "status": "active",
+            "scope": "global",
+            "shelf": "topic" if topic else "general",
+            "topic": topic,
+            "trigger": f"a {topic or 'write'} task",
+            "valid_from": "2026-01-01T00:00:00+00:00",
+            "text": text,
+        }
+    )
+
+
+SKILLS = (
+    _skill("skill-aa", "After paying, read the payment back before you finish.", "venmo"),
+    _skill("skill-bb", "Look the contact up before you send the money.", "venmo"),
+    _skill("skill-gg", "Check the final state of what you changed before you finish."),
+)
+
+
+def _plant(ws: Workspace, run_git: GitRunner) -> None:
+    for unit in SKILLS:
+        path = ws.root / str(unit.path())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dump_unit(unit), encoding="utf-8")
+    run_git(ws.root, "add", "-A")
+    run_git(ws.root, "commit", "-qm", "three skills")
+
+
+def _apply(ws: Workspace, ops: Sequence[Op], subject: str) -> str:
+    with writer(ws, "test"):
+        applier = MemoryApplier(ws, "global")
+        result = applier.apply(ops, load_units(ws.root))
+        assert not result.refused, result.refused
+        sha = ws.store.commit(result.paths, subject)
+        applier.done()
+    assert sha is not None
+    return sha
+
+
+def _units(ws: Workspace) -> dict[str, MemoryUnit]:
+    return {u.id: u for u in load_units(ws.root) if u.kind == "skill"}
+
+
+def _check(ws: Workspace, what: str) -> None:
+    strata = load_strata(ws.root)
+    units = _units(ws)
+    for ident in {s.id for s in SKILLS}:
+        unit = units.get(ident)
+        pooled = tuple(int(getattr(unit, f) or 0) for f in FIELDS) if unit else (0, 0, 0, 0)
+        cells = strata.get(ident, {}).values()
+        summed = tuple(sum(c[i] for c in cells) for i in range(4))
+        assert pooled == summed, f"{what}: {ident} pooled {pooled} != per task {summed}"
+        if unit is None or unit.status in ("tombstoned", "revoked"):
+            assert pooled == (0, 0, 0, 0) and not cells, f"{what}: {ident} off shelf has a record"
+
+
+def _step(ws: Workspace, rng: random.Random, made: list[str], n: int) -> str:
+    units = _units(ws)
+    live = [i for i, u in units.items() if u.status == "active"]
+    kind = rng.choice(["count", "count", "rewrite", "evict", "readd", "revert", "revert"])
+    if kind == "count" and live:
+        outcomes: list[Outcome] = []
+        for _ in range(rng.randint(1, 4)):
+            ids = rng.sample(live, rng.randint(1, len(live)))
+            cut = rng.randint(0, len(ids))
+            outcomes.append((ids[:cut], ids[cut:], rng.random() < 0.5, rng.choice(TASKS), True))
+        with writer(ws, "evolve train"):
+            result = settle(ws, outcomes, episodes=str(n), recipe="skills", confidence=0.999)
+        if result.count_commit:
+            made.append(result.count_commit)
+        return f"count {outcomes}"
+    if kind == "rewrite" and live:
+        ident = rng.choice(live)
+        unit = units[ident].with_(text=f"{units[ident].text.rstrip('.')} (take {n}).")
+        made.append(_apply(ws, [Op(op="rewrite", unit=unit, reason="revise")], f"rw {ident}"))
+        return f"rewrite {ident}"
+    if kind == "evict" and live:
+        ident = rng.choice(live)
+        made.append(_apply(ws, [Op(op="evict", unit=units[ident])], f"evict {ident}"))
+        return f"evict {ident}"
+    if kind == "readd":
+        gone = [s for s in SKILLS if s.id not in units]
+        if gone:
+            unit = rng.choice(gone).with_(text=f"A new lesson number {n} for this shelf.")
+            made.append(_apply(ws, [Op(op="add", unit=unit)], f"readd {unit.id}"))
+            return f"readd {unit.id}"
+    if kind == "revert" and made:
+        target = rng.choice(made)
+        head = ws.store.head()
+        try:
+            result = revert(ws, target)
+        except EvolveError as exc:
+            assert ws.store.head() == head, "a refused revert moved HEAD"
+            return f"revert {target[:8]} refused: {exc}"
+        made.append(result.commit)
+        return f"revert {target[:8]} ({ws.store.commit_info(target).subject})"
+    return "nothing"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2, 100])
+def test_random_sequences_keep_pooled_and_per_task_records_equal(
+    workspace: Workspace, run_git: GitRunner, seed: int
+) -> None:
+    ws = workspace
+    _plant(ws, run_git)
+    rng = random.Random(seed)
+    made: list[str] = []
+    steps: list[str] = []
+    for n in range(1, 31):
+        steps.append(_step(ws, rng, made, n))
+        _check(ws, " | ".join(steps[-6:]))
+        assert not run_git(ws.root, "status", "--porcelain").strip()
+
+
+# --- a record restarts even when it was empty (its counts reverted) --------------------------
+
+A = SKILLS[0]
+
+
+def _count_a(ws: Workspace) -> str:
+    with writer(ws, "evolve train"):
+        result = settle(
+            ws,
+            [([A.id], [], True, "pay_back-1", True)],
+            episodes="1",
+            recipe="skills",
+            confidence=0.999,
+        )
+    assert result.count_commit is not None
+    return result.count_commit
+
+
+def _revert_or_nothing_left(ws: Workspace, sha: str) -> None:
+    """Revert `sha`; a refusal that says nothing is left to revert is an answer too."""
+    try:
+        revert(ws, sha)
+    except EvolveError as exc:
+        assert "nothing left to revert" in str(exc)
+
+
+def test_an_evicted_skill_gets_no_record_back_from_a_revert_of_a_revert(
+    workspace: Workspace, run_git: GitRunner
+) -> None:
+    ws = workspace
+    _plant(ws, run_git)
+    counted = _count_a(ws)
+    undone = revert(ws, counted).commit
+    assert A.id not in load_strata(ws.root)
+    _apply(ws, [Op(op="evict", unit=_units(ws)[A.id])], "evict a (its record is empty)")
+    _revert_or_nothing_left(ws, undone)  # the count comes back: not for a skill that is gone
+    assert A.id not in load_strata(ws.root)
+    _check(ws, "evicted")
+
+
+def test_a_rewritten_lesson_gets_no_counts_of_the_old_one_from_a_revert_of_a_revert(
+    workspace: Workspace, run_git: GitRunner
+) -> None:
+    ws = workspace
+    _plant(ws, run_git)
+    counted = _count_a(ws)
+    undone = revert(ws, counted).commit
+    new = _units(ws)[A.id].with_(text="Open the payment again and compare the amount.")
+    _apply(ws, [Op(op="rewrite", unit=new, reason="revise")], "rewrite a (record empty)")
+    _revert_or_nothing_left(ws, undone)
+    assert A.id not in load_strata(ws.root)
+    unit = _units(ws)[A.id]
+    assert not unit.injected and not unit.injected_pass
+    _check(ws, "rewritten")

@@ -122,11 +122,11 @@ def _step(ws: Workspace, rng: random.Random, made: list[str], n: int) -> str:
         target = rng.choice(made)
         head = ws.store.head()
         try:
-            result = revert(ws, target)
+            reverted = revert(ws, target)
         except EvolveError as exc:
             assert ws.store.head() == head, "a refused revert moved HEAD"
             return f"revert {target[:8]} refused: {exc}"
-        made.append(result.commit)
+        made.append(reverted.commit)
         return f"revert {target[:8]} ({ws.store.commit_info(target).subject})"
     return "nothing"
 

@@ -1,0 +1,62 @@
+"""Adversarial: hand-edited files that are not UTF-8 (a Latin-1 `é`). Every command refuses
+with one sentence naming the file, exits 1, prints no traceback and changes nothing, on the
+fast path (`evolve memory`, `evolve run`) as on the full one.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import GitRunner, one_sentence, run_cli, workspace_state
+from evolve.workspace import Workspace
+
+LATIN1 = "caf\xe9".encode("latin-1")
+FILES = {
+    "memory/alex/n1.md": b"---\nid: n1\nrecipe: hand\nkind: note\nscope: user:alex\n---\nPay "
+    + LATIN1
+    + b".\n",
+    "memory/_counters.yaml": b"n1:\n  helpful: 1\n# " + LATIN1 + b"\n",
+    "prompts/parameters.yaml": b"agent.max_turns: 5\n# " + LATIN1 + b"\n",
+}
+
+
+def _refused(
+    ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str], *args: str
+) -> str:
+    before = workspace_state(ws.root, run_git)
+    code, _, err = run_cli(capsys, *args)
+    assert code == 1, (args, err)
+    assert "Traceback" not in err, (args, err)
+    assert workspace_state(ws.root, run_git) == before, args
+    return one_sentence(err)
+
+
+@pytest.mark.parametrize("rel", sorted(FILES))
+def test_a_hand_edited_file_that_is_not_utf8_is_refused_in_one_sentence(
+    ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str], rel: str
+) -> None:
+    path = ws.root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(FILES[rel])
+    run_git(ws.root, "add", "-A")
+    run_git(ws.root, "commit", "-qm", "hand edit")
+    commands: list[tuple[str, ...]] = [
+        ("run", "--split", "dev"),
+        ("run", "--split", "dev", "--json"),
+    ]
+    if rel.startswith("memory/"):  # parameters.yaml: memory and skills do not read it
+        commands += [("memory",), ("skills",)]
+    for args in commands:
+        line = _refused(ws, run_git, capsys, *args)
+        assert f"{rel} is not UTF-8" in line or f"{rel}: the file is not UTF-8" in line, line
+
+
+def test_an_evolve_yaml_that_is_not_utf8_is_refused_in_one_sentence(
+    ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = ws.root / "evolve.yaml"
+    config.write_bytes(config.read_bytes() + b"# " + LATIN1 + b"\n")
+    run_git(ws.root, "commit", "-qam", "hand edit")
+    for args in (("memory",), ("skills",), ("run", "--split", "dev"), ("train",)):
+        line = _refused(ws, run_git, capsys, *args)
+        assert "evolve.yaml is not UTF-8 text" in line, (args, line)

@@ -60,3 +60,45 @@ def test_an_evolve_yaml_that_is_not_utf8_is_refused_in_one_sentence(
     for args in (("memory",), ("skills",), ("run", "--split", "dev"), ("train",)):
         line = _refused(ws, run_git, capsys, *args)
         assert "evolve.yaml is not UTF-8 text" in line, (args, line)
+
+
+_DUP_UNIT = "---\nid: n1\nrecipe: hand\nkind: note\nkind: note\nscope: user:alex\n---\nPay.\n"
+HAND_EDITS = {
+    "prompts/parameters.yaml": (
+        "agent.max_turns: 5\nagent.max_turns: 6\n",
+        "agent.max_turns",
+        "1 and 2",
+    ),
+    "memory/alex/n1.md": (_DUP_UNIT, "kind", "4 and 5"),
+    "memory/skills/_strata.yaml": (
+        "skill-x:\n  pay_back-1: [1, 1, 0, 0]\nskill-x:\n  pay_back-2: [1, 1, 0, 0]\n",
+        "skill-x",
+        "1 and 3",
+    ),
+}
+
+
+@pytest.mark.parametrize("rel", sorted(HAND_EDITS))
+@pytest.mark.parametrize("dry", [True, False])
+def test_evolve_refuses_an_unreadable_hand_edit_before_a_generation_is_recorded(
+    ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str], rel: str, dry: bool
+) -> None:
+    config = ws.root / "evolve.yaml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace("  recipe: ace", "  recipe: skills", 1),
+        encoding="utf-8",
+    )
+    text, key, lines = HAND_EDITS[rel]
+    path = ws.root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    run_git(ws.root, "add", "-A")
+    run_git(ws.root, "commit", "-qm", "hand edit")
+    refs = run_git(ws.root, "for-each-ref", "refs/evolve")
+    args = ("evolve", "--dry-run") if dry else ("evolve",)
+    line = _refused(ws, run_git, capsys, *args)
+    assert (
+        line
+        == f"error: {rel} gives the key {key!r} twice (lines {lines}); keep one of them and retry."
+    )
+    assert run_git(ws.root, "for-each-ref", "refs/evolve") == refs  # no generation recorded

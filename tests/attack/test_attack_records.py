@@ -201,3 +201,30 @@ def test_a_rewritten_lesson_gets_no_counts_of_the_old_one_from_a_revert_of_a_rev
     unit = _units(ws)[A.id]
     assert not unit.injected and not unit.injected_pass
     _check(ws, "rewritten")
+
+
+def test_a_count_of_a_rewritten_lesson_is_not_taken_from_the_restored_old_one(
+    workspace: Workspace, run_git: GitRunner
+) -> None:
+    """Count the lesson, rewrite it, count the new lesson, revert the rewrite (the old lesson
+    comes back with its own record), then revert the new lesson's count: its counts went with
+    the new lesson, so the old lesson's record stays whole."""
+    ws = workspace
+    _plant(ws, run_git)
+    with writer(ws, "evolve train"):
+        settle(
+            ws,
+            [([A.id], [], True, "pay_back-1", True), ([], [A.id], False, "pay_back-1", True)],
+            episodes="1",
+            recipe="skills",
+            confidence=0.999,
+        )
+    old = load_strata(ws.root)
+    new = _units(ws)[A.id].with_(text="Open the payment again and compare the amount.")
+    rewrite = _apply(ws, [Op(op="rewrite", unit=new, reason="revise")], "rewrite a")
+    later = _count_a(ws)
+    revert(ws, rewrite)
+    assert load_strata(ws.root) == old
+    _revert_or_nothing_left(ws, later)
+    assert load_strata(ws.root) == old
+    _check(ws, "restored")

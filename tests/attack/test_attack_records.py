@@ -228,3 +228,31 @@ def test_a_count_of_a_rewritten_lesson_is_not_taken_from_the_restored_old_one(
     _revert_or_nothing_left(ws, later)
     assert load_strata(ws.root) == old
     _check(ws, "restored")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a plain `git revert` of an evolve revert is never answered (_gitrevert._unanswered "
+    "skips revert targets): git puts the count back line by line into the record of a skill "
+    "evicted or rewritten since; the fix needs the answer commit to apply _restarts",
+)
+@pytest.mark.parametrize("since", ["evict", "rewrite"])
+def test_a_plain_git_revert_of_a_count_revert_gives_nothing_to_a_restarted_skill(
+    workspace: Workspace, run_git: GitRunner, since: str
+) -> None:
+    from evolve.history._gitrevert import tombstone_git_reverts
+
+    ws = workspace
+    _plant(ws, run_git)
+    undone = revert(ws, _count_a(ws)).commit
+    unit = _units(ws)[A.id]
+    if since == "evict":
+        _apply(ws, [Op(op="evict", unit=unit)], "evict a (its record is empty)")
+    else:
+        new = unit.with_(text="Open the payment again and compare the amount.")
+        _apply(ws, [Op(op="rewrite", unit=new, reason="revise")], "rewrite a")
+    run_git(ws.root, "revert", "--no-edit", undone)
+    with writer(ws, "evolve train"):
+        tombstone_git_reverts(ws, take_lock=False)
+    assert A.id not in load_strata(ws.root)
+    _check(ws, since)

@@ -23,7 +23,8 @@ def _read_text(path: str, rel: str) -> str:
         with open(path, encoding="utf-8") as f:  # universal newlines, as Path.read_text
             return f.read()
     except UnicodeDecodeError:  # the full reader's sentence (`evolve.memory._files._read`)
-        from evolve.memory._files import MalformedUnit, not_utf8
+        from evolve.memory._files import not_utf8
+        from evolve.memory._unit import MalformedUnit
 
         raise MalformedUnit(not_utf8(rel)) from None
 

@@ -102,3 +102,21 @@ def test_evolve_refuses_an_unreadable_hand_edit_before_a_generation_is_recorded(
         == f"error: {rel} gives the key {key!r} twice (lines {lines}); keep one of them and retry."
     )
     assert run_git(ws.root, "for-each-ref", "refs/evolve") == refs  # no generation recorded
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("- id: x\n  family: [a\n", "procedures.yaml is not valid YAML at line 3."),
+        ("- id: x\n", "has a malformed procedures.yaml: field 'family': field required."),
+    ],
+)
+def test_a_malformed_procedures_file_is_refused_in_one_sentence(
+    ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str], text: str, says: str
+) -> None:
+    (ws.root / "evalset" / "procedures.yaml").write_text(text, encoding="utf-8")
+    run_git(ws.root, "add", "-A")
+    run_git(ws.root, "commit", "-qm", "hand edit")
+    for args in (("run", "--split", "dev"), ("train",)):
+        line = _refused(ws, run_git, capsys, *args)
+        assert line.endswith(says) and "<unicode string>" not in line, (args, line)

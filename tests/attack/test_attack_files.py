@@ -120,3 +120,25 @@ def test_a_malformed_procedures_file_is_refused_in_one_sentence(
     for args in (("run", "--split", "dev"), ("train",)):
         line = _refused(ws, run_git, capsys, *args)
         assert line.endswith(says) and "<unicode string>" not in line, (args, line)
+
+
+def test_a_unit_saved_with_a_byte_order_mark_keeps_its_front_matter(
+    ws: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An editor's UTF-8 signature before `---` must not turn the unit into a hand note whose
+    text is the YAML (the agent would be shown `id: n1`, `recipe: hand`, ...)."""
+    from evolve.memory import load_units
+    from evolve.quick._units import parse_or_full
+
+    rel = "memory/alex/n1.md"
+    body = "---\nid: n1\nrecipe: hand\nkind: note\nscope: user:alex\n---\nPay with the blue card.\n"
+    (ws.root / "memory" / "alex").mkdir(parents=True, exist_ok=True)
+    (ws.root / rel).write_bytes(b"\xef\xbb\xbf" + body.encode("utf-8"))
+    run_git(ws.root, "add", "-A")
+    run_git(ws.root, "commit", "-qm", "a note saved with a BOM")
+    (unit,) = [u for u in load_units(ws.root) if u.id == "n1"]
+    assert unit.text == "Pay with the blue card." and unit.kind == "note"
+    assert parse_or_full(rel, "\ufeff" + body).text == unit.text  # the fast reader agrees
+    code, out, err = run_cli(capsys, "memory")
+    assert code == 0, err
+    assert "[n1] Pay with the blue card." in out and "recipe: hand" not in out

@@ -146,12 +146,6 @@ def test_a_unit_saved_with_a_byte_order_mark_keeps_its_front_matter(
     assert "[n1] Pay with the blue card." in out and "recipe: hand" not in out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="history._revert treats memory/skills/_failed_tasks.yaml like a unit: a later batch "
-    "that records another failed task makes every older batch unrevertable without --cascade; "
-    "it is evidence (like _strata.yaml) and needs a take-back rule, a design call for the lead",
-)
 def test_an_older_skills_batch_can_be_reverted_without_cascade(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -166,5 +160,17 @@ def test_an_older_skills_batch_can_be_reverted_without_cascade(
         cwd=root, capture_output=True, text=True, check=True,
     ).stdout.splitlines()  # fmt: skip
     assert len(log) >= 2  # an older batch, and a later one that recorded another failed task
-    code, _, err = run_cli(capsys, "revert", log[0].split()[0])
+    from evolve.skills._failed import FAILED_PATH, load_failed, parse_failed
+
+    def at(rev: str) -> set[str]:
+        shown = subprocess.run(
+            ["git", "show", f"{rev}:{FAILED_PATH}"], cwd=root, capture_output=True, text=True
+        )
+        return parse_failed(shown.stdout if shown.returncode == 0 else None)
+
+    first = log[0].split()[0]
+    added = at(first) - at(f"{first}^")
+    before = load_failed(root)
+    code, _, err = run_cli(capsys, "revert", first)
     assert code == 0, err
+    assert load_failed(root) == before - added  # the later batches' failed tasks stay

@@ -174,3 +174,11 @@ def test_an_older_skills_batch_can_be_reverted_without_cascade(
     code, _, err = run_cli(capsys, "revert", first)
     assert code == 0, err
     assert load_failed(root) == before - added  # the later batches' failed tasks stay
+
+
+def test_the_no_failed_task_sentence_does_not_call_an_unmeasured_lift_zero() -> None:
+    """`evolve skills` shows '-' for a lift with no episode counted; the sentence shown while
+    no task has failed must not say every lift is 0 (a new workspace shows only '-')."""
+    from evolve.skills._failed import NO_TASK_FAILED
+
+    assert "every lift is 0" not in NO_TASK_FAILED and "'-'" in NO_TASK_FAILED

@@ -31,8 +31,8 @@ MAX_TASKS = 10_000
 # (the task itself done) move no lift, and a reader should not take the zeros for a verdict.
 NO_TASK_FAILED = (
     "No task has failed in training yet: the scoreboard compares task success (the task done), "
-    "and episodes rejected only by preference checks pass it, so every lift is 0 until a task "
-    "fails."
+    "and episodes rejected only by preference checks pass it, so no lift can move from 0 until a "
+    "task fails (a lift shown as '-' has no episode counted yet)."
 )
 
 

@@ -622,6 +622,21 @@ def _check_clean(ws: Workspace) -> None:
         )
 
 
+def _check_hand_edits(ws: Workspace) -> None:
+    """Read the files a person may edit (memory, the skills' records, the tuned parameters)
+    as the generation will: one that cannot be read (a key given twice, not UTF-8, ...) is
+    refused in one sentence before a generation starts, not recorded as a rejected one."""
+    from evolve.memory import load_units
+    from evolve.skills._records import check_records
+    from evolve.skills._select import settings_of
+    from evolve.workspace import load_parameters
+
+    load_parameters(ws.root, ws.config)
+    load_units(ws.root)
+    if settings_of(ws.config).enabled or ws.config.train.recipe == "skills":
+        check_records(ws.root)
+
+
 def evolve(
     ws: Workspace,
     *,
@@ -680,6 +695,7 @@ def _evolve(
     store = ws.store
     with writer(ws, "evolve evolve --dry-run" if dry_run else "evolve evolve"):
         _check_clean(ws)
+        _check_hand_edits(ws)
         previous = load_records(ws)
         first = last_used_number(ws) + 1
         ends = [r.stream_end for r in previous if r.stream_end is not None]

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 from evolve.applier import journal_end, write_files
 from evolve.history._content import unit_of
-from evolve.history._restarts import record_drops
+from evolve.history._restarts import git_revert_records, record_drops
 from evolve.history._revert import (
     GIT_REVERT,
     REVERTS,
@@ -60,9 +60,9 @@ def _unanswered(ws: Workspace) -> list[tuple[CommitInfo, CommitInfo]]:
             target = store.commit_info(target_sha)
         except Exception:  # noqa: BLE001 - a target outside this history: nothing to do
             continue
-        if len(target.parents) != 1 or is_revert(target):
+        if len(target.parents) != 1:
             continue
-        pairs.append((info, target))
+        pairs.append((info, target))  # a revert's revert: only its records may need an answer
     return pairs
 
 
@@ -107,13 +107,20 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
             return tombstone_git_reverts(ws, take_lock=False)
     made = []
     for git_commit, target in _unanswered(ws):
-        stones = _stones_for(ws, target, load_units(ws.root))
+        of_revert = is_revert(target)  # a revert's revert lifts tombstones by itself
+        stones = [] if of_revert else _stones_for(ws, target, load_units(ws.root))
         changes: dict[str, bytes | None] = {
             str(s.path()): dump_unit(s).encode("utf-8") for s in stones
         }
-        # A retirement brought back: its scoreboard record restarts (`_unretire`).
         head = ws.store.head()
-        back = git_unretired(ws.store, head, target) if head is not None else []
+        # Counts git put back, line by line, into the record of a skill whose record
+        # restarted since the target: taken back (`_restarts.git_revert_records`).
+        kept: list[str] = []
+        if head is not None:
+            records, kept = git_revert_records(ws.store, head, git_commit, target)
+            changes.update(records)
+        # A retirement brought back: its scoreboard record restarts (`_unretire`).
+        back = git_unretired(ws.store, head, target) if head is not None and not of_revert else []
         if head is not None and back:
             changes.update(restart_files(ws.store, head, changes, back))
         ended: list[str] = []
@@ -128,8 +135,18 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
             f"`git revert` ({git_commit.short}) restored the files of {target.short} but wrote "
             "no tombstones; these keep the next episodes from learning it again."
             if stones
-            else f"`git revert` ({git_commit.short}) brought back what {target.short} retired.",
+            else f"`git revert` ({git_commit.short}) brought back what {target.short} retired."
+            if restarted
+            else f"`git revert` ({git_commit.short}) of {target.short} moved the counts of "
+            "skills whose scoreboard record restarted since; they are taken back.",
         ]
+        if kept:
+            body += [
+                "",
+                f"Scoreboard record kept as it was (it restarted after {target.short}; the "
+                "counts went with the old record):",
+                *[f"- {ident}" for ident in kept],
+            ]
         if stones:
             body += ["", "Tombstones (refused if proposed again):"]
             body += [f"- {s.id}: {s.text[:120]}" for s in stones]
@@ -145,6 +162,7 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
             body += ["", "Scoreboard record dropped (the skill is tombstoned):"]
             body += [f"- {ident}" for ident in ended]
         ops = [("tombstone", s.id) for s in stones] + [("restart", i) for i in restarted]
+        ops += [("keep", i) for i in kept]
         trailers = [
             (KIND, "revert"),
             (REVERTS, target.sha),
@@ -157,7 +175,8 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
             trailers.append((PERSONA, target.trailers[PERSONA]))
         sha = ws.store.commit(
             paths,
-            f"{'tombstones' if stones else 'record restart'} for git revert "
+            f"{'tombstones' if stones else 'record restart' if restarted else 'records'} "
+            "for git revert "
             f"{git_commit.short}: {target.subject}"[:200],
             body="\n".join(body),
             trailers=trailers,

@@ -44,6 +44,23 @@ def _dropped(path: str, before: bytes | None, after: bytes | None) -> set[str]:
     return _skill_ids(path, before) - _skill_ids(path, after)
 
 
+def _lesson_ended(path: str, before: bytes | None, after: bytes | None) -> set[str]:
+    """The skill whose lesson a change of its unit file from `before` to `after` ended (its
+    file removed, revoked, tombstoned, or its text rewritten), as `evolve.applier._records`
+    ends its record."""
+    old = unit_of(path, before)
+    if old is None or old.kind != "skill" or old.status in ("revoked", "tombstoned"):
+        return set()
+    new = unit_of(path, after)
+    if (
+        new is None
+        or new.status in ("revoked", "tombstoned")
+        or " ".join(new.text.split()) != " ".join(old.text.split())
+    ):
+        return {old.id}
+    return set()
+
+
 class Restarts:
     """Per reverted commit, the skills whose record a later commit restarted (cached)."""
 
@@ -52,29 +69,40 @@ class Restarts:
         self.undone = set(undone)
         self._since: dict[str, set[str]] = {}
 
-    def since(self, info: CommitInfo) -> set[str]:
-        """Skills whose record a commit after `info` on HEAD's history restarted, that this
+    def since(self, info: CommitInfo, end: str = "HEAD") -> set[str]:
+        """Skills whose record a commit after `info` on `end`'s history restarted, that this
         revert does not undo (nor a later revert cancel, file by file): a non-revert commit
         that dropped the record, or a revert that names the skill in `Evolve-Restarts`."""
-        if info.sha in self._since:
-            return self._since[info.sha]
+        key = info.sha if end == "HEAD" else f"{info.sha}..{end}"
+        if key in self._since:
+            return self._since[key]
         from evolve.history._revert import _uncancelled, is_revert
 
         store = self.store
-        names = store.git("log", "--format=", "--name-only", f"{info.sha}..HEAD", "--", SKILLS)
-        paths = sorted({p for p in names.split() if p == STRATA or is_counters_file(p)})
+        span = f"{info.sha}..{end}"
+        names = store.git("log", "--format=", "--name-only", span, "--", SKILLS)
+        paths = sorted(
+            {p for p in names.split() if p == STRATA or is_counters_file(p) or is_unit_path(p)}
+        )
         restarted: set[str] = set()
         for path in paths:
-            shas = store.git("log", "--reverse", "--format=%H", f"{info.sha}..HEAD", "--", path)
+            shas = store.git("log", "--reverse", "--format=%H", span, "--", path)
             for sha in _uncancelled(store, shas.split()):
                 then = store.commit_info(sha)
                 if sha in self.undone or len(then.parents) != 1:
                     continue
-                gone = _dropped(path, store.read(then.parents[0], path), store.read(sha, path))
+                before, after = store.read(then.parents[0], path), store.read(sha, path)
+                if is_unit_path(path):
+                    # The lesson itself ended (evicted, revoked, tombstoned, rewritten): its
+                    # record restarted even if it was empty then (its counts reverted), so a
+                    # drop in the records below cannot show it.
+                    restarted |= _lesson_ended(path, before, after)
+                    continue
+                gone = _dropped(path, before, after)
                 if is_revert(then):
                     gone &= set(then.trailers.get(RESTARTS, "").split())
                 restarted |= gone
-        self._since[info.sha] = restarted
+        self._since[key] = restarted
         return restarted
 
 
@@ -232,3 +260,63 @@ def _dropped_by(store: GitStore, info: CommitInfo) -> set[str]:
         if path == STRATA or is_counters_file(path):
             out |= _dropped(path, store.read(parent, path), store.read(info.sha, path))
     return out
+
+
+def git_revert_records(
+    store: GitStore, head: str, git_commit: CommitInfo, target: CommitInfo
+) -> tuple[dict[str, bytes | None], list[str]]:
+    """For a plain `git revert` (`git_commit`) of `target`: the record writes that take back
+    what git's line-by-line revert moved in the record of a skill whose record restarted
+    between `target` and the git revert (evicted, rewritten, ...: the counts went with the old
+    record, so the new record, or a skill off its shelf, must get none of them), as `evolve
+    revert` would have left it; and those skills' ids."""
+    from evolve.skills._strata import parse_strata
+    from evolve.skills._strata import take_back as take_back_strata
+
+    if len(git_commit.parents) != 1 or not target.parents:
+        return {}, []
+    parent = git_commit.parents[0]
+    restarted = Restarts(store, ()).since(target, end=parent)
+    if not restarted:
+        return {}, []
+    out: dict[str, bytes | None] = {}
+    moved_ids: set[str] = set()
+    for _, path in store.changed_paths(parent, git_commit.sha, [SKILLS]):
+        before, after = store.read(parent, path), store.read(git_commit.sha, path)
+        now = store.read(head, path)
+        if path == STRATA:
+            b, a = (parse_strata(d.decode("utf-8") if d else "") for d in (before, after))
+            n = parse_strata(now.decode("utf-8") if now else "")
+            moved = {i for i in restarted if b.get(i) != a.get(i)}
+            if moved:
+                kept = ({*b, *a, *n}) - moved
+                new = take_back_strata(before, after, now, kept)
+                if new != now:
+                    out[path] = new
+                    moved_ids |= moved
+        elif is_counters_file(path):
+            b2, a2, n2 = (_counters(path, d) for d in (before, after, now))
+            moved = {
+                i
+                for i in restarted
+                if any(b2.get(i, {}).get(f, 0) != a2.get(i, {}).get(f, 0) for f in SKILL_COUNTERS)
+            }
+            if not moved:
+                continue
+            for ident in moved:
+                entry = dict(n2.get(ident, {}))
+                for f in SKILL_COUNTERS:
+                    delta = a2.get(ident, {}).get(f, 0) - b2.get(ident, {}).get(f, 0)
+                    entry[f] = max(0, int(entry.get(f, 0)) - int(delta))
+                entry["injected_pass"] = min(entry["injected_pass"], entry["injected"])
+                entry["held_out_pass"] = min(entry["held_out_pass"], entry["held_out"])
+                if any(entry.values()):
+                    n2[ident] = entry
+                else:
+                    n2.pop(ident, None)
+            text = dump_counters(n2)
+            new = text.encode("utf-8") if text else None
+            if new != now:
+                out[path] = new
+                moved_ids |= moved
+    return out, sorted(moved_ids)

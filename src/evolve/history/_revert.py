@@ -70,6 +70,7 @@ GIT_REVERT = "Evolve-Git-Revert"
 REVERT_KINDS = ("revert", "cascade revert")
 TRACKED = ["memory", "prompts"]
 STAGING = "memory/skills/_staging.yaml"  # evolve.skills.STAGING_PATH
+FAILED = "memory/skills/_failed_tasks.yaml"  # evolve.skills._failed.FAILED_PATH
 _GIT_REVERT_LINE = re.compile(r"^This reverts commit ([0-9a-f]{7,64})\b", re.M)
 _TAUGHT = ("active", "pending")
 
@@ -237,6 +238,11 @@ class _Plan:
 
                 self.state[path] = take_back(change.before, change.after, now)
                 continue
+            if path == FAILED:  # tasks that failed in training: evidence, taken back too
+                from evolve.skills._failed import take_back as take_back_failed
+
+                self.state[path] = take_back_failed(change.before, change.after, now)
+                continue
             if path == STRATA:  # the scoreboard's per-task counts: evidence, taken back too
                 from evolve.skills._strata import take_back as take_back_strata
 
@@ -398,7 +404,7 @@ def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
         info = queue.pop()
         for change in content_changes(store, info):
             head = store.read("HEAD", change.path)
-            if change.path in (STAGING, STRATA):
+            if change.path in (STAGING, STRATA, FAILED):
                 continue
             if _gone_since(change, head) or _settled_since(change, head) or _as_left(change, head):
                 continue

@@ -105,7 +105,7 @@ class UnitReader:
                         if known is not None and known[0] == key:
                             sidecars[rel] = known
                         else:
-                            sidecars[rel] = (key, read_counters(rel, _read(entry.path)))
+                            sidecars[rel] = (key, read_counters(rel, _read(entry.path, rel)))
                         continue
                     if (
                         not name.endswith(".md")
@@ -122,7 +122,7 @@ class UnitReader:
                     if cached is not None and cached[0] == key:
                         seen[rel] = cached
                     else:
-                        seen[rel] = (key, read_unit(rel, _read(entry.path)))
+                        seen[rel] = (key, read_unit(rel, _read(entry.path, rel)))
                 except FileNotFoundError:
                     continue
 
@@ -137,10 +137,23 @@ def _check_name(rel: str) -> None:
         raise MalformedUnit(f"{shown}: the file name is not UTF-8; rename the file.") from None
 
 
-def _read(path: str) -> str:
-    """The text of the file at `path` (UTF-8, universal newlines, as `Path.read_text`)."""
-    with open(path, encoding="utf-8") as f:
-        return f.read()
+def _read(path: str, rel: str) -> str:
+    """The text of the file at `path` (UTF-8, universal newlines, as `Path.read_text`).
+
+    Raises:
+        MalformedUnit: the file is not UTF-8 (one sentence naming `rel`, as the fast reader
+            `evolve.quick._read` says it).
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except UnicodeDecodeError:
+        raise MalformedUnit(not_utf8(rel)) from None
+
+
+def not_utf8(rel: str) -> str:
+    """The sentence for a unit or sidecar file that is not UTF-8 text."""
+    return f"{rel}: the file is not UTF-8 text; save it as UTF-8 and retry."
 
 
 def load_units(root: Path) -> list[MemoryUnit]:

@@ -234,7 +234,9 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
             match the folder.
     """
     rel = PurePosixPath(path)
-    raw = raw.replace("\r\n", "\n")
+    # A byte-order mark (an editor's UTF-8 signature) is not text: front matter after it is
+    # still front matter, not a hand note holding the YAML.
+    raw = raw.removeprefix("\ufeff").replace("\r\n", "\n")
     shelved = skill_shelf_of(rel)
     if not raw.startswith("---\n"):
         try:

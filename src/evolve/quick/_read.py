@@ -18,9 +18,15 @@ from evolve.quick._units import (
 )
 
 
-def _read_text(path: str) -> str:
-    with open(path, encoding="utf-8") as f:  # universal newlines, as Path.read_text
-        return f.read()
+def _read_text(path: str, rel: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:  # universal newlines, as Path.read_text
+            return f.read()
+    except UnicodeDecodeError:  # the full reader's sentence (`evolve.memory._files._read`)
+        from evolve.memory._files import not_utf8
+        from evolve.memory._unit import MalformedUnit
+
+        raise MalformedUnit(not_utf8(rel)) from None
 
 
 UNITS_CACHE = "evolve-units.cache"
@@ -62,7 +68,7 @@ class UnitsCache:
     def read(self, rel: str, full: str) -> Unit:
         known = self.old.get(rel)
         if known is None:  # the common case: a canonical file, no stat needed
-            raw = _read_text(full)
+            raw = _read_text(full, rel)
             try:
                 return Unit(parse_values(rel, raw))
             except Unhandled:
@@ -72,7 +78,7 @@ class UnitsCache:
         if known[0] == key and isinstance(known[1], dict):
             self.new[rel] = known
             return Unit(known[1])
-        return self._full(rel, full, _read_text(full))
+        return self._full(rel, full, _read_text(full, rel))
 
     def _full(self, rel: str, full: str, raw: str) -> Unit:
         try:
@@ -160,7 +166,7 @@ def _walk(
                 and prefix.count("/") <= 1
                 and entry.is_file(follow_symlinks=False)
             ):
-                sidecars[rel] = parse_counters_or_full(rel, _read_text(entry.path))
+                sidecars[rel] = parse_counters_or_full(rel, _read_text(entry.path, rel))
                 continue
             if (
                 not name.endswith(".md")

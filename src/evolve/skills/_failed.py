@@ -31,8 +31,8 @@ MAX_TASKS = 10_000
 # (the task itself done) move no lift, and a reader should not take the zeros for a verdict.
 NO_TASK_FAILED = (
     "No task has failed in training yet: the scoreboard compares task success (the task done), "
-    "and episodes rejected only by preference checks pass it, so every lift is 0 until a task "
-    "fails."
+    "and episodes rejected only by preference checks pass it, so no lift can move from 0 until a "
+    "task fails (a lift shown as '-' has no episode counted yet)."
 )
 
 
@@ -83,3 +83,18 @@ def failed_files(root: Path, tasks: Iterable[str]) -> dict[str, bytes | None]:
     if raw == text:
         return {}
     return {FAILED_PATH: text.encode("utf-8") if text else None}
+
+
+def take_back(before: bytes | None, after: bytes | None, now: bytes | None) -> bytes | None:
+    """The record `now` less what one commit changed from `before` to `after` (for `evolve
+    revert`): the tasks it recorded as failed are taken out and the ones it dropped come back;
+    what later commits recorded stays. Evidence like the per-task counts: never a conflict.
+    (A task the commit recorded that failed again later stays out: a later batch does not
+    record a task already on the list.)"""
+
+    def ids(raw: bytes | None) -> set[str]:
+        return parse_failed(raw.decode("utf-8") if raw else None)
+
+    b, a, n = ids(before), ids(after), ids(now)
+    text = dump_failed((n - (a - b)) | (b - a))
+    return text.encode("utf-8") if text else None

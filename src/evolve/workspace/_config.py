@@ -334,4 +334,6 @@ def load_config(path: Path) -> EvolveConfig:
         raise ConfigError(
             f"{path} does not exist; run `evolve init` to create a workspace."
         ) from exc
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text; save it as UTF-8 and retry.") from None
     return parse_config(text, source=str(path))

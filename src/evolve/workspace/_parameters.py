@@ -42,6 +42,8 @@ def load_parameters(root: Path, config: EvolveConfig) -> dict[str, float | int]:
         data = {} if data is None else data
     except yaml.YAMLError as exc:
         raise ConfigError(f"{PARAMETERS_FILE} is not valid YAML.") from exc
+    except UnicodeDecodeError:
+        raise ConfigError(f"{PARAMETERS_FILE} is not UTF-8 text; save it as UTF-8.") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{PARAMETERS_FILE} must map parameter names to numbers.")
     return {str(k): check_parameter(config, str(k), v) for k, v in data.items()}

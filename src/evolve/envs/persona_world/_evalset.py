@@ -137,6 +137,17 @@ def read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path} is not valid YAML.") from exc
 
 
+def _first_problem(exc: Exception) -> str:
+    """One line for a validation error (pydantic's own text spans several lines)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ())) or "?"
+        return f"field {loc!r}: {str(first.get('msg', 'invalid')).rstrip('.').lower()}"
+    lines = str(exc).strip().splitlines()
+    return lines[0].rstrip(".") if lines else type(exc).__name__
+
+
 def _validated_specs(evalset: Path) -> tuple[list[Spec], dict[str, Split]]:
     """Task specs and the split of each task, validated as the environment always has.
 
@@ -153,12 +164,20 @@ def _validated_specs(evalset: Path) -> tuple[list[Spec], dict[str, Split]]:
         specs = [_TaskSpec.model_validate(t) for t in read_yaml(evalset / "tasks.yaml")]
         splits = _Splits.model_validate(read_yaml(evalset / "splits.yaml"))
     except (ValidationError, TypeError) as exc:
-        raise ConfigError(f"{evalset} has a malformed tasks.yaml or splits.yaml: {exc}") from exc
+        raise ConfigError(
+            f"{evalset} has a malformed tasks.yaml or splits.yaml: {_first_problem(exc)}."
+        ) from exc
     split_of: dict[str, Split] = {}
     try:  # procedure-shaped tasks (issue 13), only when evalset/procedures.yaml exists
         extra = [_ProcedureSpec.model_validate(t) for t in load_procedure_specs(evalset)]
-    except (ValidationError, TypeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{evalset} has a malformed procedures.yaml: {exc}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{evalset}/procedures.yaml is not valid YAML{where}.") from exc
+    except (ValidationError, TypeError) as exc:
+        raise ConfigError(
+            f"{evalset} has a malformed procedures.yaml: {_first_problem(exc)}."
+        ) from exc
     out: list[Spec] = [(t.id, t.family, t.params) for t in specs]
     out += [(t.id, t.family, t.params) for t in extra]
     split_of.update({t.id: t.split for t in extra})

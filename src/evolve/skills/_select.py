@@ -15,7 +15,7 @@ Two selector roles (`models.selector`):
   trigger) or, on the general shelf, to every task (ranked after the matches). The matching
   itself is `evolve._triggers` (pure text).
 - any model name: one call showing the task and the candidates' `[id] trigger` lines in
-  the evidence order (higher first, then id), asking for at most `b` ids as JSON
+  the evidence order (higher first, no evidence before a measured 0, then id), asking for at most `b` ids as JSON
   (`{"skills": [...]}`). The reply is hostile input: unknown ids, duplicates and anything
   past `b` are dropped; an unusable reply selects nothing.
 
@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evolve._text import ReplyError, loads_reply, printable
-from evolve._triggers import rank_triggers
+from evolve._triggers import evidence_key, rank_triggers
 from evolve.llm import LLM, JsonSchema, Message, estimate_tokens
 
 SELECTION_SCHEMA = JsonSchema(
@@ -144,8 +144,9 @@ def evidence_of(strata: Mapping[str, Mapping[str, Sequence[int]]] | None) -> dic
 
 
 def by_evidence(skills: Sequence[Skill], evidence: Mapping[str, float]) -> list[Skill]:
-    """`skills` in the evidence order: higher lift first (0 for none), then id."""
-    return sorted(skills, key=lambda s: (-evidence.get(s.id, 0.0), s.id))
+    """`skills` in the evidence order, the lexical matcher's tie order: higher lift first (0
+    for none), a skill with no evidence before one measured at the same value, then id."""
+    return sorted(skills, key=lambda s: (*evidence_key(s.id, evidence), s.id))
 
 
 def lexical_matches(

@@ -478,7 +478,7 @@ def _train(
             redactor=redactor,
             skills=make_picker(
                 ws.config,
-                units,
+                visible,  # global skills and this persona's own
                 training=True,
                 env=env,
                 recipe=name,

@@ -67,6 +67,7 @@ from typing import Any
 
 from evolve._text import ReplyError, loads_reply, printable
 from evolve._triggers import evidence_key, rank_triggers
+from evolve.errors import EvolveError
 from evolve.llm import LLM, JsonSchema, Message, estimate_tokens
 
 SELECTION_SCHEMA = JsonSchema(
@@ -122,9 +123,24 @@ def skill_of(unit: Any) -> Skill | None:
 
 
 def skills_of(units: Iterable[Any]) -> list[Skill]:
-    """The active skills among `units`, by id (retired, revoked, pending ones are never picked)."""
-    out = [s for u in units if (s := skill_of(u)) is not None and s.status == _LIVE]
-    return sorted(out, key=lambda s: s.id)
+    """The active skills among `units`, by id (retired, revoked, pending ones are never picked).
+
+    Raises:
+        EvolveError: two of them share an id (hand-written files): selection, the injected
+            lines and the scoreboard's record go by id, so one lesson would be shown twice
+            and the other never, both counted as one.
+    """
+    out = sorted(
+        (s for u in units if (s := skill_of(u)) is not None and s.status == _LIVE),
+        key=lambda s: (s.id, s.where),
+    )
+    for one, two in zip(out, out[1:], strict=False):
+        if one.id == two.id:
+            raise EvolveError(
+                f"two active skills share the id {one.id!r} ({one.where} and {two.where}); "
+                "give one of them another id."
+            )
+    return out
 
 
 def evidence_of(strata: Mapping[str, Mapping[str, Sequence[int]]] | None) -> dict[str, float]:

@@ -108,3 +108,32 @@ def test_the_gate_scores_each_commit_with_its_own_record(
 
     assert chosen(base) == {("d-verify-final-state",)}
     assert chosen(candidate) == {("a-skip-final-check",)}
+
+
+class _Hostile:
+    """A model selector that names every id it has heard of, another user's first."""
+
+    name = "hostile"
+
+    def complete(self, messages: Any, **kw: Any) -> Any:
+        from evolve.llm import Completion, Usage
+
+        return Completion(text='{"skills": ["b-blair-only", "g-all"]}', usage=Usage(1, 1))
+
+
+def test_a_model_selector_cannot_name_another_users_skill(
+    workspace: Workspace, run_git: GitRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = workspace.root
+    _library(root, {"b-blair-only": _unit("b-blair-only", "user:blair"), "g-all": _unit("g-all")})
+    _skills_on(root)
+    text = (root / "evolve.yaml").read_text(encoding="utf-8")
+    (root / "evolve.yaml").write_text(text.replace("selector: lexical", "selector: hostile"))
+    run_git(root, "add", "-A")
+    run_git(root, "commit", "-qm", "a skill for blair, a hostile selector")
+    monkeypatch.setattr("evolve.llm.make_role_llm", lambda *a, **kw: _Hostile())
+    ws = Workspace(root)
+    env = PersonaWorldEnv(root / "evalset")
+    picker = episode_setup(ws, env, "alex").skills
+    assert picker is not None and isinstance(picker.selector, _Hostile)
+    assert picker.pick(env.tasks("dev")[0].instruction, 0).injected == ("g-all",)

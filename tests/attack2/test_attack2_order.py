@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from evolve._triggers import rank_triggers
 from evolve.envs.persona_world import PersonaWorldEnv
 from evolve.sim import SimLLM
@@ -45,3 +48,31 @@ def test_non_finite_evidence_is_no_evidence_in_both_orders() -> None:
     assert rank_triggers(PAY, [(s.id, s.trigger) for s in skills], ev) == expected
     assert [s.id for s in by_evidence(skills, ev)] == expected
     assert [s.id for s in by_evidence(list(reversed(skills)), ev)] == expected
+
+
+_TRIGGERS = st.sampled_from(
+    ["paying on venmo", STATE, "texting a contact", "", "saving a note", "an email with a total"]
+)
+_EVIDENCE = st.one_of(st.none(), st.sampled_from([-1.0, -0.25, 0.0, 0.0, 0.5, 1.0]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(_TRIGGERS, _EVIDENCE), min_size=1, max_size=8),
+    st.integers(1, 4),
+    st.sampled_from([PAY, "Text Dana that the note is saved.", "Email the total to Kim."]),
+)
+def test_the_sim_selector_picks_what_the_lexical_matcher_picks(
+    specs: list[tuple[str, float | None]], b: int, task: str
+) -> None:
+    """`selector: sim` reads the candidate lines in the order shown and takes the first in a
+    tie: with the picker's evidence order it must pick what `lexical` picks, for any library,
+    any evidence (none, measured 0, ties) and any `b`."""
+    skills = [Skill(f"s{i}", trigger, f"Lesson {i}.") for i, (trigger, _) in enumerate(specs)]
+    ev = {f"s{i}": v for i, (_, v) in enumerate(specs) if v is not None}
+    lexical = SkillPicker(skills, max_injected=b, evidence=ev).pick(task, 0).injected
+    by_model = SkillPicker(skills, max_injected=b, evidence=ev, selector=_SIM).pick(task, 0)
+    assert by_model.injected == lexical
+
+
+_SIM = SimLLM(PersonaWorldEnv(EVALSET))

@@ -61,6 +61,16 @@ def _band(share: float, band: float) -> float:
     return share if band <= 0 else 1.0 - math.floor((1.0 - share) / band + 1e-9) * band
 
 
+def evidence_key(ident: str, evidence: Mapping[str, float]) -> tuple[float, bool]:
+    """How `evidence` orders `ident` (ascending): higher lift first, and a skill with no
+    evidence before one measured at that value (a value that is not finite counts as none).
+    The lexical matcher's ties and the model selector's candidate lines share it."""
+    lift = float(evidence.get(ident, 0.0))
+    if not math.isfinite(lift):
+        return 0.0, False
+    return -lift, ident in evidence
+
+
 def rank_triggers(
     task_text: str,
     triggers: Sequence[tuple[str, str]],
@@ -85,12 +95,11 @@ def rank_triggers(
     for ident, trigger in triggers:
         want = words(trigger)
         shared = len(want & have)
-        lift = float(ev.get(ident, 0.0))
-        lift = lift if math.isfinite(lift) else 0.0
+        lift, measured = evidence_key(ident, ev)
         if shared:
             share = _band(shared / len(want), width)
-            ranked.append((0, -share, 0 if width > 0 else -shared, -lift, ident in ev, ident))
+            ranked.append((0, -share, 0 if width > 0 else -shared, lift, measured, ident))
         elif not want:
-            ranked.append((1, 0.0, 0, -lift, ident in ev, ident))
+            ranked.append((1, 0.0, 0, lift, measured, ident))
     ranked.sort()
     return [r[5] for r in ranked]

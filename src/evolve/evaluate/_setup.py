@@ -86,7 +86,8 @@ def episode_setup(
         verifier=make_verifier(units, cfg.rendered_recipes()),
         max_attempts=MAX_ATTEMPTS,
         redactor=Redactor.from_settings(cfg.redact.values, cfg.redact.env),
-        skills=_picker(ws, env, every) if mode == "recipe" else None,
+        # The skills visible to the persona (global ones and its own), as in training.
+        skills=_picker(ws, env, units) if mode == "recipe" else None,
     )
 
 

@@ -142,8 +142,10 @@ def reflect(
         )
         return out
     named = _text(data.get("topic")).lower()
-    if named in apps and TOPIC_PATTERN.match(named):
-        topic = named  # the model may correct the harness's guess, within the known apps
+    # The model may correct the harness's guess, within the known apps; a trajectory that called
+    # no app has no guess to correct (its lesson stays off every app's count toward promotion).
+    if topic != NO_APP_TOPIC and named in apps and TOPIC_PATTERN.match(named):
+        topic = named
     task = specifics(task_id, instruction, actions, sorted(apps))
     for what, text in (("lesson", lesson), ("trigger", trigger)):
         why = screen(text, task)

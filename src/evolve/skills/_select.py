@@ -15,7 +15,7 @@ Two selector roles (`models.selector`):
   trigger) or, on the general shelf, to every task (ranked after the matches). The matching
   itself is `evolve._triggers` (pure text).
 - any model name: one call showing the task and the candidates' `[id] trigger` lines in
-  the evidence order (higher first, then id), asking for at most `b` ids as JSON
+  the evidence order (higher first, no evidence before a measured 0, then id), asking for at most `b` ids as JSON
   (`{"skills": [...]}`). The reply is hostile input: unknown ids, duplicates and anything
   past `b` are dropped; an unusable reply selects nothing.
 
@@ -66,7 +66,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evolve._text import ReplyError, loads_reply, printable
-from evolve._triggers import rank_triggers
+from evolve._triggers import evidence_key, rank_triggers
+from evolve.errors import EvolveError
 from evolve.llm import LLM, JsonSchema, Message, estimate_tokens
 
 SELECTION_SCHEMA = JsonSchema(
@@ -122,9 +123,24 @@ def skill_of(unit: Any) -> Skill | None:
 
 
 def skills_of(units: Iterable[Any]) -> list[Skill]:
-    """The active skills among `units`, by id (retired, revoked, pending ones are never picked)."""
-    out = [s for u in units if (s := skill_of(u)) is not None and s.status == _LIVE]
-    return sorted(out, key=lambda s: s.id)
+    """The active skills among `units`, by id (retired, revoked, pending ones are never picked).
+
+    Raises:
+        EvolveError: two of them share an id (hand-written files): selection, the injected
+            lines and the scoreboard's record go by id, so one lesson would be shown twice
+            and the other never, both counted as one.
+    """
+    out = sorted(
+        (s for u in units if (s := skill_of(u)) is not None and s.status == _LIVE),
+        key=lambda s: (s.id, s.where),
+    )
+    for one, two in zip(out, out[1:], strict=False):
+        if one.id == two.id:
+            raise EvolveError(
+                f"two active skills share the id {one.id!r} ({one.where} and {two.where}); "
+                "give one of them another id."
+            )
+    return out
 
 
 def evidence_of(strata: Mapping[str, Mapping[str, Sequence[int]]] | None) -> dict[str, float]:
@@ -144,8 +160,9 @@ def evidence_of(strata: Mapping[str, Mapping[str, Sequence[int]]] | None) -> dic
 
 
 def by_evidence(skills: Sequence[Skill], evidence: Mapping[str, float]) -> list[Skill]:
-    """`skills` in the evidence order: higher lift first (0 for none), then id."""
-    return sorted(skills, key=lambda s: (-evidence.get(s.id, 0.0), s.id))
+    """`skills` in the evidence order, the lexical matcher's tie order: higher lift first (0
+    for none), a skill with no evidence before one measured at the same value, then id."""
+    return sorted(skills, key=lambda s: (*evidence_key(s.id, evidence), s.id))
 
 
 def lexical_matches(

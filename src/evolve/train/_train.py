@@ -44,7 +44,7 @@ from evolve.ops import Op
 from evolve.recovery import recover_workspace
 from evolve.skills._failed import failed_files, load_failed
 from evolve.skills._records import check_records
-from evolve.skills._select import make_picker, settings_of
+from evolve.skills._select import make_picker, settings_of, skills_of
 from evolve.skills._strata import load_strata
 from evolve.store import (
     EPISODE,
@@ -439,6 +439,7 @@ def _train(
     reader.load()
     if settings_of(ws.config).enabled or name == "skills":
         check_records(ws.root)
+        skills_of(in_scope(reader.load(), scope_for(persona)))  # two skills with one id: refused
     timeline = Timeline.load(store, persona)
     added = timeline.extend(sid, start, total)
     if added:
@@ -478,7 +479,7 @@ def _train(
             redactor=redactor,
             skills=make_picker(
                 ws.config,
-                units,
+                visible,  # global skills and this persona's own
                 training=True,
                 env=env,
                 recipe=name,

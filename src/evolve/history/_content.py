@@ -89,3 +89,29 @@ def carry_counters(
         return restored
     moved = {f: getattr(now, f) for f in COUNTER_FIELDS if getattr(now, f) != getattr(reverted, f)}
     return restored.with_(**moved) if moved else restored
+
+
+def take_back_provenance(
+    before: MemoryUnit | None, after: MemoryUnit | None, now: MemoryUnit | None
+) -> MemoryUnit | None:
+    """`now` less the provenance a commit added to a unit whose text it left alone (a skills
+    batch's MERGE: episodes appended to `evidence`, `updated_episode` moved), or None when
+    there is nothing to take back. Entries other commits added stay; entries the commit
+    pushed out of a capped list come back; the stamp goes back only if no later commit moved
+    it. Like the counters, a revert takes back exactly what the reverted commit added."""
+    if before is None or after is None or now is None:
+        return None
+    old, new, today = before.evidence or [], after.evidence or [], now.evidence or []
+    added = [e for e in new if e not in old]
+    dropped = [e for e in old if e not in new and e not in today]
+    evidence = [*dropped, *(e for e in today if e not in added)]
+    if len(evidence) > max(len(today), len(old)):  # a capped list stays within its cap
+        evidence = evidence[-max(len(today), len(old)) :]
+    stamp = now.updated_episode
+    if after.updated_episode != before.updated_episode and stamp == after.updated_episode:
+        stamp = before.updated_episode
+    kept = now.with_(
+        evidence=evidence if (evidence or now.evidence is not None) else None,
+        updated_episode=stamp,
+    )
+    return None if kept == now else kept

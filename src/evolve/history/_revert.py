@@ -32,6 +32,7 @@ from evolve.history._content import (
     is_unit_path,
     same_content,
     same_meaning,
+    take_back_provenance,
     unit_of,
 )
 from evolve.history._countback import (
@@ -286,6 +287,23 @@ class _Plan:
             # The tombstone is of the unit as it is now (a unit revoked and reactivated since
             # means what the commit left, with today's timing).
             self._stone(Change(path, change.before, now), restored, info, why, tombstones)
+        self._provenance(info)
+
+    def _provenance(self, info: CommitInfo) -> None:
+        """Take back the provenance `info` added to units whose text it left alone."""
+        parent = info.parents[0]
+        for _, path in self.store.changed_paths(parent, info.sha, TRACKED):
+            if path in self.state or not is_unit_path(path):
+                continue
+            before, after = self.store.read(parent, path), self.store.read(info.sha, path)
+            if not same_content(path, before, after):
+                continue  # a change in what it says: undone above
+            now = self.now(path)
+            kept = take_back_provenance(
+                unit_of(path, before), unit_of(path, after), unit_of(path, now)
+            )
+            if kept is not None:
+                self.state[path] = dump_unit(kept).encode("utf-8")
 
     def _stone(
         self,

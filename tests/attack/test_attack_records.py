@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from _skill_units import skill_unit
 from conftest import GitRunner
 from evolve.applier import MemoryApplier
 from evolve.errors import EvolveError
@@ -29,21 +30,7 @@ FIELDS = ("injected", "injected_pass", "held_out", "held_out_pass")
 TASKS = ("pay_back-1", "pay_back-2", "text_update-1")
 
 
-def _skill(ident: str, text: str, topic: str | None = None) -> MemoryUnit:
-    return MemoryUnit.model_validate(
-        {
-            "id": ident,
-            "recipe": "skills",
-            "kind": "skill",
-            "status": "active",
-            "scope": "global",
-            "shelf": "topic" if topic else "general",
-            "topic": topic,
-            "trigger": f"a {topic or 'write'} task",
-            "valid_from": "2026-01-01T00:00:00+00:00",
-            "text": text,
-        }
-    )
+_skill = skill_unit
 
 
 SKILLS = (

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from _skill_units import skill_unit
 from conftest import GitRunner
 from evolve.applier import MemoryApplier
 from evolve.history import revert
@@ -23,21 +24,7 @@ from evolve.workspace import Workspace
 FIELDS = ("injected", "injected_pass", "held_out", "held_out_pass")
 
 
-def _skill(ident: str, text: str, topic: str | None = None) -> MemoryUnit:
-    return MemoryUnit.model_validate(
-        {
-            "id": ident,
-            "recipe": "skills",
-            "kind": "skill",
-            "status": "active",
-            "scope": "global",
-            "shelf": "topic" if topic else "general",
-            "topic": topic,
-            "trigger": f"a {topic or 'write'} task",
-            "valid_from": "2026-01-01T00:00:00+00:00",
-            "text": text,
-        }
-    )
+_skill = skill_unit
 
 
 A = _skill("skill-aa", "After paying, read the payment back before you finish.", "venmo")

@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from _skill_units import skill_unit
 from conftest import GitRunner
 from evolve.applier import MemoryApplier
 from evolve.history import revert
@@ -31,21 +32,7 @@ GENERAL = "memory/skills/general/_counters.yaml"
 
 
 def _skill(ident: str, text: str, topic: str | None = None) -> MemoryUnit:
-    return MemoryUnit.model_validate(
-        {
-            "id": ident,
-            "recipe": "skills",
-            "kind": "skill",
-            "status": "active",
-            "scope": "global",
-            "shelf": "topic" if topic else "general",
-            "topic": topic,
-            "trigger": f"a {topic or 'write'} task",
-            "evidence": ["episode 0 (pay_back-1)"],
-            "valid_from": "2026-01-01T00:00:00+00:00",
-            "text": text,
-        }
-    )
+    return skill_unit(ident, text, topic, evidence=["episode 0 (pay_back-1)"])
 
 
 A = _skill("skill-aa", "After paying, read the payment back before you finish.", "venmo")

@@ -39,7 +39,7 @@ quotes the figures.
 
 Run: `python benchmarks/bench_skills.py [--episodes 240] [--runs 2] [--seeds 0,1,2]
 [--holdout 0.2] [--confidence 0.9] [--tiebreak evidence|lift|id] [--band 0] [--verbose]`.
-The sweep the docs quote (23 stream orders): `--seeds 0,1,2,10,11,...,29` (about 100 s on
+The sweep the docs quote (23 stream orders): `--seeds 0,1,2,10,11,...,29` (about 2 min on
 the sim), and the fresh orders `--seeds 30,31,...,52`.
 The sim's numbers test the harness's mechanics; they say nothing about real models.
 """

@@ -122,6 +122,29 @@ def test_a_model_selector_reply_is_hostile_input() -> None:
         assert parse_selection(bad, skills, 3) == []
 
 
+@pytest.mark.parametrize(
+    ("reply", "injected", "says"),
+    [
+        ('{"skills": ["s1"]}', ("s1",), None),
+        ('{"skills": []}', (), None),  # "none applies" is an answer, not a fault
+        ('{"skills": ["s1", "s1", "s0", "s2"]}', ("s1", "s0"), None),  # repeats, past b
+        ('{"skills": ["s9", "s1", 7]}', ("s1",), "2 id(s) not among the candidates ('s9', '7')"),
+        ("sure, use s1", (), "was not used"),
+        ('{"skills": "s1"}', (), "has no `skills` list"),
+        ('{"skills": ["s1\u2028"]}', (), "U+2028"),  # the whole reply is refused
+    ],
+)
+def test_what_a_model_selectors_reply_loses_is_said_in_the_record(
+    reply: str, injected: tuple[str, ...], says: str | None, tmp_path: Path
+) -> None:
+    picked = SkillPicker(_skills(3), max_injected=2, selector=_Selector(reply)).pick(PAY, 3)
+    assert picked.injected == injected
+    if says is None:
+        assert picked.note == ""
+    else:
+        assert says in picked.note and "\n" not in picked.note and len(picked.note) <= 300
+
+
 def test_the_prompt_gets_a_skills_section_only_when_skills_are_injected() -> None:
     plain = build_system_prompt((), api_docs="DOCS", memory="- m")
     assert build_system_prompt((), api_docs="DOCS", memory="- m", skills="  ") == plain
@@ -164,6 +187,33 @@ def test_episode_records_injected_and_held_out(tmp_path: Path) -> None:
         assert result.record.skills_held_out == list(picked.held_out)
         assert (section(result.system_prompt, "skills") or "") == picked.section
     assert set(seeds) == {True, False}
+
+
+def test_an_episode_records_the_selectors_note(tmp_path: Path) -> None:
+    from evolve.agent import read_prompt_files
+    from evolve.envs.persona_world import PersonaWorldEnv
+    from evolve.episode import EpisodeSetup, run_episode
+    from evolve.sim import SimLLM
+
+    root = Path(__file__).resolve().parents[2]
+    env = PersonaWorldEnv(root / "evalset")
+    task = next(t for t in env.tasks("train") if t.kind == "payment")
+    notes = []
+    for reply in ('{"skills": ["pay-a", "ghost"]}', '{"skills": ["pay-a"]}'):
+        setup = EpisodeSetup(
+            prompt_files=tuple(read_prompt_files(root / "prompts")),
+            memory="",
+            persona="alex",
+            stats=True,
+            max_turns=12,
+            skills=SkillPicker([Skill("pay-a", "paying on venmo", "x")], selector=_Selector(reply)),
+        )
+        record = run_episode(
+            env, SimLLM(env), task, setup, history=env.initial_history("alex"), seed=1
+        ).record
+        assert record.skills_injected == ["pay-a"]
+        notes.append(record.model_dump(mode="json")["skills_note"])
+    assert notes[0] is not None and "'ghost'" in notes[0] and notes[1] is None
 
 
 def test_the_sim_selector_role_answers_what_the_lexical_matcher_picks() -> None:

@@ -208,3 +208,30 @@ def test_revert_of_an_older_batch_does_not_conflict_on_the_staging_area(
     )
     revert(ws, first)
     assert store.read("HEAD", path) == expected
+
+
+def test_train_reports_each_batch_commit_with_its_verdicts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`evolve train` lists a skills batch's commit as its subject does (it said
+    `episode 3 pay_back-2: ` with nothing after the colon), `--json` with the batch."""
+    from evolve.workspace import init_workspace
+
+    ws = init_workspace(tmp_path / "ws", skills=True)
+    code, out, err = run_cli(capsys, "train", "--episodes", "8", "--workspace", str(ws.root))
+    assert code == 0, err
+    store = ws.store
+    commits = _batch_commits(store)
+    assert commits
+    for sha in commits:
+        subject = store.commit_info(sha).subject
+        verdicts = subject.split("): ", 1)[1]
+        shown = subject.split(" · ")[2]  # "batch N (episodes a-b): add 1, ..."
+        assert f"  {sha[:10]} {shown}\n" in out and verdicts != "no changes"
+    report = cli_json(capsys, "train", "--episodes", "12", "--workspace", str(ws.root))
+    ended = [o for o in report["outcomes"] if o["commit"]]
+    assert ended and all(o["batch"] == o["episode"] // 4 for o in ended)
+    assert all(
+        o["batch_episodes"] == list(range(o["episode"] - 3, o["episode"] + 1)) for o in ended
+    )
+    assert all(o["ops"] and set(o["ops"]) <= VERBS | {"count"} for o in ended)

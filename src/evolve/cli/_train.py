@@ -82,7 +82,12 @@ def train_cmd(
         f"in {report.duration_s:.2f}s"
     )
     for o in report.outcomes:
-        if o.commit:
+        if o.commit and o.batch is not None:  # a skills batch: its verdicts, as its subject
+            ops = ", ".join(f"{k} {v}" for k, v in o.ops.items()) or "no changes"
+            span = o.batch_episodes or [o.episode]
+            shown = f"{span[0]}-{span[-1]}" if len(span) > 1 else str(span[0])
+            stdout.print(f"  {o.commit[:10]} batch {o.batch} (episodes {shown}): {ops}")
+        elif o.commit:
             ops = ", ".join(f"{k} {v}" for k, v in sorted(o.ops.items()))
             stdout.print(f"  {o.commit[:10]} episode {o.episode} {o.task_id}: {ops}")
         for line in o.refused:

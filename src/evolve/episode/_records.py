@@ -116,6 +116,9 @@ class EpisodeRecord(_Record):
     # matched but were held out of it (the scoreboard's comparison episodes).
     skills_injected: list[str] = field(default_factory=list)
     skills_held_out: list[str] = field(default_factory=list)
+    # Why a model selector's reply was not (wholly) used, or None (the lexical matcher never
+    # leaves one).
+    skills_note: str | None = None
 
     def __post_init__(self) -> None:
         # As the model validated them: numbers given as int are kept as float.

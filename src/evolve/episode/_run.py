@@ -214,5 +214,6 @@ def _attempt(
         duration_s=round(time.perf_counter() - started, 6),
         skills_injected=list(picked.injected) if picked is not None else [],
         skills_held_out=list(picked.held_out) if picked is not None else [],
+        skills_note=(picked.note or None) if picked is not None else None,
     )
     return EpisodeResult(record, judgement, trace, system), live

@@ -72,6 +72,18 @@ class BatchResult:
     plan: BatchPlan | None = None
     consolidation: str | None = None
     refusal_record: str | None = None
+    summary: dict[str, int] = field(default_factory=dict)  # what the subject line counts
+
+
+def summary_of(plan: BatchPlan) -> dict[str, int]:
+    """A batch's verdicts by kind (`add`, `merge`, `revise`, `skip`) and its promotions, in
+    the order first seen: what the commit's subject line counts."""
+    counts: dict[str, int] = {}
+    for v in plan.verdicts:
+        counts[v.verdict.lower()] = counts.get(v.verdict.lower(), 0) + 1
+    if plan.promoted:
+        counts["promote"] = len(plan.promoted)
+    return counts
 
 
 @dataclass
@@ -235,6 +247,7 @@ class SkillsBatches:
         store = self.ws.store
         if applied.paths:
             result.commit = store.commit(applied.paths, subject, body=body, trailers=trailers)
+            result.summary = summary_of(plan) or {"count": len(counted)}
         elif all_refused:
             result.refusal_record = self._record(last, subject, body, trailers)
         applier.done()
@@ -289,12 +302,7 @@ class SkillsBatches:
     def _subject(
         self, batch: int, episodes: list[int], plan: BatchPlan, applied: ApplyResult
     ) -> str:
-        counts: dict[str, int] = {}
-        for v in plan.verdicts:
-            counts[v.verdict.lower()] = counts.get(v.verdict.lower(), 0) + 1
-        if plan.promoted:
-            counts["promote"] = len(plan.promoted)
-        shown = ", ".join(f"{k} {n}" for k, n in counts.items()) or "no changes"
+        shown = ", ".join(f"{k} {n}" for k, n in summary_of(plan).items()) or "no changes"
         span = f"{episodes[0]}-{episodes[-1]}" if len(episodes) > 1 else str(episodes[0])
         return f"skills · {self.persona} · batch {batch} (episodes {span}): {shown}"
 

@@ -17,7 +17,8 @@ Two selector roles (`models.selector`):
 - any model name: one call showing the task and the candidates' `[id] trigger` lines in
   the evidence order (higher first, no evidence before a measured 0, then id), asking for at most `b` ids as JSON
   (`{"skills": [...]}`). The reply is hostile input: unknown ids, duplicates and anything
-  past `b` are dropped; an unusable reply selects nothing.
+  past `b` are dropped; an unusable reply selects nothing. What was not used is said in the
+  episode record's `skills_note` (unknown ids, or a reply that is not `{"skills": [...]}`).
 
 Ties go by the scoreboard's evidence (:func:`evidence_of`): two skills whose triggers match a
 task equally well (the sim's wrong lesson "Skip the final check: ..." has the very trigger of
@@ -192,22 +193,38 @@ def selection_prompt(task_text: str, skills: Sequence[Skill], b: int) -> list[Me
 
 def parse_selection(reply: str, skills: Sequence[Skill], b: int) -> list[Skill]:
     """The skills a selector's reply names (known ids only, no repeats, at most `b`)."""
+    return read_selection(reply, skills, b)[0]
+
+
+def read_selection(reply: str, skills: Sequence[Skill], b: int) -> tuple[list[Skill], str]:
+    """The skills a selector's reply names (known ids only, no repeats, at most `b`), and a
+    note when part of the reply could not be used: not a JSON object with a `skills` list
+    (nothing is selected), or names that are not candidates (dropped). An empty list, a
+    repeat or a name past `b` is not worth a note."""
     try:
         data = loads_reply(reply.strip())
-    except ReplyError:
-        return []
+    except ReplyError as exc:
+        return [], printable(f"the selector's reply was not used ({exc}): no skill selected", 300)
     ids = data.get("skills") if isinstance(data, dict) else None
     if not isinstance(ids, list):
-        return []
+        return [], "the selector's reply has no `skills` list: no skill selected"
     by_id = {s.id: s for s in skills}
     out: list[Skill] = []
+    unknown: list[str] = []
     for ident in ids:
         skill = by_id.get(ident) if isinstance(ident, str) else None
-        if skill is not None and skill not in out:
+        if skill is None:
+            unknown.append(ident if isinstance(ident, str) else repr(ident))
+        elif skill not in out and len(out) < b:
             out.append(skill)
-        if len(out) >= b:
-            break
-    return out
+    note = ""
+    if unknown:
+        names = ", ".join(repr(u) for u in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        note = printable(
+            f"the selector named {len(unknown)} id(s) not among the candidates ({names}): dropped",
+            300,
+        )
+    return out, note
 
 
 MAX_ABLATION = 0.6  # at most this share of an episode's draws holds a skill out
@@ -287,28 +304,31 @@ class SkillPicker:
 
     def candidates(self, task_text: str, seed: int) -> list[Skill]:
         """At most `b` matching skills, best first (before the hold-out and the budget)."""
+        return self._candidates(task_text, seed)[0]
+
+    def _candidates(self, task_text: str, seed: int) -> tuple[list[Skill], str]:
         b = max(0, self.max_injected)
         if not self.skills or b == 0:
-            return []
+            return [], ""
         if self.selector is None:
-            return lexical_matches(task_text, self.skills, self.evidence)[:b]
+            return lexical_matches(task_text, self.skills, self.evidence)[:b], ""
         reply = self.selector.complete(
             selection_prompt(task_text, by_evidence(self.skills, self.evidence), b),
             json_schema=SELECTION_SCHEMA,
             temperature=0.0,
             seed=seed,
         )
-        return parse_selection(reply.text, self.skills, b)
+        return read_selection(reply.text, self.skills, b)
 
     def pick(self, task_text: str, seed: int) -> Selection:
         key = (task_text, seed)
         if key not in self._cache:
-            chosen = self.candidates(task_text, seed)
+            chosen, note = self._candidates(task_text, seed)
             one = ablated(seed, [(s.id, self.share(s.id)) for s in chosen])
             out = [s for s in chosen if s.id == one]
             kept = within_budget([s for s in chosen if s.id != one], self.budget_tokens)
             self._cache[key] = Selection(
-                tuple(s.id for s in kept), tuple(s.id for s in out), render_skills(kept)
+                tuple(s.id for s in kept), tuple(s.id for s in out), render_skills(kept), note
             )
         return self._cache[key]
 

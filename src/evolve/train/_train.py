@@ -94,6 +94,9 @@ class EpisodeOutcome:
     refused: list[str] = field(default_factory=list)
     clock: int | None = None  # the persona's own clock at this episode (drift is keyed to it)
     refusal_record: str | None = None  # refs/evolve/train commit of refusals that committed nothing
+    # skills: the batch this episode ended (its commit is the batch's), and its episodes
+    batch: int | None = None
+    batch_episodes: list[int] | None = None
 
 
 @dataclass
@@ -561,7 +564,12 @@ def _train(
         counts, newly = stratum(failed, task.id, seen, result.record.task_success)
         if batches is not None:
             batches.counts.extend(counts)  # counted in the batch's own commit
-            outcome.commit = batches.end_episode(k, total, clock) or outcome.commit
+            ended = batches.end_episode(k, total, clock)
+            if ended is not None:
+                done = batches.results[-1]
+                outcome.commit = ended
+                outcome.ops = dict(done.summary)
+                outcome.batch, outcome.batch_episodes = done.batch, list(done.episodes)
             if batch_end(ws, k, total):  # then retire what is confidently harmful
                 score_episodes(ws, [], k, name, persona, sid, clock, generation)
         elif counts or newly:

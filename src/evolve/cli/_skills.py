@@ -32,7 +32,7 @@ def skills_cmd(workspace: Path | None, as_json: bool) -> None:
     """
     from evolve.memory import load_units
     from evolve.skills._failed import NO_TASK_FAILED, load_failed
-    from evolve.skills._scoreboard import board
+    from evolve.skills._scoreboard import board, trigger_shown
     from evolve.skills._select import settings_of
     from evolve.skills._strata import load_strata
 
@@ -62,7 +62,7 @@ def skills_cmd(workspace: Path | None, as_json: bool) -> None:
             f"pass), held out {r['held_out']} ({_fmt(r['pass_rate_held_out'], True)} pass), "
             f"lift {_fmt(r['lift'])} {shown}"
         )
-        click.echo(f"    when: {r['trigger']}")
+        click.echo(f"    when: {trigger_shown(r)}")
     shown_tasks = ", ".join(failed) if failed else "none"
     click.echo(f"Tasks failed in training so far ({len(failed)}): {shown_tasks}")
     if not failed:

@@ -195,6 +195,17 @@ def skill_shelf_of(rel: PurePosixPath) -> tuple[Shelf, str | None] | None:
     )
 
 
+def hand_skill_defaults(rel: PurePosixPath, shelved: tuple[Shelf, str | None]) -> dict[str, Any]:
+    """What a skill file on a shelf may leave out of its front matter: a person writing one by
+    hand gives what matters (`trigger:`, perhaps `scope:` or `status:`) and the rest follows
+    from where the file is: its id is the file name, its shelf and topic the folder, its recipe
+    `hand`. Fields the file gives win (a wrong one is refused as before)."""
+    out: dict[str, Any] = {"id": rel.stem, "recipe": "hand", "kind": "skill", "shelf": shelved[0]}
+    if shelved[1] is not None:
+        out["topic"] = shelved[1]
+    return out
+
+
 _ORDER = [name for name in MemoryUnit.model_fields if name != "text"]
 # Evidence counters live in the scope's `_counters.yaml` sidecar (evolve.memory._counters),
 # never in the unit file: a unit file changes only when what it says or its status changes.
@@ -239,6 +250,8 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
     raw = raw.removeprefix("\ufeff").replace("\r\n", "\n")
     shelved = skill_shelf_of(rel)
     if not raw.startswith("---\n"):
+        if shelved is not None and not raw.strip():
+            raise MalformedUnit(f"{path}: the skill file is empty; write its lesson, or delete it.")
         try:
             if shelved is not None:  # a skill a person wrote as plain text: a lesson, no trigger
                 return MemoryUnit(
@@ -274,6 +287,13 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
         raise MalformedUnit(f"{path}: the front matter must be a mapping of fields.")
     if "text" in front:
         raise MalformedUnit(f"{path}: 'text' is the file's body, not a front-matter field.")
+    if shelved is not None:
+        if not body.strip():
+            raise MalformedUnit(
+                f"{path}: the skill has no lesson (the text below the front matter); write "
+                "one, or delete the file."
+            )
+        front = {**hand_skill_defaults(rel, shelved), **front}
     try:
         unit = MemoryUnit.model_validate({**front, "text": body.strip()})
     except ValidationError as exc:

@@ -16,7 +16,7 @@ def skills_table(ws: Workspace) -> list[str]:
     (a report of a workspace that does not use skills stays as it was)."""
     from evolve.memory import load_units
     from evolve.skills._failed import NO_TASK_FAILED, load_failed
-    from evolve.skills._scoreboard import board
+    from evolve.skills._scoreboard import board, trigger_shown
     from evolve.skills._select import settings_of
     from evolve.skills._strata import load_strata
 
@@ -47,7 +47,7 @@ def skills_table(ws: Workspace) -> list[str]:
         slift = "" if st["lift"] is None else f"{st['lift']:+.2f}"
         html.append(
             f"<tr><td><code>{escape(r['id'])}</code></td><td>{escape(r['where'])}</td>"
-            f"<td>{escape(str(r['status']))}</td><td>{escape(r['trigger'])}</td>"
+            f"<td>{escape(str(r['status']))}</td><td>{escape(trigger_shown(r))}</td>"
             f"<td>{st['tasks']}</td><td>{slift}</td><td>{within}</td>"
             f"<td>{r['injections']}</td><td>{_pct(r['pass_rate_injected'])}</td>"
             f"<td>{r['held_out']}</td><td>{_pct(r['pass_rate_held_out'])}</td>"

@@ -463,13 +463,35 @@ def board(
                 "where": f"topics/{topic}" if shelf == "topic" and topic else "general",
                 "status": unit.status,
                 "recipe": unit.recipe,
-                "trigger": str(getattr(unit, "trigger", None) or ""),
+                **_trigger_of(unit, shelf, topic),
                 "lesson": unit.text,
                 **score_of(unit, confidence, strata).as_dict(),
             }
         )
     rows.sort(key=lambda r: (r["where"] != "general", r["where"], r["id"]))
     return rows
+
+
+def _trigger_of(unit: Any, shelf: str, topic: str | None) -> dict[str, str]:
+    """The trigger selection matches the skill by (`evolve.skills._select.skill_of`) and where
+    it comes from: the file (`file`), the topic's name for a topic skill written without one
+    (`topic`), or nothing: a general skill without one applies to every task, ranked after
+    the skills whose trigger matches (`any`)."""
+    given = str(getattr(unit, "trigger", None) or "")
+    if given:
+        return {"trigger": given, "trigger_from": "file"}
+    if shelf == "topic" and topic:
+        return {"trigger": topic, "trigger_from": "topic"}
+    return {"trigger": "", "trigger_from": "any"}
+
+
+def trigger_shown(row: Mapping[str, Any]) -> str:
+    """A row's trigger as `evolve skills` and the report show it."""
+    if row.get("trigger_from") == "topic":
+        return f"{row['trigger']} (its topic: the file gives no trigger)"
+    if row.get("trigger_from") == "any":
+        return "any task, after the skills whose trigger matches (the file gives no trigger)"
+    return str(row["trigger"])
 
 
 # --- proposals (pure: ops for the applier) ------------------------------------------------

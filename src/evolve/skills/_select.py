@@ -85,7 +85,7 @@ _LIVE = "active"
 
 @dataclass(frozen=True)
 class Skill:
-    """What selection needs of a skill unit (see SKILLS.md)."""
+    """What selection needs of a skill unit (`evolve.memory.MemoryUnit` with `kind: skill`)."""
 
     id: str
     trigger: str
@@ -342,7 +342,7 @@ def describe(selection: Selection) -> str:
 
 @dataclass(frozen=True)
 class SkillSettings:
-    """The `skills:` section of evolve.yaml as selection reads it (defaults per SKILLS.md)."""
+    """The `skills:` section of evolve.yaml as selection reads it (the defaults are the README's)."""
 
     enabled: bool = False
     max_injected: int = 3

@@ -68,7 +68,7 @@ def over_caps(
             if live and grows > 0:
                 why = (
                     f"the skill shelf {shelf} is full ({limit} skills, skills.caps in "
-                    "evolve.yaml): ADD is unavailable there; merge, revise or skip"
+                    "evolve.yaml): nothing more can be added there"
                 )
                 return dict.fromkeys(live, why)
     return {}

@@ -11,12 +11,30 @@ from collections.abc import Sequence
 
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import normalize
+from evolve.memory._unit import FILE_EXCLUDED
 from evolve.ops import Op
+
+# Fields that say where a unit came from, not what the agent is shown: a change to these alone
+# (a skills MERGE that keeps the lesson and adds its episode to `evidence`) needs no review.
+PROVENANCE = frozenset({"updated_episode", "evidence", "source_task", "complaint"})
+
+
+def provenance_only(new: MemoryUnit, current: MemoryUnit | None) -> bool:
+    """Whether `new` differs from the unit it modifies, `current`, in provenance alone."""
+    if current is None or current.status != "active" or new.status != "active":
+        return False
+    drop = set(PROVENANCE | FILE_EXCLUDED)
+    return new.model_dump(exclude=drop) == current.model_dump(exclude=drop)
 
 
 def as_pending(ops: Sequence[Op], units: Sequence[MemoryUnit]) -> list[Op]:
-    """Turn a recipe's ops into their review-mode form."""
+    """Turn a recipe's ops into their review-mode form.
+
+    A change that alters only a unit's provenance (:func:`provenance_only`) is kept as it is:
+    it changes nothing the agent sees, and made a proposal it would replace the unit with a
+    new id on approval, restarting its scoreboard record for a lesson that did not change."""
     waiting = {normalize(u.text) for u in units if u.status == "pending"}
+    by_id = {u.id: u for u in units}
     replaced: dict[str, str] = {}  # replacing id -> replaced id
     for op in ops:
         if op.op == "revoke" and op.unit.revoked_by:
@@ -32,6 +50,8 @@ def as_pending(ops: Sequence[Op], units: Sequence[MemoryUnit]) -> list[Op]:
             out.append(
                 op.model_copy(update={"unit": unit.with_(status="pending", supersedes=supersedes)})
             )
+        elif op.op == "modify" and provenance_only(unit, by_id.get(unit.id)):
+            out.append(op)
         elif op.op in ("modify", "rewrite"):
             if normalize(unit.text) in waiting:
                 continue

@@ -51,6 +51,20 @@ def current_holder(units: list[MemoryUnit], replaced: str | None) -> MemoryUnit 
     return None
 
 
+def pending_chain(units: list[MemoryUnit], replaced: str | None) -> list[MemoryUnit]:
+    """The pending units a proposal replacing `replaced` changes: `replaced` itself if it is
+    pending, then what it would replace if that is pending too, and so on (nearest first)."""
+    by_id = {u.id: u for u in units}
+    out: list[MemoryUnit] = []
+    ident = replaced
+    while ident is not None and ident in by_id and by_id[ident].status == "pending":
+        if any(u.id == ident for u in out):
+            break
+        out.append(by_id[ident])
+        ident = by_id[ident].supersedes
+    return out
+
+
 def _decide(ws: Workspace, unit_id: str, approve: bool, reason: str | None = None) -> str:
     from evolve.history import tombstone_git_reverts
 
@@ -69,15 +83,34 @@ def _decide(ws: Workspace, unit_id: str, approve: bool, reason: str | None = Non
         ops: list[Op] = []
         notes: list[str] = []
         if approve:
-            old = current_holder(units, unit.supersedes)
+            # A proposed change to a unit that itself still awaits review (a chain of them, even):
+            # approving the change decides them all. The pending ones, never active, are closed
+            # by it, and the unit active now in place of the chain's root is revoked (else both
+            # would hold, and a full skill shelf would refuse the approval).
+            chain = pending_chain(units, unit.supersedes)
+            root = chain[-1].supersedes if chain else unit.supersedes
+            old = current_holder(units, root)
             approved = unit.with_(status="active")
-            if old is not None and old.id != unit.supersedes:
+            for closed in chain:
+                notes.append(
+                    f"{closed.id} was still pending; this approval replaces it, so it is "
+                    "revoked without having been active."
+                )
+                ops.append(
+                    Op(
+                        op="revoke",
+                        unit=closed.with_(status="revoked", revoked_by=unit.id, valid_to=now),
+                    )
+                )
+            if old is not None and chain:
+                notes.append(f"{old.id}, the unit active now in place of {root}, is revoked.")
+            elif old is not None and old.id != unit.supersedes:
                 notes.append(
                     f"{unit.supersedes} was already replaced by {old.id}; this approval "
                     f"replaces {old.id}, the unit active now."
                 )
                 approved = approved.with_(supersedes=old.id)
-            ops.append(Op(op="approve", unit=approved))
+            ops.insert(0, Op(op="approve", unit=approved))
             if old is not None:
                 ops.append(
                     Op(
@@ -98,9 +131,10 @@ def _decide(ws: Workspace, unit_id: str, approve: bool, reason: str | None = Non
         result = applier.apply(ops, units)
         if result.refused:
             applier.done()
-            raise EvolveError(
-                f"could not {'approve' if approve else 'reject'} {unit_id}: {result.refused[0].reason}."
-            )
+            why = result.refused[0].reason
+            if "skill shelf" in why and "is full" in why:
+                why += "; reject a pending skill there, retire or delete one, or raise the cap"
+            raise EvolveError(f"could not {'approve' if approve else 'reject'} {unit_id}: {why}.")
         verb = "approve" if approve else "reject"
         trailers = [(KIND, "review"), (OPS, format_ops((op.op, op.id) for op in result.applied))]
         if unit.scope.startswith("user:"):

@@ -125,7 +125,12 @@ def log_cmd(
         _stream_json(entries, lines=False)
         return
     if not entries:
-        _say("no memory or prompt commits yet; run `evolve train`.")
+        # with PATHS, an empty list says so of them: the workspace may well be trained
+        _say(
+            f"no memory or prompt commit changed {', '.join(paths)}."
+            if paths
+            else "no memory or prompt commits yet; run `evolve train`."
+        )
     for e in entries:
         label = click.style(" (refusal record)", fg="red") if e.kind == "refusal" else ""
         _say(f"{click.style(e.commit[:10], fg='yellow')} {e.time}  {e.subject}{label}")
@@ -171,7 +176,11 @@ def show_cmd(unit_id: str, as_json: bool, workspace: Path | None) -> None:
         )
         _say(f"  {u.text}")
         held = f"held from {u.valid_from or '?'}" + (
-            f" to {u.valid_to}" if u.valid_to else " (still holds)"
+            f" to {u.valid_to}"
+            if u.valid_to
+            else " (retired, undated)"  # retired before retiring recorded `valid_to`
+            if u.status == "retired"
+            else " (still holds)"
         )
         _say(
             f"  {held}; created at episode {u.created_episode}, updated at episode {u.updated_episode}"

@@ -11,7 +11,7 @@ import httpx
 
 from evolve.errors import ModelError
 from evolve.llm._budget import Budget
-from evolve.llm._errors import ReplyCut, ReplyRefused, TurnPaused
+from evolve.llm._errors import KeyMissing, ReplyCut, ReplyRefused, TurnPaused
 from evolve.llm._http import JsonPoster, RetryPolicy
 from evolve.llm._types import Completion, JsonSchema, Message, Usage
 
@@ -57,9 +57,7 @@ class AnthropicMessages:
         self._budget = budget
         api_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not api_key:
-            raise ModelError(
-                "ANTHROPIC_API_KEY is not set; export it, or choose another --model such as sim."
-            )
+            raise KeyMissing("ANTHROPIC_API_KEY")
         self._headers = {
             "x-api-key": api_key,
             "anthropic-version": API_VERSION,

@@ -35,3 +35,13 @@ class ReplayMiss(ModelError):
 
 class BudgetSpent(ModelError):
     """The run's total time budget for model requests is spent."""
+
+
+class KeyMissing(ModelError):
+    """An HTTP backend's API key is not set. The sentence offers `--model` (the agent's
+    flag); `evolve.llm._roles.make_role_llm` says it again with the setting of the role the
+    model was built for (`--updater-model`, `models.selector` in evolve.yaml, ...)."""
+
+    def __init__(self, key_env: str, instead: str = "choose another --model such as sim") -> None:
+        super().__init__(f"{key_env} is not set; export it, or {instead}.")
+        self.key_env = key_env

@@ -11,7 +11,7 @@ import httpx
 
 from evolve.errors import ModelError
 from evolve.llm._budget import Budget
-from evolve.llm._errors import ReplyRefused, ShapeRefused
+from evolve.llm._errors import KeyMissing, ReplyRefused, ShapeRefused
 from evolve.llm._http import JsonPoster, RetryPolicy
 from evolve.llm._structured import (
     CHOICES,
@@ -84,9 +84,7 @@ class OpenAIChat:
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
         official = httpx.URL(base_url).host == _OFFICIAL_HOST
         if official and not self._api_key:
-            raise ModelError(
-                "OPENAI_API_KEY is not set; export it, or choose another --model such as sim."
-            )
+            raise KeyMissing("OPENAI_API_KEY")
         self._http = JsonPoster(
             base_url,
             provider="OpenAI" if official else "OpenAI-compatible server",

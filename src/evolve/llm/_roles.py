@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from evolve.llm._budget import Budget
 from evolve.llm._cache import CachedLLM
 from evolve.llm._cost import PricedLLM, Rate, find_rate
+from evolve.llm._errors import KeyMissing
 from evolve.llm._registry import make_llm
 from evolve.llm._types import LLM
 
@@ -17,6 +18,15 @@ if TYPE_CHECKING:
 RoleName = Literal["agent", "updater", "reflector", "evolver", "selector"]
 ROLES: tuple[RoleName, ...] = ("agent", "updater", "reflector")
 _HTTP = ("openai/", "anthropic/")
+# What to do instead of exporting a missing key, in the words of the role's own setting
+# (`--model` sets only the agent).
+_INSTEAD: dict[RoleName, str] = {
+    "agent": "choose another --model such as sim",
+    "updater": "choose another --updater-model such as sim",
+    "reflector": "choose another --reflector-model such as sim",
+    "evolver": "set models.evolver in evolve.yaml to sim",
+    "selector": "set models.selector in evolve.yaml to lexical or sim",
+}
 
 
 def with_models(
@@ -76,7 +86,12 @@ def make_role_llm(
         # Replay must work without the endpoint or its key; the bound keeps the keys equal.
         llm: LLM = _Unbuilt(name, options["max_tokens_default"])
     else:
-        llm = make_llm(name, env=env, **options)
+        try:
+            llm = make_llm(name, env=env, **options)
+        except KeyMissing as exc:
+            if role == "agent":
+                raise
+            raise KeyMissing(exc.key_env, _INSTEAD[role]) from None
     if m.cache != "off":
         llm = CachedLLM(llm, m.cache)
     prices = {key: Rate(p.input, p.output) for key, p in config.prices.items()}

@@ -13,6 +13,11 @@ return, so recipes see one `MemoryUnit` with its counters. A unit file changes o
 text or status changes. Old unit files that still carry counters in their front matter are
 read as before (the sidecar wins where both have a value) and lose them on their next write.
 
+A skill's four scoreboard counters are counts of episodes: an entry with more passes than
+episodes, or counts no run could reach, is a hand edit and is refused as the per-task record
+refuses it (`arms_fault`, shared with `evolve.skills._strata`), so every reader says one
+sentence instead of a traceback or a pass rate above 100 %.
+
 The sidecar is evidence, not content: a change to it is never a revert conflict, and a
 revert does not restore it as a file; it takes back the counter deltas of the commit it
 reverts (`evolve.history._countback`).
@@ -44,6 +49,10 @@ _INT_FIELDS = frozenset(
     {"helpful", "harmful", "injected", "injected_pass", "held_out", "held_out_pass"}
 )
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+# A scoreboard count above this is a hand edit, not episodes: the scoreboard's floats could
+# not hold it (shared with the per-task record, `evolve.skills._strata`).
+MAX_COUNT = 10**15
+_ARMS = ("injected", "injected_pass", "held_out", "held_out_pass")  # as `arms_fault` takes them
 
 Counters = dict[str, dict[str, float | int]]
 
@@ -104,11 +113,30 @@ def _valid(name: str, value: Any) -> bool:
     return bool(value > 0)
 
 
+def arms_fault(injected: int, injected_pass: int, held_out: int, held_out_pass: int) -> str | None:
+    """Why a skill's two arms cannot be counts of episodes ("has more passes than
+    episodes"), or None. One check for the pooled counters and the per-task record
+    (`evolve.skills._strata`), so a hand edit is refused in the same words by every command
+    that reads either, before the scoreboard's arithmetic meets it (a pass rate above 1 has
+    no Wilson interval)."""
+    if max(injected, held_out) > MAX_COUNT:
+        return "has counts too large to be episodes"
+    if injected_pass > injected or held_out_pass > held_out:
+        return "has more passes than episodes"
+    return None
+
+
+def _arms(entry: Mapping[str, float | int]) -> tuple[int, int, int, int]:
+    a, b, c, d = (int(entry.get(name, 0)) for name in _ARMS)
+    return a, b, c, d
+
+
 def parse_counters(path: str, raw: str) -> Counters:
     """Parse a sidecar.
 
     Raises:
-        MalformedUnit: not a mapping of unit ids to mappings of known counter fields.
+        MalformedUnit: not a mapping of unit ids to mappings of known counter fields, or a
+            skill's scoreboard counts that cannot be episodes (`arms_fault`).
     """
     try:
         data = load_yaml(raw, path, error=MalformedUnit)  # a key given twice: refused
@@ -129,6 +157,9 @@ def parse_counters(path: str, raw: str) -> Counters:
             if not _valid(str(name), value):
                 raise MalformedUnit(f"{path}: entry {ident!r}: bad value for {name!r}.")
             entry[str(name)] = float(value) if name not in _INT_FIELDS else int(value)
+        fault = arms_fault(*_arms(entry))
+        if fault:
+            raise MalformedUnit(f"{path}: entry {ident!r} {fault}.")
         out[ident] = entry
     return out
 

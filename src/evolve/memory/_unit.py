@@ -41,6 +41,7 @@ SCOPE_PATTERN = re.compile(r"^(global|user:[a-z0-9][a-z0-9_-]{0,39})$")
 # memory/skills/general/<id>.md and memory/skills/topics/<topic>/<id>.md.
 SKILLS_FOLDER = "skills"
 TOPIC_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+TOPIC_RULE = "1-32 lower-case letters, digits or '_', starting with a letter"  # TOPIC_PATTERN
 Shelf = Literal["general", "topic"]
 
 
@@ -128,9 +129,7 @@ class MemoryUnit(BaseModel):
     @classmethod
     def _topic(cls, v: str | None) -> str | None:
         if v is not None and not TOPIC_PATTERN.match(v):
-            raise ValueError(
-                "must be 1-32 lower-case letters, digits or '_', starting with a letter"
-            )
+            raise ValueError(f"must be {TOPIC_RULE}")
         return v
 
     @model_validator(mode="after")
@@ -187,8 +186,11 @@ def skill_shelf_of(rel: PurePosixPath) -> tuple[Shelf, str | None] | None:
         return None
     if len(parts) == 4 and parts[2] == "general":
         return "general", None
-    if len(parts) == 5 and parts[2] == "topics" and TOPIC_PATTERN.match(parts[3]):
-        return "topic", parts[3]
+    if len(parts) == 5 and parts[2] == "topics":
+        if TOPIC_PATTERN.match(parts[3]):
+            return "topic", parts[3]
+        # on the shelf's path, but the folder cannot be a topic (`vénmo`, `My-App`)
+        raise MalformedUnit(f"{rel}: the topic folder {parts[3]!r} must be {TOPIC_RULE}.")
     raise MalformedUnit(
         f"{rel}: skills live in memory/skills/general/<id>.md or "
         "memory/skills/topics/<topic>/<id>.md."

@@ -116,7 +116,12 @@ def run_log(
     count = DEFAULT_COUNT if max_count is None else max_count
     shown = entries(count or None)
     if not shown:
-        out.say("no memory or prompt commits yet; run `evolve train`.")
+        # with PATHS, an empty list says so of them: the workspace may well be trained
+        out.say(
+            f"no memory or prompt commit changed {', '.join(paths)}."
+            if paths
+            else "no memory or prompt commits yet; run `evolve train`."
+        )
     for c in shown:
         _say_entry(out, to_json(c))
     return [(sys.stdout, out.text())]
@@ -286,7 +291,11 @@ def run_show(repo: Repo, unit_id: str, as_json: bool) -> Output:
         )
         out.say(f"  {u.text}")
         held = f"held from {u.valid_from or '?'}" + (
-            f" to {u.valid_to}" if u.valid_to else " (still holds)"
+            f" to {u.valid_to}"
+            if u.valid_to
+            else " (retired, undated)"  # retired before retiring recorded `valid_to`
+            if u.status == "retired"
+            else " (still holds)"
         )
         out.say(
             f"  {held}; created at episode {u.created_episode}, updated at episode {u.updated_episode}"

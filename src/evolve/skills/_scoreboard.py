@@ -119,6 +119,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cached_property
 from statistics import NormalDist
 from typing import Any
@@ -448,7 +449,16 @@ def counted(unit: Any, increments: Mapping[str, int]) -> dict[str, int]:
 def board(
     units: Iterable[Any], confidence: float = 0.9, strata: Strata | None = None
 ) -> list[dict[str, Any]]:
-    """Every skill unit (any status) with its scoreboard record, by shelf then id."""
+    """Every skill unit (any status) with its scoreboard record, by shelf then id.
+
+    Raises:
+        EvolveError: two active skills share an id: the sentence `run` and `train` give
+            (`evolve.skills._select.skills_of`), not two rows that read one record.
+    """
+    from evolve.skills._select import skills_of
+
+    units = list(units)
+    skills_of(units)
     rows: list[dict[str, Any]] = []
     for unit in units:
         if getattr(unit, "kind", None) != "skill":
@@ -510,11 +520,27 @@ def count_ops(units: Iterable[Any], outcomes: Iterable[Outcome]) -> list[Any]:
     return ops
 
 
+def retired_at(unit: Any, now: datetime | None = None) -> str:
+    """The end of a retired skill's validity (`valid_to`), as a revoke records it: `now`
+    to the second, or the skill's own `valid_from` when a clock behind it would put the end
+    before the start (`evolve show` prints "held from ... to ...")."""
+    from evolve.quick._render import learned_time
+
+    when = (now or datetime.now(UTC)).replace(microsecond=0)
+    if unit.valid_from and when < learned_time(unit):
+        return str(unit.valid_from)
+    return when.isoformat()
+
+
 def retire_ops(
-    units: Iterable[Any], confidence: float, strata: Strata | None = None
+    units: Iterable[Any],
+    confidence: float,
+    strata: Strata | None = None,
+    now: datetime | None = None,
 ) -> list[tuple[Any, Score]]:
     """A retirement op for each active skill whose lift is confidently negative, with its
-    score. The op is a `revoke` whose unit has status `retired` and the evidence as reason."""
+    score. The op is a `revoke` whose unit has status `retired`, the evidence as reason and
+    the retire time as `valid_to` (`retired_at`; `now`, the wall clock unless given)."""
     from evolve.ops import Op
 
     out = []
@@ -524,7 +550,7 @@ def retire_ops(
         score = score_of(unit, confidence, strata)
         if score.harmful:
             reason = f"retired by the scoreboard: {score.evidence()}"
-            retired = unit.with_(status="retired", reason=reason)
+            retired = unit.with_(status="retired", reason=reason, valid_to=retired_at(unit, now))
             out.append((Op(op="revoke", unit=retired, reason=reason), score))
     return out
 

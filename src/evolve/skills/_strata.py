@@ -28,6 +28,7 @@ import yaml
 
 from evolve._yaml import load as load_yaml
 from evolve.errors import EvolveError
+from evolve.memory._counters import arms_fault
 
 STRATA_PATH = "memory/skills/_strata.yaml"
 Cell = tuple[int, int, int, int]  # injected, injected_pass, held_out, held_out_pass
@@ -35,8 +36,6 @@ Strata = dict[str, dict[str, Cell]]  # skill id -> task id -> cell
 # One episode's scoreboard outcome: (injected ids, held-out ids, passed, task id, whether the
 # task failed in an earlier training episode: `evolve.skills._failed`).
 Outcome = tuple[Sequence[str], Sequence[str], bool, str, bool]
-# A count above this is a hand edit, not episodes: the estimator's floats could not hold it.
-MAX_COUNT = 10**15
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -52,10 +51,9 @@ def _cell(skill: object, task: object, value: object) -> Cell:
             "[injected, injected_pass, held_out, held_out_pass]."
         )
     a, b, c, d = (int(v) for v in value)
-    if max(a, c) > MAX_COUNT:
-        raise EvolveError(f"{STRATA_PATH}: {skill!r}/{task!r} has counts too large to be episodes.")
-    if b > a or d > c:
-        raise EvolveError(f"{STRATA_PATH}: {skill!r}/{task!r} has more passes than episodes.")
+    fault = arms_fault(a, b, c, d)  # the pooled counters' check (`_counters.yaml`)
+    if fault:
+        raise EvolveError(f"{STRATA_PATH}: {skill!r}/{task!r} {fault}.")
     return a, b, c, d
 
 

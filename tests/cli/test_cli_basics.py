@@ -297,11 +297,25 @@ def test_persona_unknown_at_init_fails_at_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = tmp_path / "ws"
-    assert main(["init", str(root), "--persona", "nobody"]) == 0
+    assert main(["init", str(root)]) == 0
     capsys.readouterr()
+    config = root / CONFIG_NAME  # a persona set by hand after init
+    config.write_text(config.read_text().replace("persona: alex", "persona: nobody"))
     monkeypatch.chdir(root)
     line = _one_sentence(_fails(capsys, ["run", "--split", "dev"]))
     assert "unknown persona 'nobody'" in line
+
+
+@pytest.mark.parametrize(
+    ("persona", "says"),
+    [("nobody", "unknown persona 'nobody'"), ("skills", "persona 'skills' is reserved")],
+)
+def test_init_refuses_a_persona_no_command_would_accept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], persona: str, says: str
+) -> None:
+    root = tmp_path / "ws"
+    line = _one_sentence(_fails(capsys, ["init", str(root), "--skills", "--persona", persona]))
+    assert says in line and not root.exists()
 
 
 def test_unknown_command(capsys: pytest.CaptureFixture[str]) -> None:

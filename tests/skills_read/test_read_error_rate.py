@@ -62,7 +62,7 @@ def retired_share(
     for trial in range(trials):
         counts = dict.fromkeys(SKILL_COUNTERS, 0)
         strata: Strata = {}
-        failed: set[str] = set()
+        failed: dict[str, int] = {}
         for k in range(episodes):
             t = rng.randrange(len(held))
             task = f"t{t}"

@@ -9,41 +9,64 @@ the count, so a resumed stream (a new process) keeps counting the tasks that fai
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import yaml
 from test_read_retire import _plant
 
 from conftest import GitRunner
-from evolve.skills._failed import FAILED_PATH, dump_failed, parse_failed
+from evolve.skills._failed import FAILED_PATH, dump_failed, parse_failed, take_back
 from evolve.train import train
 from evolve.train._train import stratum
 from evolve.workspace import Workspace
 
 
 def test_an_episode_of_a_task_that_never_failed_does_not_count() -> None:
-    failed: set[str] = set()
+    failed: dict[str, int] = {}
     seen: tuple[list[str], list[str]] = (["s"], [])
     # Every eligible episode goes to the per-task record; the flag says whether its task
     # failed before (only those move the pooled counters).
     assert stratum(failed, "t1", seen, True) == ([(["s"], [], True, "t1", False)], False)
     assert stratum(failed, "t1", seen, False) == ([(["s"], [], False, "t1", False)], True)
-    assert failed == {"t1"}
+    assert failed == {"t1": 1}
     assert stratum(failed, "t1", seen, True) == ([(["s"], [], True, "t1", True)], False)
     assert stratum(failed, "t2", ([], []), False) == ([], True)  # no skill: nothing counted
+    # Every failing episode is counted, not only the first (a revert takes back its own).
+    assert stratum(failed, "t1", seen, False) == ([(["s"], [], False, "t1", True)], True)
+    assert failed == {"t1": 2, "t2": 1}
     assert stratum(None, "t1", seen, False) == ([], False)  # skills off: no record
 
 
 def test_the_record_round_trips_and_refuses_a_bad_file() -> None:
-    assert parse_failed(dump_failed({"b", "a:x"})) == {"a:x", "b"}
-    assert dump_failed(set()) == "" and parse_failed("") == set()
-    for bad in ("{a: 1}", "- [x]\n", "- a\n- 3\n"):
+    assert parse_failed(dump_failed({"b": 2, "a:x": 1})) == {"a:x": 1, "b": 2}
+    assert dump_failed({}) == "" and parse_failed("") == {}
+    assert dump_failed({"b": 2, "a": 1}) == "a: 1\nb: 2\n"
+    assert parse_failed("- b\n- a\n") == {"a": 1, "b": 1}  # an older evolve's list still reads
+    assert parse_failed("{a: 0, b: 1}") == {"b": 1}
+    for bad in ("{a: x}", "{a: -1}", "{a: true}", "{a: 1.5}", "- [x]\n", "- a\n- 3\n", "3"):
         try:
             parse_failed(bad)
         except Exception as exc:  # EvolveError, one sentence naming the file
             assert FAILED_PATH in str(exc)
         else:
             raise AssertionError(bad)
+
+
+def test_a_revert_takes_back_only_its_own_failing_episodes() -> None:
+    """Reverting the commit that first recorded a task keeps it while a later commit's
+    episode failed it too (the record counts episodes, `evolve.skills._failed.take_back`)."""
+
+    def b(counts: dict[str, int]) -> bytes | None:
+        return dump_failed(counts).encode("utf-8") or None
+
+    first, later = {"t": 1, "u": 1}, {"t": 2, "u": 1, "v": 1}
+    assert parse_failed((take_back(None, b(first), b(later)) or b"").decode()) == {"t": 1, "v": 1}
+    # A revert of that revert puts the episodes back; an old list file reads as one each.
+    undone = take_back(None, b(first), b(later))
+    assert take_back(b(later), undone, undone) == b(later)
+    old = b"- t\n- u\n"
+    assert parse_failed((take_back(None, old, b(later)) or b"").decode()) == {"t": 1, "v": 1}
 
 
 def _records(ws: Workspace) -> list[dict[str, Any]]:
@@ -70,10 +93,10 @@ def test_the_failed_task_record_survives_a_resume(workspace: Workspace, run_git:
     run_git(workspace.root, "commit", "-qam", "no retirement")
     train(Workspace(workspace.root), recipe="ace", episodes=8)
     first = _records(workspace)
-    failed_first = {r["task_id"] for r in first if not r["task_success"]}
+    failed_first = Counter(r["task_id"] for r in first if not r["task_success"])
     assert failed_first
     committed = run_git(workspace.root, "show", f"HEAD:{FAILED_PATH}")
-    assert parse_failed(committed) == failed_first
+    assert parse_failed(committed) == dict(failed_first)  # every failing episode counted
 
     train(Workspace(workspace.root), recipe="ace", episodes=16)  # a new process resumes
     records = _records(workspace)

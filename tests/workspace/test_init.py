@@ -149,10 +149,33 @@ def test_persona_override_is_written_and_committed(tmp_path: Path, run_git: RunG
     assert yaml.safe_load(committed)["persona"] == "blair"
 
 
-def test_unknown_persona_name_is_accepted_at_init(tmp_path: Path) -> None:
-    # init does not check the name against the evalset; `evolve run` does (see the CLI tests).
-    ws = init_workspace(tmp_path / "ws", persona="nobody")
-    assert ws.config.persona == "nobody"
+@pytest.mark.parametrize("env", [None, "appworld"])  # appworld: its data need not be there
+def test_a_persona_the_evalset_does_not_know_is_refused_and_nothing_is_left(
+    tmp_path: Path, env: str | None
+) -> None:
+    # Every later command would refuse it (`evolve run`: unknown persona), so init does.
+    target = tmp_path / "new" / "ws"  # init would create both folders: neither is left
+    with pytest.raises(EvolveError) as info:
+        init_workspace(target, persona="nobody", env=env)
+    message = str(info.value)
+    assert "unknown persona 'nobody'" in message and "alex, blair" in message
+    assert "\n" not in message and not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("skills", [False, True])
+def test_the_reserved_persona_name_skills_is_refused(tmp_path: Path, skills: bool) -> None:
+    # memory/skills/ holds the skill shelves: a persona named so would share its folder.
+    target = tmp_path / "ws"
+    target.mkdir()
+    with pytest.raises(EvolveError, match="'skills' is reserved"):
+        init_workspace(target, persona="skills", skills=skills)
+    assert list(target.iterdir()) == []
+
+
+def test_a_known_persona_is_accepted_with_skills_and_with_appworld(tmp_path: Path) -> None:
+    assert init_workspace(tmp_path / "a", persona="dana", skills=True).config.persona == "dana"
+    ws = init_workspace(tmp_path / "b", persona="blair", env="appworld")
+    assert ws.config.persona == "blair" and ws.config.environment == "appworld"
 
 
 @pytest.mark.parametrize("persona", ["a: b", "[x", "123", "true"])

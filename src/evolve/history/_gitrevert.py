@@ -10,6 +10,13 @@ through the applier, in a commit of its own that says so (trailer `Evolve-Git-Re
 A `git revert` of a revert (evolve's or git's) lifts tombstones by itself and needs nothing.
 Reverting the tombstone commit with `evolve revert` lifts them too, and the marker keeps them
 from being added again.
+
+The same commit sets the skills' records right where git's line-by-line revert left them
+otherwise than `evolve revert` would: counts put back into a restarted record
+(`_restarts.git_revert_records`), and the record of tasks failed in training, which must keep
+every episode the target did not count (`_failed_record`; git conflicts there when a later
+batch failed the same task, and a hand resolution, or deleting the file the target created,
+would drop it).
 """
 
 from __future__ import annotations
@@ -30,8 +37,10 @@ from evolve.history._revert import (
 from evolve.history._unretire import RESTARTS, git_unretired, restart_files
 from evolve.memory import MemoryUnit, dump_unit, load_units
 from evolve.memory._similarity import normalize
-from evolve.store import KIND, OPS, PERSONA, CommitInfo, format_ops
+from evolve.store import KIND, OPS, PERSONA, CommitInfo, GitStore, format_ops
 from evolve.workspace import Workspace
+
+FAILED = "memory/skills/_failed_tasks.yaml"  # evolve.skills._failed.FAILED_PATH
 
 
 def _unanswered(ws: Workspace) -> list[tuple[CommitInfo, CommitInfo]]:
@@ -95,6 +104,38 @@ def _stones_for(ws: Workspace, target: CommitInfo, units: list[MemoryUnit]) -> l
     return stones
 
 
+def _failed_record(
+    store: GitStore, head: str, git_commit: CommitInfo, target: CommitInfo
+) -> dict[str, bytes | None]:
+    """The write that sets the record of tasks failed in training to what `evolve revert`
+    of `target` would have left, where the plain `git revert` (`git_commit`) left it
+    otherwise (a conflict resolved by hand, or the file deleted: `_failed.git_revert_fix`);
+    nothing when git's line-by-line revert got it right."""
+    from evolve.skills._failed import git_revert_fix, parse_failed
+
+    if len(git_commit.parents) != 1 or not target.parents:
+        return {}
+    parent, before = git_commit.parents[0], target.parents[0]
+    touched = store.changed_paths(before, target.sha, [FAILED]) or store.changed_paths(
+        parent, git_commit.sha, [FAILED]
+    )
+    if not touched:
+        return {}
+    now = store.read(head, FAILED)
+    new = git_revert_fix(
+        store.read(before, FAILED),
+        store.read(target.sha, FAILED),
+        store.read(parent, FAILED),
+        store.read(git_commit.sha, FAILED),
+        now,
+    )
+
+    def counts(data: bytes | None) -> dict[str, int]:
+        return parse_failed(data.decode("utf-8") if data else None)
+
+    return {} if counts(new) == counts(now) else {FAILED: new}
+
+
 def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]:
     """Add the tombstones that plain `git revert` commits did not write; returns the commits.
 
@@ -119,6 +160,9 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
         if head is not None:
             records, kept = git_revert_records(ws.store, head, git_commit, target)
             changes.update(records)
+        # The tasks failed in training: the episodes the target counted come off, no others.
+        failed = _failed_record(ws.store, head, git_commit, target) if head is not None else {}
+        changes.update(failed)
         # A retirement brought back: its scoreboard record restarts (`_unretire`).
         back = git_unretired(ws.store, head, target) if head is not None and not of_revert else []
         if head is not None and back:
@@ -138,8 +182,18 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
             else f"`git revert` ({git_commit.short}) brought back what {target.short} retired."
             if restarted
             else f"`git revert` ({git_commit.short}) of {target.short} moved the counts of "
-            "skills whose scoreboard record restarted since; they are taken back.",
+            "skills whose scoreboard record restarted since; they are taken back."
+            if kept
+            else f"`git revert` ({git_commit.short}) of {target.short} left the record of "
+            "tasks failed in training other than `evolve revert` leaves it.",
         ]
+        if failed:
+            body += [
+                "",
+                f"Tasks failed in training ({FAILED}): the failing episodes {target.short} "
+                "counted are taken off, every other commit's kept (a task stays while an "
+                "episode that was not reverted failed it).",
+            ]
         if kept:
             body += [
                 "",
@@ -163,12 +217,9 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
             body += [f"- {ident}" for ident in ended]
         ops = [("tombstone", s.id) for s in stones] + [("restart", i) for i in restarted]
         ops += [("keep", i) for i in kept]
-        trailers = [
-            (KIND, "revert"),
-            (REVERTS, target.sha),
-            (GIT_REVERT, git_commit.sha),
-            (OPS, format_ops(ops)),
-        ]
+        trailers = [(KIND, "revert"), (REVERTS, target.sha), (GIT_REVERT, git_commit.sha)]
+        if ops:
+            trailers.append((OPS, format_ops(ops)))
         if restarted:
             trailers.append((RESTARTS, " ".join(restarted)))
         if PERSONA in target.trailers:

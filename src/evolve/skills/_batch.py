@@ -104,8 +104,9 @@ class SkillsBatches:
     # the skills scoreboard (evolve.skills._scoreboard): the batch's episodes' (injected,
     # held out, passed), counted in the batch's own commit
     counts: list[tuple[list[str], list[str], bool, str, bool]] = field(default_factory=list)
-    # the tasks failed so far (evolve.skills._failed), written with the batch's commit
-    failed: set[str] | None = None
+    # the training episodes that failed each task so far (evolve.skills._failed), written
+    # with the batch's commit
+    failed: dict[str, int] | None = None
     results: list[BatchResult] = field(default_factory=list)
     turns_seen: list[int] = field(default_factory=list)
 

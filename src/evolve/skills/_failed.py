@@ -8,15 +8,22 @@ covariate fixed before the episode runs (it depends on history strictly before i
 the episode's arm), so both arms are restricted alike and the hold-out stays randomized
 within the stratum.
 
-The record is `memory/skills/_failed_tasks.yaml` (a sorted list of task ids), written by the
-applier as an extra file with the commit that first needs it (a skills batch, or a scoreboard
-count commit), so a resumed or restarted stream reads what the committed episodes left, and an
-episode whose commit was lost is replayed with the record as it stood before it.
+The record is `memory/skills/_failed_tasks.yaml`: each task that failed, with the number of
+training episodes that failed it (`pay_back-verify-4: 2`), written by the applier as an extra
+file with the commit that holds the episode (a skills batch, or a scoreboard count commit), so
+a resumed or restarted stream reads what the committed episodes left, and an episode whose
+commit was lost is replayed with the record as it stood before it.
+
+The count, not a list, is what makes a revert exact: `evolve revert` of one commit takes back
+the episodes that commit counted (:func:`take_back`), and a task stays in the record while
+any episode that was not reverted failed it (a later batch that failed the task again counted
+it, so reverting the first batch leaves it in the stratum). A file written by an older evolve
+(a sorted list of task ids) still reads: each task with one failing episode.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
@@ -36,27 +43,47 @@ NO_TASK_FAILED = (
 )
 
 
-def parse_failed(raw: str | None) -> set[str]:
-    """The task ids in the record's text (empty for none)."""
+def parse_failed(raw: str | None) -> dict[str, int]:
+    """The failing episodes per task in the record's text (tasks with none left out; an old
+    list of task ids reads as one episode each)."""
     if not raw or not raw.strip():
-        return set()
+        return {}
     try:
         data = load_yaml(raw, FAILED_PATH)  # a key given twice: one sentence
     except yaml.YAMLError as exc:
         raise EvolveError(f"{FAILED_PATH} is not valid YAML: {exc}") from exc
     if data is None:
-        return set()
-    if not isinstance(data, list) or not all(isinstance(t, str) for t in data):
-        raise EvolveError(f"{FAILED_PATH} must be a list of task ids.")
-    return set(data)
+        return {}
+    if isinstance(data, list) and all(isinstance(t, str) for t in data):
+        return dict.fromkeys(data, 1)
+    if isinstance(data, dict) and all(
+        isinstance(t, str) and type(n) is int and n >= 0 for t, n in data.items()
+    ):
+        return {t: n for t, n in data.items() if n > 0}
+    raise EvolveError(
+        f"{FAILED_PATH} must map each task id to the number of training episodes that failed it."
+    )
 
 
-def dump_failed(tasks: Iterable[str]) -> str:
-    """The record's text for `tasks` (sorted, at most MAX_TASKS; empty text for none)."""
-    ids = sorted(set(tasks))[:MAX_TASKS]
+def dump_failed(counts: Mapping[str, int]) -> str:
+    """The record's text for `counts` (sorted by task, at most MAX_TASKS; empty text for
+    none)."""
+    ids = sorted(t for t, n in counts.items() if n > 0)[:MAX_TASKS]
     if not ids:
         return ""
-    return str(yaml.safe_dump(ids, default_flow_style=False, allow_unicode=True))
+    return str(
+        yaml.safe_dump(
+            {t: counts[t] for t in ids},
+            default_flow_style=False,
+            allow_unicode=True,
+            sort_keys=False,
+        )
+    )
+
+
+def fail(counts: dict[str, int], task_id: str) -> None:
+    """Count one more training episode that failed `task_id`."""
+    counts[task_id] = counts.get(task_id, 0) + 1
 
 
 def _text(root: Path) -> str | None:
@@ -70,31 +97,51 @@ def _text(root: Path) -> str | None:
         raise EvolveError(f"{FAILED_PATH} is not UTF-8 text.") from None
 
 
-def load_failed(root: Path) -> set[str]:
-    """The record as it is in the workspace at `root`."""
+def load_failed(root: Path) -> dict[str, int]:
+    """The record as it is in the workspace at `root` (task -> failing episodes)."""
     return parse_failed(_text(root))
 
 
-def failed_files(root: Path, tasks: Iterable[str]) -> dict[str, bytes | None]:
-    """The applier's `extra_files` entry that writes `tasks` as the record (nothing when the
+def failed_files(root: Path, counts: Mapping[str, int]) -> dict[str, bytes | None]:
+    """The applier's `extra_files` entry that writes `counts` as the record (nothing when the
     workspace already holds exactly that)."""
     raw = _text(root) or ""
-    text = dump_failed(tasks)
+    text = dump_failed(counts)
     if raw == text:
         return {}
     return {FAILED_PATH: text.encode("utf-8") if text else None}
 
 
+def _read(raw: bytes | None) -> dict[str, int]:
+    return parse_failed(raw.decode("utf-8") if raw else None)
+
+
 def take_back(before: bytes | None, after: bytes | None, now: bytes | None) -> bytes | None:
     """The record `now` less what one commit changed from `before` to `after` (for `evolve
-    revert`): the tasks it recorded as failed are taken out and the ones it dropped come back;
-    what later commits recorded stays. Evidence like the per-task counts: never a conflict.
-    (A task the commit recorded that failed again later stays out: a later batch does not
-    record a task already on the list.)"""
+    revert`): the failing episodes it counted are taken off (a revert's revert puts back the
+    ones that revert took off); what every other commit counted stays, so a task stays while
+    an episode that was not reverted failed it. Evidence like the per-task counts: never a
+    conflict."""
+    b, a, n = _read(before), _read(after), _read(now)
+    out = {t: n.get(t, 0) - (a.get(t, 0) - b.get(t, 0)) for t in {*b, *a, *n}}
+    text = dump_failed({t: k for t, k in out.items() if k > 0})
+    return text.encode("utf-8") if text else None
 
-    def ids(raw: bytes | None) -> set[str]:
-        return parse_failed(raw.decode("utf-8") if raw else None)
 
-    b, a, n = ids(before), ids(after), ids(now)
-    text = dump_failed((n - (a - b)) | (b - a))
+def git_revert_fix(
+    before: bytes | None,
+    after: bytes | None,
+    parent: bytes | None,
+    left: bytes | None,
+    head: bytes | None,
+) -> bytes | None:
+    """The record at `head` as it would be had a plain `git revert` of the commit that took
+    the record from `before` to `after` done what `evolve revert` does: git left `left` where
+    the record was `parent`; `take_back` would have left `take_back(before, after, parent)`.
+    The difference, task by task, is laid over `head` (later commits' counts kept). Git's
+    line-by-line revert agrees whenever it did not conflict; a conflict resolved by hand (or
+    a file git deleted that later commits had changed) is set right here."""
+    want, got, n = _read(take_back(before, after, parent)), _read(left), _read(head)
+    out = {t: n.get(t, 0) + want.get(t, 0) - got.get(t, 0) for t in {*want, *got, *n}}
+    text = dump_failed({t: k for t, k in out.items() if k > 0})
     return text.encode("utf-8") if text else None

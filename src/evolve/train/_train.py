@@ -42,7 +42,7 @@ from evolve.llm import LLM, make_role_llm
 from evolve.memory import UnitReader, in_scope, scope_for
 from evolve.ops import Op
 from evolve.recovery import recover_workspace
-from evolve.skills._failed import failed_files, load_failed
+from evolve.skills._failed import fail, failed_files, load_failed
 from evolve.skills._records import check_records
 from evolve.skills._select import make_picker, settings_of, skills_of
 from evolve.skills._strata import load_strata
@@ -326,7 +326,7 @@ def score_episodes(
     sid: str,
     clock: int,
     generation: int | None,
-    failed: set[str] | None = None,
+    failed: dict[str, int] | None = None,
 ) -> None:
     """Count training episodes on the skills scoreboard (see evolve.skills._scoreboard) and
     retire what is then confidently harmful; the commits carry episode `k`, like the
@@ -360,7 +360,7 @@ def seen_trailer(seen: tuple[list[str], list[str]], passed: bool) -> str:
 
 
 def _rescore(
-    ws: Workspace, sid: str, last: int | None, failed: set[str] | None
+    ws: Workspace, sid: str, last: int | None, failed: dict[str, int] | None
 ) -> list[tuple[list[str], list[str], bool, str, bool]] | None:
     """The count the stream's last episode still owes (its memory commit is the stream's
     newest: the process stopped before the count commit), or None."""
@@ -376,25 +376,26 @@ def _rescore(
     if len(parts) != 3 or parts[0] not in ("pass", "fail") or TASK not in t:
         return None
     injected, held = ([] if p == "-" else p.split(",") for p in parts[1:])
-    counts, newly = stratum(failed, t[TASK], (injected, held), parts[0] == "pass")
-    return counts if counts or newly else None
+    counts, failed_now = stratum(failed, t[TASK], (injected, held), parts[0] == "pass")
+    return counts if counts or failed_now else None
 
 
 def stratum(
-    failed: set[str] | None, task_id: str, seen: tuple[list[str], list[str]], passed: bool
+    failed: dict[str, int] | None, task_id: str, seen: tuple[list[str], list[str]], passed: bool
 ) -> tuple[list[tuple[list[str], list[str], bool, str, bool]], bool]:
     """The episode's scoreboard outcome (none unless skills were selected), flagged with
     whether its task failed in an earlier episode (the pooled counters count only those; the
-    per-task record every one, evolve.skills._strata), and whether its task failed now for
-    the first time; adds it to `failed` then. Without a record (skills off) nothing counts."""
+    per-task record every one, evolve.skills._strata), and whether its task failed now; then
+    `failed` counts the episode (every failing episode is counted, so a revert of one commit
+    takes back only its own: evolve.skills._failed). Without a record (skills off) nothing
+    counts."""
     if failed is None:
         return [], False
     before = task_id in failed
     counts = [(*seen, passed, task_id, before)] if seen[0] or seen[1] else []
-    newly = not passed and task_id not in failed
-    if newly:
-        failed.add(task_id)
-    return counts, newly
+    if not passed:
+        fail(failed, task_id)
+    return counts, not passed
 
 
 def _train(
@@ -547,7 +548,7 @@ def _train(
                 seen_now = (result.record.skills_injected, result.record.skills_held_out)
                 if batches is None and failed is not None:  # a count commit follows
                     passed = result.record.task_success
-                    if seen_now[0] or seen_now[1] or (not passed and task.id not in failed):
+                    if seen_now[0] or seen_now[1] or not passed:
                         trailers.append((SKILLS_SEEN, seen_trailer(seen_now, passed)))
                 outcome.commit = store.commit(applied.paths, subject, body=body, trailers=trailers)
                 outcome.ops = _counts(applied)
@@ -561,7 +562,7 @@ def _train(
             batches.near_miss(k, task, result, updater_llm, derive_seed(sid, k, "update"))
         seen = (result.record.skills_injected, result.record.skills_held_out)
         # The scoreboard counts an episode only when its task failed before (evolve.skills._failed).
-        counts, newly = stratum(failed, task.id, seen, result.record.task_success)
+        counts, failed_now = stratum(failed, task.id, seen, result.record.task_success)
         if batches is not None:
             batches.counts.extend(counts)  # counted in the batch's own commit
             ended = batches.end_episode(k, total, clock)
@@ -572,7 +573,7 @@ def _train(
                 outcome.batch, outcome.batch_episodes = done.batch, list(done.episodes)
             if batch_end(ws, k, total):  # then retire what is confidently harmful
                 score_episodes(ws, [], k, name, persona, sid, clock, generation)
-        elif counts or newly:
+        elif counts or failed_now:
             # The skills scoreboard: count the episode, retire what is confidently harmful.
             score_episodes(ws, counts, k, name, persona, sid, clock, generation, failed)
         logged = result.record.model_copy(

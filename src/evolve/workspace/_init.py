@@ -25,6 +25,8 @@ HARNESS_ITEMS = (
 )
 
 PERSONA_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+# `memory/skills/` holds the skill shelves, so no persona's memory folder may be named so.
+RESERVED_PERSONAS = ("skills",)  # evolve.memory.SKILLS_FOLDER
 
 GITIGNORE = """\
 # evolve: run logs and generation records never make the tree dirty
@@ -49,6 +51,30 @@ def harness_root() -> Path:
     if (checkout / CONFIG_NAME).is_file() and (checkout / "evalset").is_dir():
         return checkout
     raise EvolveError("the default harness is missing from this installation; reinstall evolve.")
+
+
+def _first_missing(target: Path) -> Path | None:
+    """The outermost folder of `target`'s path that does not exist yet (what init creates,
+    and removes again when it fails), or None when `target` exists."""
+    if target.exists():
+        return None
+    missing = target
+    while not missing.parent.exists() and missing.parent != missing:
+        missing = missing.parent
+    return missing
+
+
+def _check_persona(target: Path, env: str, persona: str) -> None:
+    """Refuse a persona the new workspace's evalset does not know: every later command
+    (`run`, `train`, ...) would refuse it, so init says so before it commits anything. The
+    environment reads only the evalset's persona files here (AppWorld needs no data)."""
+    from evolve.envs import make_env
+
+    known = make_env(env, target / "evalset").personas()
+    if persona not in known:
+        raise EvolveError(
+            f"unknown persona {persona!r} for the {env} evalset; choose one of {', '.join(known)}."
+        )
 
 
 def _section_key(text: str, section: str, key: str, value: str, note: str) -> str:
@@ -80,12 +106,20 @@ def init_workspace(
     `evalset/procedures.yaml`, the failures skills are for.
 
     Raises:
-        EvolveError: if `target` is a non-empty folder or already a workspace.
+        EvolveError: if `target` is a non-empty folder or already a workspace, or `persona`
+            is not a valid name, is reserved (`skills`), or is not a persona of the chosen
+            environment's evalset (every later command would refuse it); nothing is left
+            written then.
     """
     target = target.resolve()
     if persona is not None and not PERSONA_NAME.match(persona):
         raise EvolveError(
             f"persona {persona!r} is not a valid name; use lower-case letters, digits, '-' or '_'."
+        )
+    if persona in RESERVED_PERSONAS:
+        raise EvolveError(
+            f"persona {persona!r} is reserved (memory/{persona}/ holds the skill shelves); "
+            "pick another name."
         )
     if (target / CONFIG_NAME).exists():
         raise EvolveError(
@@ -96,7 +130,7 @@ def init_workspace(
     if env not in (None, "persona_world", "appworld"):
         raise EvolveError(f"unknown environment {env!r}; choose persona_world or appworld.")
     source = harness_root()
-    created = not target.exists()
+    created = _first_missing(target)
     try:
         target.mkdir(parents=True, exist_ok=True)
         for item in HARNESS_ITEMS:
@@ -142,6 +176,8 @@ def init_workspace(
             from evolve.envs.appworld._scaffold import scaffold
 
             scaffold(target)
+        if persona is not None:
+            _check_persona(target, env or "persona_world", persona)
         atomic_write(target / ".gitignore", GITIGNORE)
         store = GitStore.init(target)
         paths = sorted(
@@ -151,8 +187,8 @@ def init_workspace(
         )
         store.commit(paths, "evolve: initialize workspace", trailers={"Evolve-Kind": "init"})
     except BaseException:
-        if created:
-            shutil.rmtree(target, ignore_errors=True)
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
         else:
             for child in target.iterdir():
                 if child.is_dir() and not child.is_symlink():

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from evolve._io import atomic_write, temp_prefix
 from evolve.store import GitStore
+from evolve.workspace._paths import APPLY_JOURNAL
 
-JOURNAL = "evolve-journal.json"
+JOURNAL = APPLY_JOURNAL
 
 
 def journal_path(store: GitStore) -> Path:

@@ -30,6 +30,9 @@ from typing import NoReturn
 
 from evolve._faults import fault
 from evolve._io import derive_seed
+from evolve._signals import Terminated as Terminated  # re-exported: callers catch it here
+from evolve._signals import signals_held as _signals_held
+from evolve._signals import signals_raise as _signals_raise
 from evolve.applier import guidance_of, journal_end, plan_prompt_changes, write_files
 from evolve.envs import Environment, Split
 from evolve.errors import EvolveError
@@ -92,14 +95,6 @@ class _Models:
     reflector: LLM
 
 
-class Terminated(BaseException):
-    """SIGTERM or SIGHUP arrived during a generation (raised where the process was)."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
-
-
 class GenerationInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped a generation, which was rolled back; the message says so."""
 
@@ -110,29 +105,6 @@ class GenerationTimeout(BaseException):
     def __init__(self, seconds: float) -> None:
         super().__init__(seconds)
         self.seconds = seconds
-
-
-@contextmanager
-def _signals_raise() -> Iterator[None]:
-    """Turn SIGTERM and SIGHUP into :class:`Terminated` (SIGINT already raises
-    KeyboardInterrupt), so that a stopped generation unwinds through its rollback."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        raise Terminated(signal.Signals(signum).name)
-
-    old = {
-        sig: signal.signal(sig, on_signal)
-        for sig in (signal.SIGTERM, signal.SIGHUP)
-        if signal.getsignal(sig) is not signal.SIG_IGN  # e.g. SIGHUP under nohup stays ignored
-    }
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
 
 
 @contextmanager
@@ -151,21 +123,6 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
-
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """While a rollback runs, a second Ctrl-C or SIGTERM does not cut it short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)
-    old = {sig: signal.signal(sig, lambda signum, frame: None) for sig in sigs}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")

@@ -148,7 +148,7 @@ def open_workspace(path: Path | None, *, config: bool = True) -> Workspace:
         message = recovery.message() if recovery else None
         if message:
             click.echo(f"recovered: {message}", err=True)
-        elif recovery is None and command.split()[1:2] not in _SAYS_WRITER:
+        elif recovery is None and _subcommand(command) not in _SAYS_WRITER:
             busy = writer_busy(ws)
             if busy:
                 click.echo(
@@ -161,7 +161,13 @@ def open_workspace(path: Path | None, *, config: bool = True) -> Workspace:
 
 # Commands that say a running writer in their own words (writers refuse, naming it; `run`
 # warns in its note about uncommitted files).
-_SAYS_WRITER = [["train"], ["evolve"], ["revert"], ["review"], ["compare"], ["run"]]
+_SAYS_WRITER = frozenset({"train", "evolve", "revert", "review", "compare", "run"})
+
+
+def _subcommand(command_path: str) -> str:
+    """`train` of `evolve train` (empty when the path names no subcommand)."""
+    words = command_path.split()
+    return words[1] if len(words) > 1 else ""
 
 
 def writer_busy(ws: Workspace) -> str | None:

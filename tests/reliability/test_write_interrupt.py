@@ -27,7 +27,7 @@ from evolve.workspace import Workspace, init_workspace
 
 RunGit = Callable[..., str]
 
-# The child: `evolve train`, with GitStore.commit paused while the apply journal exists (the
+# The child: `evolve ARGS` (default: train), with GitStore.commit paused while the apply journal exists (the
 # applier has written its files), before or after the real commit.
 CHILD = """
 import sys, time
@@ -47,7 +47,7 @@ def paused(self, *args, **kwargs):
     return sha if where == "after" else real(self, *args, **kwargs)
 
 GitStore.commit = paused
-sys.exit(run(["train", "--episodes", "12"]))
+sys.exit(run(sys.argv[2:] or ["train", "--episodes", "12"]))
 """
 
 
@@ -70,10 +70,12 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _stop_in_commit(root: Path, where: str, sig: signal.Signals) -> subprocess.Popen[str]:
+def _stop_in_commit(
+    root: Path, where: str, sig: signal.Signals, *args: str
+) -> subprocess.Popen[str]:
     """Start the child, wait until it pauses in the commit, send `sig`, wait for it to end."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, where],
+        [sys.executable, "-c", CHILD, where, *args],
         cwd=root,
         env=_env(),
         stdout=subprocess.PIPE,
@@ -132,6 +134,23 @@ def test_a_signal_after_the_commit_keeps_it_and_ends_the_journal(
         f"interrupted: stopped by SIGTERM; the write in progress had been committed "
         f"({now[:10]}); nothing is half-written."
     )
+    _assert_clean(trained.root, run_git)
+
+
+def test_sigterm_in_a_revert_undoes_its_write(trained: Workspace, run_git: RunGit) -> None:
+    """Every writer, not only train: `evolve revert` stopped between its writes and its commit."""
+    before = _head(trained.root, run_git)
+    target = run_git(trained.root, "log", "-1", "--format=%H", "--", "memory").strip()
+    proc = _stop_in_commit(trained.root, "before", signal.SIGTERM, "revert", target)
+    _, err = proc.communicate()
+
+    assert proc.returncode == 143, err
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith("interrupted: stopped by SIGTERM; the half-done write of ")
+    )
+    assert _head(trained.root, run_git) == before
     _assert_clean(trained.root, run_git)
 
 

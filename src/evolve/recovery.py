@@ -13,20 +13,35 @@ lock and then calls :func:`recover_workspace`:
 
 Holding the lock is what makes this safe: the process that wrote a journal has released the
 lock or died. Reading commands call :func:`recover_if_interrupted`, which does the same only
-when a generation journal is left and no live writer holds the lock.
+when a journal is left and no live writer holds the lock (a running writer is left alone, and
+:func:`active_writer` names it, so that a reader can say it reads files mid-update).
+
+A writer stopped by Ctrl-C, SIGTERM or SIGHUP does not leave this to the next command: under
+:func:`writer` the signal unwinds to :func:`stop_cleanly`, which, still holding the lock and
+with further signals held off, undoes the in-flight write (or finds it committed) and raises
+:class:`WriteInterrupted`, whose message says which; the command line prints it and exits
+128 + the signal's number (130, 143, 129). Only SIGKILL (or a power cut) leaves a journal
+behind.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from evolve._signals import Terminated, signals_held, signals_raise
 from evolve.applier import recover as recover_apply
+from evolve.applier._journal import journal_path as apply_journal_path
 from evolve.errors import EvolveError, LockHeld
 from evolve.gate import sweep
 from evolve.generations._journal import journal_path, recover_generation
 from evolve.generations._records import GenerationRecord
+from evolve.store import GitStore
 from evolve.workspace import Workspace
 
 
@@ -36,23 +51,127 @@ class Recovery:
 
     restored: list[str] = field(default_factory=list)  # paths of a half-applied episode
     generation: GenerationRecord | None = None  # the record of an interrupted generation
+    committed: bool = False  # the half-applied episode had been committed (restoring: no-op)
 
     def message(self) -> str | None:
         g = self.generation
-        if g is None:
-            return None
+        if g is not None:
+            return (
+                f"generation {g.number} was interrupted ({g.phase}); the workspace was reset to "
+                f"its base {g.base[:10]} and the generation recorded as rejected."
+            )
+        if self.restored and self.committed:
+            return (
+                f"an interrupted evolve write ({_files(self.restored)}) had been committed; "
+                "its journal was removed."
+            )
+        if self.restored:
+            return (
+                f"an interrupted evolve write was rolled back: {_files(self.restored)} restored "
+                "to HEAD (nothing of it had been committed, so nothing is lost)."
+            )
+        return None
+
+
+class WriteInterrupted(BaseException):
+    """A writer stopped by a signal, after its in-flight write was undone or found committed.
+
+    `message` says which (one sentence); `exit_code` is 128 + the signal's number. Ctrl-C
+    raises :class:`WriteKeyboardInterrupt`, which is also a KeyboardInterrupt.
+    """
+
+    def __init__(self, message: str, signame: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.signame = signame
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + int(signal.Signals[self.signame])
+
+
+class WriteKeyboardInterrupt(WriteInterrupted, KeyboardInterrupt):
+    """Ctrl-C stopped a writer (see :class:`WriteInterrupted`)."""
+
+
+def _files(paths: list[str]) -> str:
+    shown = ", ".join(paths[:4]) + (" ..." if len(paths) > 4 else "")
+    return f"{len(paths)} file{'s' if len(paths) != 1 else ''} ({shown})"
+
+
+def undo_write(ws: Workspace) -> str:
+    """Undo the write in flight, if any (the caller holds the lock); returns a sentence that
+    says what became of it."""
+    path = apply_journal_path(ws.store)
+    if not path.exists():
+        return "no write was in progress; every finished update is committed."
+    before = _journal_head(ws.store)
+    # A fresh store: the interrupted one may have been cut off in the middle of a git reply.
+    store = GitStore(ws.store.root)
+    try:
+        restored = recover_apply(store)
+        head = store.head() or ""
+    except Exception as exc:  # noqa: BLE001 - said in the sentence; the next writer retries
         return (
-            f"generation {g.number} was interrupted ({g.phase}); the workspace was reset to its "
-            f"base {g.base[:10]} and the generation recorded as rejected."
+            f"the write in progress could not be rolled back ({type(exc).__name__}); the next "
+            "evolve command rolls it back: do not commit memory/ or prompts/ before that."
         )
+    finally:
+        store.close()
+    if before is not None and head != before:
+        return f"the write in progress had been committed ({head[:10]}); nothing is half-written."
+    return (
+        f"the half-done write of {_files(restored)} was rolled back to HEAD {head[:10]}; "
+        "nothing is half-written."
+    )
+
+
+def _says_its_outcome(exc: BaseException) -> bool:
+    """Whether `exc` already says what became of the write (a generation's rollback does)."""
+    return isinstance(exc, WriteInterrupted) or (
+        isinstance(exc, KeyboardInterrupt) and type(exc) is not KeyboardInterrupt
+    )
+
+
+@contextmanager
+def stop_cleanly(ws: Workspace) -> Iterator[None]:
+    """Ctrl-C, SIGTERM or SIGHUP inside this block undo the in-flight write before they end
+    the process: call it holding the writer lock (see the module docstring).
+
+    Raises:
+        WriteInterrupted: after the undo (WriteKeyboardInterrupt for Ctrl-C).
+    """
+    with signals_raise():
+        try:
+            yield
+        except (KeyboardInterrupt, Terminated) as exc:
+            if _says_its_outcome(exc):
+                raise
+            name = exc.name if isinstance(exc, Terminated) else "SIGINT"
+            with signals_held():
+                said = undo_write(ws)
+            how = "Ctrl-C (SIGINT)" if name == "SIGINT" else name
+            cls = WriteKeyboardInterrupt if name == "SIGINT" else WriteInterrupted
+            raise cls(f"stopped by {how}; {said}", name) from None
 
 
 def recover_workspace(ws: Workspace, command: str) -> Recovery:
     """Finish what a dead writer left (see the module docstring); call it holding the lock."""
     record = recover_generation(ws, command)
+    before = _journal_head(ws.store)
     restored = recover_apply(ws.store)
+    committed = bool(restored) and before is not None and before != ws.store.head()
     sweep()
-    return Recovery(restored, record)
+    return Recovery(restored, record, committed)
+
+
+def _journal_head(store: GitStore) -> str | None:
+    """HEAD when the write in the apply journal began (None: no journal, or unreadable)."""
+    try:
+        head = json.loads(apply_journal_path(store).read_text(encoding="utf-8")).get("head")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return head if isinstance(head, str) else None
 
 
 @contextmanager
@@ -62,15 +181,15 @@ def writer(ws: Workspace, command: str) -> Iterator[Recovery]:
     Raises:
         LockHeld: another live writer holds the lock.
     """
-    with ws.lock(command):
+    with ws.lock(command), stop_cleanly(ws):
         yield recover_workspace(ws, command)
 
 
 def recover_if_interrupted(ws: Workspace, command: str) -> Recovery | None:
-    """For reading commands: recover an interrupted generation if one is journaled and no live
-    writer holds the lock (a running generation is left alone)."""
+    """For reading commands: recover an interrupted generation or write if one is journaled
+    and no live writer holds the lock (a running one is left alone)."""
     try:
-        if not journal_path(ws.store).exists():
+        if not journal_path(ws.store).exists() and not apply_journal_path(ws.store).exists():
             return None
     except EvolveError:  # not a git repository: the command itself will say so
         return None
@@ -79,3 +198,29 @@ def recover_if_interrupted(ws: Workspace, command: str) -> Recovery | None:
             return recovery
     except LockHeld:
         return None
+
+
+def active_writer(ws: Workspace) -> str | None:
+    """The live evolve writer of this workspace, named (`evolve train` (pid 12)), or None.
+
+    Read from the lock file's label, not by taking the lock (a reader that took it, even for
+    an instant, could make a writer starting then refuse): the label names the holder until it
+    releases the lock; one that names a process no longer running (killed) is no writer.
+    """
+    try:
+        holder = ws.lock("probe").holder()
+    except EvolveError:
+        return None
+    if not holder:
+        return None
+    pid = holder.get("pid")
+    if not isinstance(pid, int) or pid == os.getpid():
+        return None
+    if holder.get("host") == socket.gethostname():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass  # alive, another user's
+    return f"`{holder.get('command')}` (pid {pid})"

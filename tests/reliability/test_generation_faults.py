@@ -24,6 +24,7 @@ from _gen_helpers import assert_rolled_back, evolve_cli, head, leftovers, make_w
 from evolve._faults import ENV, InjectedFault
 from evolve.errors import EvolveError
 from evolve.generations import evolve, load_records
+from evolve.recovery import WriteInterrupted
 from evolve.workspace import Workspace
 
 RunGit = Callable[..., str]
@@ -112,9 +113,11 @@ def test_sigterm_ends_in_the_base_with_a_record_and_handlers_are_restored(
     monkeypatch.setenv(ENV, f"{step}:sigterm")
 
     with pytest.raises(
-        EvolveError, match=f"^generation 1 stopped by SIGTERM during {STEPS[step]};"
-    ):
+        WriteInterrupted, match=f"^generation 1 stopped by SIGTERM during {STEPS[step]};"
+    ) as stopped:
         evolve(ws, generations=1)
+
+    assert stopped.value.exit_code == 143
 
     assert signal.getsignal(signal.SIGTERM) is before
     record = assert_rolled_back(ws, run_git, base, tmpdir_, number=1, phase=STEPS[step])
@@ -285,7 +288,7 @@ def test_an_outside_sigkill_while_scoring_is_recovered(
     assert_rolled_back(ws, run_git, base, tmpdir_, number=1, phase="scoring")
 
 
-@pytest.mark.parametrize(("kind", "code"), [("sigint", 130), ("sigterm", 1)])
+@pytest.mark.parametrize(("kind", "code"), [("sigint", 130), ("sigterm", 143)])
 def test_the_command_line_reports_an_interrupted_generation(
     ws: Workspace, run_git: RunGit, tmpdir_: Path, kind: str, code: int
 ) -> None:
@@ -308,7 +311,7 @@ def test_the_command_line_reports_an_interrupted_generation(
         )
     else:
         assert lines[-1] == (
-            f"error: generation 1 stopped by SIGTERM during scoring; the workspace was reset to "
+            f"interrupted: generation 1 stopped by SIGTERM during scoring; the workspace was reset to "
             f"its base {base[:10]} and the generation recorded as rejected."
         )
     assert_rolled_back(ws, run_git, base, tmpdir_, number=1, phase="scoring")

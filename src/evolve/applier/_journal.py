@@ -3,7 +3,10 @@
 Before the applier writes, it records HEAD and the paths it will touch in
 `.git/evolve-journal.json`; after the store commits, the journal is removed. If a process dies
 in between, the next writer restores those paths to HEAD: if the commit happened that is a
-no-op, and if it did not, the half-written files are undone.
+no-op, and if it did not, the half-written files are undone. A writer stopped by Ctrl-C or
+SIGTERM does the same itself before it exits (`evolve.recovery.stop_cleanly`), and a reading
+command does it when no live writer holds the lock, so only a SIGKILL leaves the journal for
+long.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from pathlib import Path
 
 from evolve._io import atomic_write, temp_prefix
 from evolve.store import GitStore
+from evolve.workspace._paths import APPLY_JOURNAL
 
-JOURNAL = "evolve-journal.json"
+JOURNAL = APPLY_JOURNAL
 
 
 def journal_path(store: GitStore) -> Path:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from evolve.workspace import Workspace
-from evolve.workspace._paths import GENERATION_JOURNAL
+from evolve.workspace._paths import APPLY_JOURNAL, GENERATION_JOURNAL
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -138,15 +138,46 @@ def open_workspace(path: Path | None, *, config: bool = True) -> Workspace:
     machinery only when there is something to recover.
     """
     ws = Workspace.find(path, read_config=config)
-    if (ws.store.git_dir / GENERATION_JOURNAL).exists():
+    git_dir = ws.store.git_dir
+    if (git_dir / GENERATION_JOURNAL).exists() or (git_dir / APPLY_JOURNAL).exists():
         from evolve.recovery import recover_if_interrupted
 
         ctx = click.get_current_context(silent=True)
-        recovery = recover_if_interrupted(ws, ctx.command_path if ctx else "evolve")
+        command = ctx.command_path if ctx else "evolve"
+        recovery = recover_if_interrupted(ws, command)
         message = recovery.message() if recovery else None
         if message:
             click.echo(f"recovered: {message}", err=True)
+        elif recovery is None and _subcommand(command) not in _SAYS_WRITER:
+            busy = writer_busy(ws)
+            if busy:
+                click.echo(
+                    f"note: {busy} is writing this workspace now; this command reads memory/ "
+                    "mid-update, so what it shows may match no commit until that one ends.",
+                    err=True,
+                )
     return ws
+
+
+# Commands that say a running writer in their own words (writers refuse, naming it; `run`
+# warns in its note about uncommitted files).
+_SAYS_WRITER = frozenset({"train", "evolve", "revert", "review", "compare", "run"})
+
+
+def _subcommand(command_path: str) -> str:
+    """`train` of `evolve train` (empty when the path names no subcommand)."""
+    words = command_path.split()
+    return words[1] if len(words) > 1 else ""
+
+
+def writer_busy(ws: Workspace) -> str | None:
+    """The evolve command writing this workspace now, named, when one is mid-write (its apply
+    journal is there); None otherwise."""
+    if not (ws.store.git_dir / APPLY_JOURNAL).exists():
+        return None
+    from evolve.recovery import active_writer
+
+    return active_writer(ws)
 
 
 def emit_json(data: Any) -> None:

@@ -14,6 +14,10 @@ import click
 from evolve import __version__
 from evolve.errors import EvolveError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from evolve.recovery import WriteInterrupted
+
 # name -> (module:attribute, one-line help). The help line is kept here so that `evolve
 # --help` lists the commands without importing them; a test checks it matches each command.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -73,7 +77,11 @@ def run(args: list[str]) -> int:
         cli.main(args=args, prog_name="evolve", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
-    except click.Abort:
+    except click.Abort as exc:
+        stopped = exc.__cause__
+        if isinstance(stopped, _write_interrupted()):  # Ctrl-C in a writer: say what it undid
+            click.echo(f"interrupted: {stopped.message}", err=True)
+            return int(stopped.exit_code)
         click.echo("aborted.", err=True)
         return 130
     except click.ClickException as exc:
@@ -82,7 +90,23 @@ def run(args: list[str]) -> int:
     except EvolveError as exc:
         click.echo(f"error: {exc}", err=True)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, _write_interrupted()):
+            click.echo(f"interrupted: {exc.message}", err=True)
+            return int(exc.exit_code)
         click.echo("interrupted; nothing half-written was kept.", err=True)
         return 130
+    except BaseException as exc:
+        if not isinstance(exc, _write_interrupted()):
+            raise
+        click.echo(f"interrupted: {exc.message}", err=True)  # SIGTERM, SIGHUP in a writer
+        return int(exc.exit_code)
     return 0
+
+
+def _write_interrupted() -> type[WriteInterrupted]:
+    """`evolve.recovery.WriteInterrupted`, imported only when something was interrupted (the
+    module pulls in git and the generation records)."""
+    from evolve.recovery import WriteInterrupted
+
+    return WriteInterrupted

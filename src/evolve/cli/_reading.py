@@ -16,7 +16,13 @@ from typing import Any
 
 import click
 
-from evolve.cli._common import emit_json, json_option, open_workspace, workspace_option
+from evolve.cli._common import (
+    emit_json,
+    json_option,
+    open_workspace,
+    workspace_option,
+    writer_busy,
+)
 from evolve.errors import EvolveError
 from evolve.history._log import LogEntry, clip, history
 from evolve.history._show import commit_kind, show_unit
@@ -247,7 +253,7 @@ def memory_cmd(
             "that instead of this memory; `evolve train` always gives it this memory.",
             err=True,
         )
-    if now.differs_from_head:
+    if now.differs_from_head and not writer_busy(ws):  # else open_workspace named the writer
         shown = ", ".join(now.uncommitted[:5]) + (" ..." if len(now.uncommitted) > 5 else "")
         click.echo(
             f"note: this is the working tree's memory, which differs from HEAD"

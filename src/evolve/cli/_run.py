@@ -17,6 +17,7 @@ from evolve.cli._common import (
     progress_bar,
     stdout,
     workspace_option,
+    writer_busy,
 )
 from evolve.envs import SPLITS
 from evolve.evaluate import INJECT_MODES, SplitReport, run_split
@@ -103,9 +104,14 @@ def run_cmd(
     dirty = ws.store.dirty_paths(["memory", "prompts"])
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+        busy = writer_busy(ws)
         click.echo(
-            f"warning: memory/ or prompts/ has uncommitted changes ({shown}); this run scores "
-            "the working tree, not HEAD. Commit them to make the result reproducible.",
+            f"warning: {busy} is writing this workspace now ({shown} mid-update); this run "
+            "scores files that may match no commit: run it again when that command ends, and "
+            "do not commit these files."
+            if busy
+            else f"warning: memory/ or prompts/ has uncommitted changes ({shown}); this run "
+            "scores the working tree, not HEAD. Commit them to make the result reproducible.",
             err=True,
         )
     with progress_bar(f"{split}", enabled=True) as progress:

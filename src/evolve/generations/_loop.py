@@ -30,6 +30,8 @@ from typing import NoReturn
 
 from evolve._faults import fault
 from evolve._io import derive_seed
+from evolve._signals import Terminated as Terminated  # re-exported: callers catch it here
+from evolve._signals import signals_held, signals_raise
 from evolve.applier import guidance_of, journal_end, plan_prompt_changes, write_files
 from evolve.envs import Environment, Split
 from evolve.errors import EvolveError
@@ -69,7 +71,7 @@ from evolve.generations._records import (
 from evolve.history import refresh_commit_graph
 from evolve.llm import LLM, make_role_llm
 from evolve.llm._cost import Rate, find_rate
-from evolve.recovery import writer
+from evolve.recovery import WriteInterrupted, writer
 from evolve.reflector import Reflector as Reflector  # explicit: tests substitute it
 from evolve.store import GENERATION, KIND, GitStore
 from evolve.train import last_episode, stream_id, train
@@ -92,12 +94,8 @@ class _Models:
     reflector: LLM
 
 
-class Terminated(BaseException):
-    """SIGTERM or SIGHUP arrived during a generation (raised where the process was)."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
+_signals_raise = signals_raise  # the generation's names for them (evolve._signals)
+_signals_held = signals_held
 
 
 class GenerationInterrupted(KeyboardInterrupt):
@@ -110,29 +108,6 @@ class GenerationTimeout(BaseException):
     def __init__(self, seconds: float) -> None:
         super().__init__(seconds)
         self.seconds = seconds
-
-
-@contextmanager
-def _signals_raise() -> Iterator[None]:
-    """Turn SIGTERM and SIGHUP into :class:`Terminated` (SIGINT already raises
-    KeyboardInterrupt), so that a stopped generation unwinds through its rollback."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        raise Terminated(signal.Signals(signum).name)
-
-    old = {
-        sig: signal.signal(sig, on_signal)
-        for sig in (signal.SIGTERM, signal.SIGHUP)
-        if signal.getsignal(sig) is not signal.SIG_IGN  # e.g. SIGHUP under nohup stays ignored
-    }
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
 
 
 @contextmanager
@@ -151,21 +126,6 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
-
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """While a rollback runs, a second Ctrl-C or SIGTERM does not cut it short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)
-    old = {sig: signal.signal(sig, lambda signum, frame: None) for sig in sigs}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
@@ -607,6 +567,12 @@ def _abort(ws: Workspace, txn: _Txn, exc: BaseException, say: Progress) -> NoRet
             f"generation {journal.number} was interrupted during {journal.phase}; the workspace "
             f"was reset to its base {journal.base[:10]} and the generation recorded as rejected."
         ) from exc
+    if isinstance(exc, Terminated):  # the command exits 128 + the signal, like Ctrl-C's 130
+        raise WriteInterrupted(
+            f"generation {journal.number} {reason.removeprefix('error: ')}; the workspace was "
+            f"reset to its base {journal.base[:10]} and the generation recorded as rejected.",
+            exc.name,
+        ) from exc
     raise EvolveError(
         f"generation {journal.number} {reason.removeprefix('error: ')}; the workspace was reset "
         f"to its base {journal.base[:10]} and the generation recorded as rejected."
@@ -659,6 +625,8 @@ def evolve(
         EvolveError: more generations than `gate.max_generations`, a dirty tree, a held lock,
             not a git repository, or a generation that ended in an error (after its rollback).
         GenerationInterrupted: Ctrl-C (a KeyboardInterrupt, after the generation's rollback).
+        WriteInterrupted: SIGTERM or SIGHUP (after the rollback; the message says what became
+            of the generation).
     """
     cfg = ws.config.gate
     count = generations if generations is not None else cfg.generations
@@ -676,8 +644,9 @@ def evolve(
         with _signals_raise(), executor_session(executor):
             return _evolve(ws, count, dry_run, gate, models, say, timeout, executor, concurrency)
     except Terminated as exc:  # between generations: nothing was running
-        raise EvolveError(
-            f"stopped by {exc.name} between generations; every finished generation is recorded."
+        raise WriteInterrupted(
+            f"stopped by {exc.name} between generations; every finished generation is recorded.",
+            exc.name,
         ) from None
 
 

@@ -11,6 +11,7 @@ import select
 
 CONFIG_NAME = "evolve.yaml"  # as evolve.workspace._paths
 GENERATION_JOURNAL = "evolve-generation.json"  # as evolve.workspace._paths
+APPLY_JOURNAL = "evolve-journal.json"  # as evolve.workspace._paths
 
 
 class Unhandled(Exception):  # noqa: N818 - a signal, not an error a user sees
@@ -59,6 +60,8 @@ class Repo:
             raise Unhandled("linked worktree or reftable")
         if os.path.exists(os.path.join(git_dir, GENERATION_JOURNAL)):
             raise Unhandled("a generation journal to recover")
+        if os.path.exists(os.path.join(git_dir, APPLY_JOURNAL)):
+            raise Unhandled("a write interrupted or in progress (the full command says which)")
         return cls(folder, git_dir, git_dir)
 
     # --- refs: read from the files, as GitStore reads them -----------------------------

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import chain, islice
@@ -41,7 +42,7 @@ from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
 from evolve.llm import LLM, make_role_llm
 from evolve.memory import UnitReader, in_scope, scope_for
 from evolve.ops import Op
-from evolve.recovery import recover_workspace
+from evolve.recovery import writer
 from evolve.skills._failed import fail, failed_files, load_failed
 from evolve.skills._records import check_records
 from evolve.skills._select import make_picker, settings_of, skills_of
@@ -294,12 +295,9 @@ def train(
         )
     agent_llm = agent_llm or make_role_llm(cfg, "agent", env=env)
     updater_llm = updater_llm or make_role_llm(cfg, "updater", env=env)
-    lock = ws.lock("evolve train") if take_lock else None
-    if lock is not None:
-        lock.acquire()
-    try:
-        if lock is not None:
-            recover_workspace(ws, "evolve train")  # crash leftovers first (evolve.recovery)
+    # Under the caller's lock (take_lock=False: a generation, an experiment arm) the caller
+    # handles an interrupt; otherwise `writer` undoes the write in flight (evolve.recovery).
+    with writer(ws, "evolve train") if take_lock else nullcontext():
         report = _train(
             ws, env, recipe_impl, name, total, tier, seed, review, persona, agent_llm, updater_llm, progress,
             generation, start_at, evolver_llm,
@@ -307,9 +305,6 @@ def train(
         if report.commits and take_lock:
             refresh_commit_graph(ws.store)
         return report
-    finally:
-        if lock is not None:
-            lock.release()
 
 
 def batch_end(ws: Workspace, k: int, total: int) -> bool:

@@ -213,15 +213,15 @@ def test_skills_on_a_real_server(
 
     import evolve.skills._select as select
 
-    replies: list[tuple[str, list[str]]] = []  # the selector's replies and what was kept of them
-    parse = select.parse_selection
+    replies: list[tuple[str, list[str], str]] = []  # each reply, what was kept, the note
+    read = select.read_selection
 
-    def spy(reply: str, skills: list[select.Skill], b: int) -> list[select.Skill]:
-        kept = parse(reply, skills, b)
-        replies.append((reply, [k.id for k in kept]))
-        return kept
+    def spy(reply: str, skills: list[select.Skill], b: int) -> tuple[list[select.Skill], str]:
+        kept, note = read(reply, skills, b)
+        replies.append((reply, [k.id for k in kept], note))
+        return kept, note
 
-    monkeypatch.setattr(select, "parse_selection", spy)
+    monkeypatch.setattr(select, "read_selection", spy)
     before = len(server.statuses())
     argv = ["train", "--episodes", "2", "--model", MODEL, "--reflector-model", MODEL, "--json"]
     code, out, err = run_cli(capsys, *argv)
@@ -235,7 +235,10 @@ def test_skills_on_a_real_server(
     assert len(replies) >= 2, replies  # the model selector was asked for each episode
     for r in records:  # whatever the model answered, only candidates are injected
         assert set(r["skills_injected"]) <= {"verify-after"}, r["skills_injected"]
-    assert all(set(kept) <= {"verify-after"} for _, kept in replies), replies
+    assert all(set(kept) <= {"verify-after"} for _, kept, _ in replies), replies
+    # what the selector's reply lost is said in the episode's record (None: nothing lost)
+    notes = {n or None for _, _, n in replies}
+    assert {r["skills_note"] for r in records} <= notes, (records, replies)
     kinds = run_git(root, "log", "--format=%(trailers:key=Evolve-Kind,valueonly)", f"{head}..")
     failed = [r for r in records if not r["accepted"]]
     if failed:  # one batch commit: the candidates with their verdicts, or why they were refused

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -156,7 +157,9 @@ def test_the_prompt_gets_a_skills_section_only_when_skills_are_injected() -> Non
     assert with_skills.index("</skills>") < with_skills.index("<stats>")
 
 
-def test_episode_records_injected_and_held_out(tmp_path: Path) -> None:
+def _payment_episode(picker: SkillPicker | None = None, seed: int = 1) -> Any:
+    """A sim episode of a persona_world payment task with `picker` choosing its skills: the
+    task, and the episode's result (record and system prompt)."""
     from evolve.agent import read_prompt_files
     from evolve.envs.persona_world import PersonaWorldEnv
     from evolve.episode import EpisodeSetup, run_episode
@@ -165,23 +168,30 @@ def test_episode_records_injected_and_held_out(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     env = PersonaWorldEnv(root / "evalset")
     task = next(t for t in env.tasks("train") if t.kind == "payment")
+    if picker is None:
+        return task, None
+    setup = EpisodeSetup(
+        prompt_files=tuple(read_prompt_files(root / "prompts")),
+        memory="",
+        persona="alex",
+        stats=True,
+        max_turns=12,
+        skills=picker,
+    )
+    return task, run_episode(
+        env, SimLLM(env), task, setup, history=env.initial_history("alex"), seed=seed
+    )
+
+
+def test_episode_records_injected_and_held_out(tmp_path: Path) -> None:
+    task, _ = _payment_episode()
     skills = [Skill("pay-a", "paying on venmo", "x"), Skill("pay-b", "venmo payment", "y")]
     seeds: dict[bool, int] = {}
     for seed in range(30):
         picked = SkillPicker(skills, holdout_share=0.5).pick(task.instruction, seed)
         seeds.setdefault(bool(picked.held_out), seed)
     for seed in seeds.values():
-        setup = EpisodeSetup(
-            prompt_files=tuple(read_prompt_files(root / "prompts")),
-            memory="",
-            persona="alex",
-            stats=True,
-            max_turns=12,
-            skills=SkillPicker(skills, holdout_share=0.5),
-        )
-        result = run_episode(
-            env, SimLLM(env), task, setup, history=env.initial_history("alex"), seed=seed
-        )
+        _, result = _payment_episode(SkillPicker(skills, holdout_share=0.5), seed)
         picked = SkillPicker(skills, holdout_share=0.5).pick(task.instruction, seed)
         assert result.record.skills_injected == list(picked.injected)
         assert result.record.skills_held_out == list(picked.held_out)
@@ -190,27 +200,10 @@ def test_episode_records_injected_and_held_out(tmp_path: Path) -> None:
 
 
 def test_an_episode_records_the_selectors_note(tmp_path: Path) -> None:
-    from evolve.agent import read_prompt_files
-    from evolve.envs.persona_world import PersonaWorldEnv
-    from evolve.episode import EpisodeSetup, run_episode
-    from evolve.sim import SimLLM
-
-    root = Path(__file__).resolve().parents[2]
-    env = PersonaWorldEnv(root / "evalset")
-    task = next(t for t in env.tasks("train") if t.kind == "payment")
     notes = []
     for reply in ('{"skills": ["pay-a", "ghost"]}', '{"skills": ["pay-a"]}'):
-        setup = EpisodeSetup(
-            prompt_files=tuple(read_prompt_files(root / "prompts")),
-            memory="",
-            persona="alex",
-            stats=True,
-            max_turns=12,
-            skills=SkillPicker([Skill("pay-a", "paying on venmo", "x")], selector=_Selector(reply)),
-        )
-        record = run_episode(
-            env, SimLLM(env), task, setup, history=env.initial_history("alex"), seed=1
-        ).record
+        picker = SkillPicker([Skill("pay-a", "paying on venmo", "x")], selector=_Selector(reply))
+        record = _payment_episode(picker)[1].record
         assert record.skills_injected == ["pay-a"]
         notes.append(record.model_dump(mode="json")["skills_note"])
     assert notes[0] is not None and "'ghost'" in notes[0] and notes[1] is None

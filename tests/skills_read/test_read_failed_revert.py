@@ -31,12 +31,6 @@ def _failing_episodes(root: Path) -> list[tuple[int, str]]:
     return [(r["episode"], r["task_id"]) for r in records if not r["task_success"]]
 
 
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
-
-
 def _trained(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> Path:
@@ -49,12 +43,15 @@ def _trained(
 
 
 def test_reverting_the_batch_that_first_failed_a_task_keeps_it_while_a_later_one_failed_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    run_git: GitRunner,
 ) -> None:
     root = _trained(tmp_path, monkeypatch, capsys)
     failing = _failing_episodes(root)
     assert load_failed(root) == dict(Counter(t for _, t in failing))  # every episode counted
-    (first,) = _git(root, "log", "--format=%H", "--grep=batch 0 ").split()
+    (first,) = run_git(root, "log", "--format=%H", "--grep=batch 0 ").split()
     trailers = Workspace(root).store.commit_info(first).trailers
     episodes = {int(e) for e in trailers["Evolve-Episodes"].split()}
     mine = {t for e, t in failing if e in episodes}
@@ -68,16 +65,18 @@ def test_reverting_the_batch_that_first_failed_a_task_keeps_it_while_a_later_one
     assert all(t in shown for t in mine & set(later))
 
 
-def _commit_record(ws: Workspace, counts: dict[str, int] | list[str], subject: str) -> str:
+def _commit_record(
+    run_git: GitRunner, ws: Workspace, counts: dict[str, int] | list[str], subject: str
+) -> str:
     path = ws.root / FAILED_PATH
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(counts, list):  # the list an older evolve wrote
         path.write_text("".join(f"- {t}\n" for t in counts))
     else:
         path.write_text(dump_failed(counts))
-    _git(ws.root, "add", FAILED_PATH)
-    _git(ws.root, "commit", "-qm", subject)
-    return _git(ws.root, "rev-parse", "HEAD").strip()
+    run_git(ws.root, "add", FAILED_PATH)
+    run_git(ws.root, "commit", "-qm", subject)
+    return run_git(ws.root, "rev-parse", "HEAD").strip()
 
 
 @pytest.mark.parametrize("resolve", ["theirs", "by hand"])
@@ -85,14 +84,14 @@ def test_a_plain_git_revert_ends_where_evolve_revert_does(
     workspace: Workspace, run_git: GitRunner, resolve: str
 ) -> None:
     ws = workspace
-    first = _commit_record(ws, {"t": 1, "u": 1}, "batch A: t and u failed")
-    _commit_record(ws, {"t": 2, "u": 1, "w": 1}, "batch B: t failed again, and w")
-    start = _git(ws.root, "rev-parse", "HEAD").strip()
+    first = _commit_record(run_git, ws, {"t": 1, "u": 1}, "batch A: t and u failed")
+    _commit_record(run_git, ws, {"t": 2, "u": 1, "w": 1}, "batch B: t failed again, and w")
+    start = run_git(ws.root, "rev-parse", "HEAD").strip()
     # What `evolve revert` leaves.
     revert(ws, first)
     want = load_failed(ws.root)
     assert want == {"t": 1, "w": 1}
-    _git(ws.root, "reset", "-q", "--hard", start)
+    run_git(ws.root, "reset", "-q", "--hard", start)
     # A plain git revert: the file A created was changed since, so git stops; the user
     # resolves it either way and commits.
     git = subprocess.run(
@@ -100,15 +99,15 @@ def test_a_plain_git_revert_ends_where_evolve_revert_does(
     )
     assert git.returncode != 0
     if resolve == "theirs":
-        _git(ws.root, "rm", "-q", FAILED_PATH)  # take the revert's side: the file goes
+        run_git(ws.root, "rm", "-q", FAILED_PATH)  # take the revert's side: the file goes
     else:  # drop u, which only A failed, and keep the rest as HEAD has it
         (ws.root / FAILED_PATH).write_text("t: 2\nw: 1\n")
-        _git(ws.root, "add", FAILED_PATH)
-    _git(ws.root, "-c", "core.editor=true", "revert", "--continue")
+        run_git(ws.root, "add", FAILED_PATH)
+    run_git(ws.root, "-c", "core.editor=true", "revert", "--continue")
     made = tombstone_git_reverts(ws)
     assert len(made) == 1
     assert load_failed(ws.root) == want
-    assert _git(ws.root, "status", "--porcelain").strip() == ""
+    assert run_git(ws.root, "status", "--porcelain").strip() == ""
     assert tombstone_git_reverts(ws) == []  # answered once
 
 
@@ -116,9 +115,9 @@ def test_an_old_list_record_still_reads_and_reverts_as_before(
     workspace: Workspace, run_git: GitRunner
 ) -> None:
     ws = workspace
-    first = _commit_record(ws, ["t", "u"], "an older evolve's batch")
-    _commit_record(ws, ["t", "u", "w"], "a later one")
+    first = _commit_record(run_git, ws, ["t", "u"], "an older evolve's batch")
+    _commit_record(run_git, ws, ["t", "u", "w"], "a later one")
     assert load_failed(ws.root) == {"t": 1, "u": 1, "w": 1}
     revert(ws, first)
     assert load_failed(ws.root) == {"w": 1}
-    assert parse_failed(_git(ws.root, "show", f"HEAD:{FAILED_PATH}")) == {"w": 1}
+    assert parse_failed(run_git(ws.root, "show", f"HEAD:{FAILED_PATH}")) == {"w": 1}

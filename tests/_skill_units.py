@@ -24,3 +24,18 @@ def skill_unit(
             "text": text,
         }
     )
+
+
+# A hand-written general skill file (`memory/skills/general/verify-after.md`) with every field
+# written out, as the CLI, report and real-server tests plant it.
+VERIFY_AFTER = """---
+id: verify-after
+recipe: hand
+kind: skill
+status: active
+scope: global
+shelf: general
+trigger: sending a text, payment or email, or saving a note
+---
+Verify the final state after writing: read it back.
+"""

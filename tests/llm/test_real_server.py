@@ -24,6 +24,7 @@ import pytest
 import yaml
 from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
 
+from _skill_units import VERIFY_AFTER
 from conftest import GitRunner, run_cli
 from evolve.llm._structured import ENDPOINTS_FILE, MODES
 from evolve.workspace import Workspace
@@ -170,19 +171,6 @@ def test_train_on_a_real_server(
     assert learned or report["accepted"] == 2, report
 
 
-HAND_SKILL = """---
-id: verify-after
-recipe: hand
-kind: skill
-status: active
-scope: global
-shelf: general
-trigger: sending a text, payment or email, or saving a note
----
-Verify the final state after writing: read it back.
-"""
-
-
 def test_skills_on_a_real_server(
     small_ws: Workspace,
     server: Server,
@@ -198,7 +186,7 @@ def test_skills_on_a_real_server(
     root = small_ws.root
     write_procedures(root / "evalset")
     (root / "memory" / "skills" / "general").mkdir(parents=True)
-    (root / "memory" / "skills" / "general" / "verify-after.md").write_text(HAND_SKILL)
+    (root / "memory" / "skills" / "general" / "verify-after.md").write_text(VERIFY_AFTER)
     config = root / "evolve.yaml"
     data = yaml.safe_load(config.read_text())
     data["train"]["recipe"] = "skills"

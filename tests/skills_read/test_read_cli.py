@@ -4,20 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from _skill_units import VERIFY_AFTER
 from conftest import GitRunner, cli_json, run_cli
 from evolve.workspace import Workspace
 
-GENERAL = """---
-id: verify-after
-recipe: hand
-kind: skill
-status: active
-scope: global
-shelf: general
-trigger: sending a text, payment or email, or saving a note
----
-Verify the final state after writing: read it back.
-"""
 TOPIC = """---
 id: venmo-lookup
 recipe: hand
@@ -44,7 +34,7 @@ def _plant(ws: Workspace, run_git: GitRunner) -> None:
     topic = ws.root / "memory" / "skills" / "topics" / "venmo"
     general.mkdir(parents=True)
     topic.mkdir(parents=True)
-    (general / "verify-after.md").write_text(GENERAL)
+    (general / "verify-after.md").write_text(VERIFY_AFTER)
     (topic / "venmo-lookup.md").write_text(TOPIC)
     (topic / "_counters.yaml").write_text(COUNTERS)
     # the per-task record: two tasks with both arms, one task with the injected arm only
@@ -128,7 +118,7 @@ def test_evolve_run_scores_with_the_same_skills_section_and_holds_nothing_out(
     write_procedures(ws.root / "evalset")
     general = ws.root / "memory" / "skills" / "general"
     general.mkdir(parents=True)
-    (general / "verify-after.md").write_text(GENERAL)
+    (general / "verify-after.md").write_text(VERIFY_AFTER)
     config = yaml.safe_load((ws.root / "evolve.yaml").read_text())
     config["skills"] = {"enabled": True, "holdout_share": 0.9}
     (ws.root / "evolve.yaml").write_text(yaml.safe_dump(config))

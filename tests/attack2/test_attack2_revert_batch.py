@@ -31,7 +31,7 @@ def _merged_last(root: Path, run_git: GitRunner) -> str:
     return run_git(root, "rev-parse", "HEAD").strip()
 
 
-def test_reverting_the_last_batch_restores_the_record(
+def test_reverting_the_last_batch_restores_the_record_and_the_shelves(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], run_git: GitRunner
 ) -> None:
     root = _trained(tmp_path, capsys, run_git)
@@ -40,15 +40,6 @@ def test_reverting_the_last_batch_restores_the_record(
     assert code == 0, err
     for path in ("memory/skills/_strata.yaml", "memory/skills/_staging.yaml"):
         assert run_git(root, "diff", f"{last}~1", "HEAD", "--", path) == "", path
-
-
-def test_reverting_the_last_batch_restores_the_shelves(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], run_git: GitRunner
-) -> None:
-    root = _trained(tmp_path, capsys, run_git)
-    last = _merged_last(root, run_git)
-    code, _out, err = run_cli(capsys, "revert", "-C", str(root), last, "--json")
-    assert code == 0, err
     assert run_git(root, "diff", "--stat", f"{last}~1", "HEAD", "--", "memory") == ""
 
 

@@ -80,8 +80,7 @@ def run(args: list[str]) -> int:
     except click.Abort as exc:
         stopped = exc.__cause__
         if isinstance(stopped, _write_interrupted()):  # Ctrl-C in a writer: say what it undid
-            click.echo(f"interrupted: {stopped.message}", err=True)
-            return int(stopped.exit_code)
+            return _stopped(stopped)
         click.echo("aborted.", err=True)
         return 130
     except click.ClickException as exc:
@@ -92,16 +91,20 @@ def run(args: list[str]) -> int:
         return 1
     except KeyboardInterrupt as exc:
         if isinstance(exc, _write_interrupted()):
-            click.echo(f"interrupted: {exc.message}", err=True)
-            return int(exc.exit_code)
+            return _stopped(exc)
         click.echo("interrupted; nothing half-written was kept.", err=True)
         return 130
     except BaseException as exc:
         if not isinstance(exc, _write_interrupted()):
             raise
-        click.echo(f"interrupted: {exc.message}", err=True)  # SIGTERM, SIGHUP in a writer
-        return int(exc.exit_code)
+        return _stopped(exc)  # SIGTERM, SIGHUP in a writer
     return 0
+
+
+def _stopped(exc: WriteInterrupted) -> int:
+    """Say what a writer stopped by a signal did with its write; its exit status."""
+    click.echo(f"interrupted: {exc.message}", err=True)
+    return int(exc.exit_code)
 
 
 def _write_interrupted() -> type[WriteInterrupted]:

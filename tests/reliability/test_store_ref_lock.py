@@ -29,6 +29,7 @@ _KILLED_MID_COMMIT = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
+    from evolve.txn import lock as txn_lock
     from evolve.workspace import Workspace
 
     real_replace = os.replace

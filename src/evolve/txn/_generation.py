@@ -6,8 +6,8 @@ removed only after the generation's record is written. If the generation ends in
 interrupt or a timeout, :func:`abort` resets to the base at once; if the process is killed
 outright, the next writer finds the journal and :func:`recover_generation` does the same
 before anything else (:class:`GenerationTransaction` is the running generation's handle on
-this). Either way the record says `rejected (error: ...)`, and the number is
-used up (numbers come from the records, which always get this generation's record).
+this). Either way the record says `rejected (error: ...)`, and the number is used up
+(numbers come from the records, which always get this generation's record).
 
 "The generation's untracked files" are what it leaves that git does not track: every
 untracked, not-ignored file (the tree was clean at the base, so all of them are new), and the

@@ -12,7 +12,7 @@ takes the lock and then calls :func:`recover_workspace`:
    are removed.
 
 Holding the lock is what makes this safe: the process that wrote a journal has released the
-lock or died. Reading commands call :func:`recover_if_interrupted`, which does the same only
+lock or died. Reading commands call `evolve.txn.recover_if_interrupted`, which does the same only
 when a journal is left and no live writer holds the lock (a running writer is left alone, and
 :func:`active_writer` names it, so that a reader can say it reads files mid-update).
 

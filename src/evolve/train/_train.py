@@ -620,7 +620,7 @@ class _EpisodeLoop:
         self.report.duration_s = time.perf_counter() - self.started
         return self.report
 
-    def _setup(self, k: int, task: Task, visible: list[MemoryUnit]) -> EpisodeSetup:
+    def _setup(self, task: Task, visible: list[MemoryUnit]) -> EpisodeSetup:
         ws, name = self.ws, self.request.recipe
         return EpisodeSetup(
             prompt_files=self.prompt_files,
@@ -647,7 +647,7 @@ class _EpisodeLoop:
         task = stream.tasks[k]
         units = stream.reader.load()
         visible = in_scope(units, self.request.scope)
-        setup = self._setup(k, task, visible)
+        setup = self._setup(task, visible)
         # The persona's preferences (and their scheduled drift) are read at the persona's own
         # clock, which runs across every stream the workspace trained for it.
         clock = stream.timeline.clock(stream.sid, k)

@@ -2,7 +2,7 @@
 
 SIGINT already raises KeyboardInterrupt; :func:`signals_raise` makes SIGTERM and SIGHUP raise
 :class:`Terminated` the same way, so that a writer stopped by either finishes or undoes its
-in-flight write (`evolve.recovery`) before it exits. :func:`signals_held` keeps a second
+in-flight write (`evolve.txn`) before it exits. :func:`signals_held` keeps a second
 signal from cutting that cleanup short. Both only act in the main thread (the only one Python
 delivers signals to).
 """

@@ -12,9 +12,9 @@ import yaml
 
 import evolve.gate
 from evolve.applier import Refusal, check_files, guidance_of, plan_prompt_changes, write_files
-from evolve.applier._journal import journal_path
 from evolve.applier._prompts import END, START, SYSTEM
 from evolve.errors import PathRefused
+from evolve.txn._journal import journal_path
 from evolve.workspace import PARAMETERS_FILE, Workspace, load_parameters
 
 RunGit = Callable[..., str]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from evolve._io import atomic_write
-from evolve.applier import MemoryApplier, Op, Refusal, recover
-from evolve.applier._journal import journal_path
+from evolve.applier import MemoryApplier, Op, Refusal
 from evolve.memory import MemoryUnit, dump_unit, load_units, parse_unit
+from evolve.txn._journal import ApplyJournal, journal_path, recover
 from evolve.workspace import Workspace
 
 RunGit = Callable[..., str]
@@ -267,7 +267,7 @@ def test_the_journal_is_written_before_the_files_and_removed_by_done(
         atomic_write(path, data, **kw)
 
     monkeypatch.setattr("evolve.applier._memory.atomic_write", spy)
-    applier = MemoryApplier(ws, ALEX)
+    applier = MemoryApplier(ws, ALEX, ApplyJournal(ws.store))
     result = applier.apply(
         [Op(op="add", unit=_unit("ace-c", "Email subjects start with [Alex]."))], units
     )
@@ -281,7 +281,7 @@ def test_the_journal_is_written_before_the_files_and_removed_by_done(
 
 def test_nothing_accepted_writes_no_journal(seeded: tuple[Workspace, list[MemoryUnit]]) -> None:
     ws, units = seeded
-    result = MemoryApplier(ws, ALEX).apply([], units)
+    result = MemoryApplier(ws, ALEX, ApplyJournal(ws.store)).apply([], units)
     assert result.paths == [] and not journal_path(ws.store).exists()
 
 
@@ -299,7 +299,7 @@ def test_recover_restores_half_applied_paths_to_head(
         Op(op="modify", unit=by_id["ace-a"].with_(text="A changed bullet.")),
         Op(op="evict", unit=by_id["ace-b"]),
     ]
-    result = MemoryApplier(ws, ALEX).apply(ops, units)
+    result = MemoryApplier(ws, ALEX, ApplyJournal(ws.store)).apply(ops, units)
     assert len(result.applied) == 3
     assert _memory_files(ws.root) != head_files
     # ... the process dies here: no commit, no done().
@@ -317,7 +317,7 @@ def test_recover_after_the_commit_is_a_no_op(
     seeded: tuple[Workspace, list[MemoryUnit]], run_git: RunGit
 ) -> None:
     ws, units = seeded
-    applier = MemoryApplier(ws, ALEX)
+    applier = MemoryApplier(ws, ALEX, ApplyJournal(ws.store))
     result = applier.apply([Op(op="add", unit=_unit("ace-c", "Committed bullet."))], units)
     ws.store.commit(result.paths, "episode")
     # ... the process dies after the commit and before done().
@@ -332,7 +332,9 @@ def test_recover_leaves_files_outside_the_journal_alone(
     seeded: tuple[Workspace, list[MemoryUnit]],
 ) -> None:
     ws, units = seeded
-    MemoryApplier(ws, ALEX).apply([Op(op="add", unit=_unit("ace-c", "Half written."))], units)
+    MemoryApplier(ws, ALEX, ApplyJournal(ws.store)).apply(
+        [Op(op="add", unit=_unit("ace-c", "Half written."))], units
+    )
     hand = ws.root / "memory/alex/my-note.md"
     hand.write_text("A note I am still writing.\n", encoding="utf-8")
     recover(ws.store)

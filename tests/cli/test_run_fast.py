@@ -333,7 +333,7 @@ def _loaded(root: Path, argv: list[str]) -> list[str]:
 NEVER = (
     "click", "rich", "git", "httpx", "pydantic", "pydantic_core", "yaml", "evolve.workspace",
     "evolve.store", "evolve.memory", "evolve.envs.persona_world._personas",
-    "evolve.updaters", "evolve.applier", "evolve.skills", "evolve.review", "evolve.recovery",
+    "evolve.updaters", "evolve.applier", "evolve.skills", "evolve.review", "evolve.txn",
     "evolve.sim._roles", "evolve.evaluate._setup", "concurrent.futures", "logging",
     "evolve.sim._updater",
 )  # fmt: skip

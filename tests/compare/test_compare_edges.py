@@ -114,7 +114,7 @@ def test_an_arm_whose_stream_head_already_trained_runs_its_full_episodes(
 def test_a_second_compare_on_a_locked_workspace_is_refused_without_announcing_work(
     ws: Workspace, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from evolve.recovery import writer
+    from evolve.txn import writer
 
     write_small(ws.root, "name: small\npersonas: [alex]\neval_seeds: [0]\narms: {none: {}}\n")
     with writer(ws, "evolve compare"):

@@ -31,7 +31,8 @@ from evolve.generations import RECORDS_REF, GenerationRecord, evolve, load_recor
 from evolve.generations._loop import _Models
 from evolve.llm import Message, MockLLM
 from evolve.sim import SimLLM
-from evolve.workspace import CONFIG_NAME, PARAMETERS_FILE, Workspace, WriterLock, init_workspace
+from evolve.txn import WriterLock
+from evolve.workspace import CONFIG_NAME, PARAMETERS_FILE, Workspace, init_workspace
 
 RunGit = Callable[..., str]
 

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from evolve.generations import RECORDS_REF, GenerationRecord, load_records
+from evolve.txn import lock as txn_lock
 from evolve.workspace import CONFIG_NAME, Workspace, init_workspace
 
 RunGit = Callable[..., str]
@@ -53,7 +54,7 @@ def assert_rolled_back(
     assert [e for e in run_git(root, "ls-files", "-v").splitlines() if not e.startswith("H ")] == []
     assert not (ws.store.git_dir / "evolve-generation.json").exists()
     assert not (ws.store.git_dir / "evolve-journal.json").exists()
-    with Workspace(root).lock("test: the lock is free"):  # LockHeld if a writer still held it
+    with txn_lock(Workspace(root), "test: the lock is free"):  # LockHeld if a writer still held it
         pass
     assert leftovers(tmpdir) == []
     records = {r.number: r for r in load_records(Workspace(root))}

@@ -1,6 +1,6 @@
 """What a rolled-back generation removes and keeps; temp copies; recovery edge cases.
 
-"The generation's untracked files" (see `evolve.generations._journal`): every untracked,
+"The generation's untracked files" (see `evolve.txn._generation`): every untracked,
 not-ignored file (the tree was clean at the base), and ignored files that appeared under
 `memory/`, `prompts/` or a protected path. Kept: ignored files that existed at the base, and
 `generations/` (run logs and records).
@@ -27,7 +27,7 @@ from evolve.errors import EvolveError
 from evolve.gate import sweep, temp_copy
 from evolve.gate._tempdirs import MARKER
 from evolve.generations import evolve, load_records
-from evolve.generations._journal import journal_path
+from evolve.txn._generation import journal_path
 from evolve.workspace import Workspace
 
 RunGit = Callable[..., str]

@@ -24,7 +24,7 @@ from _gen_helpers import assert_rolled_back, evolve_cli, head, leftovers, make_w
 from evolve._faults import ENV, InjectedFault
 from evolve.errors import EvolveError
 from evolve.generations import evolve, load_records
-from evolve.recovery import WriteInterrupted
+from evolve.txn import WriteInterrupted
 from evolve.workspace import Workspace
 
 RunGit = Callable[..., str]

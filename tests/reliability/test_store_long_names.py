@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from evolve._io import atomic_write, temp_prefix
-from evolve.applier import journal_end, write_files
+from evolve.txn import lock
+from evolve.txn._writer import Transaction
 from evolve.workspace import Workspace
 
 
@@ -42,9 +43,10 @@ def test_short_names_keep_their_whole_name_in_the_temp_prefix() -> None:
 
 def test_a_251_character_prompt_file_is_written_and_committed(workspace: Workspace) -> None:
     rel = "prompts/" + "p" * 248 + ".md"
-    paths = write_files(workspace, {rel: b"# a prompt with a long name\n"})
-    sha = workspace.store.commit(paths, "prompt with a long name")
-    journal_end(workspace.store)
+    with lock(workspace, "test"):
+        tx = Transaction(workspace)
+        paths = tx.write({rel: b"# a prompt with a long name\n"})
+        sha = tx.commit(paths, "prompt with a long name")
     assert sha is not None
     assert workspace.store.read(sha, rel) == b"# a prompt with a long name\n"
     assert workspace.store.dirty_paths() == []

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from evolve.errors import EvolveError
+from evolve.txn import lock as txn_lock
 from evolve.workspace import Workspace
 
 RunGit = Callable[..., str]
@@ -28,6 +29,7 @@ _KILLED_MID_COMMIT = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
+    from evolve.txn import lock as txn_lock
     from evolve.workspace import Workspace
 
     real_replace = os.replace
@@ -40,7 +42,7 @@ _KILLED_MID_COMMIT = textwrap.dedent(
 
     os.replace = stall
     ws = Workspace(Path(sys.argv[1]))
-    with ws.lock("evolve train"):
+    with txn_lock(ws, "evolve train"):
         (ws.root / "memory" / "killed.md").write_text("never lands\\n", encoding="utf-8")
         ws.store.commit(["memory/killed.md"], "never lands")
     """
@@ -84,7 +86,7 @@ def test_branch_lock_of_a_process_killed_mid_commit_is_recovered(
 
     # The next writer recovers it (a fresh leftover waits out the one-second grace first).
     caplog.set_level(logging.WARNING, logger="evolve.store._git")
-    with ws.lock("evolve train"):
+    with txn_lock(ws, "evolve train"):
         sha = ws.store.commit([rel], "after the kill")
     assert sha is not None and not lock.exists()
     assert run_git(ws.root, "rev-parse", "HEAD^").strip() == base
@@ -100,7 +102,7 @@ def test_old_leftover_branch_lock_is_removed_at_once(workspace: Workspace, run_g
     _age(lock)
     rel = _edit(ws, "x\n")
     start = time.monotonic()
-    with ws.lock("evolve train"):
+    with txn_lock(ws, "evolve train"):
         assert ws.store.commit([rel], "recovered") is not None
     assert time.monotonic() - start < 1.0
     assert not lock.exists()
@@ -116,7 +118,7 @@ def test_a_lock_of_a_live_git_in_the_repository_is_not_removed(workspace: Worksp
     user_git = subprocess.Popen(["sh", "-c", "sleep 4 | git cat-file --batch"], cwd=ws.root)
     try:
         time.sleep(0.3)
-        with ws.lock("evolve train"):
+        with txn_lock(ws, "evolve train"):
             start = time.monotonic()
             assert ws.store.recover_stale_lock(lock) is False
             assert 0.9 <= time.monotonic() - start < 3.0  # waited for it, then gave up
@@ -126,7 +128,7 @@ def test_a_lock_of_a_live_git_in_the_repository_is_not_removed(workspace: Worksp
                 ws.store.commit([rel], "blocked by the user's git")
     finally:
         user_git.wait()
-    with ws.lock("evolve train"):  # that git is gone: the leftover goes at once
+    with txn_lock(ws, "evolve train"):  # that git is gone: the leftover goes at once
         start = time.monotonic()
         assert ws.store.recover_stale_lock(lock) is True
         assert time.monotonic() - start < 0.9
@@ -146,7 +148,7 @@ def test_a_lock_a_live_git_releases_is_waited_for(workspace: Workspace) -> None:
     )
     try:
         time.sleep(0.2)
-        with ws.lock("evolve train"):
+        with txn_lock(ws, "evolve train"):
             assert ws.store.recover_stale_lock(lock) is True  # gone by itself, not by us
     finally:
         remover.wait()
@@ -161,7 +163,7 @@ def test_leftover_index_lock_is_recovered(workspace: Workspace, run_git: RunGit)
     lock.write_text("", encoding="utf-8")
     _age(lock)
     rel = _edit(ws, "index\n")
-    with ws.lock("evolve train"):
+    with txn_lock(ws, "evolve train"):
         sha = ws.store.commit([rel], "index lock recovered")
         assert sha is not None
         _edit(ws, "uncommitted\n")
@@ -181,7 +183,7 @@ def test_leftover_side_ref_lock_is_recovered(workspace: Workspace, run_git: RunG
     _age(lock)
     with pytest.raises(EvolveError, match="records.lock"):
         ws.store.write_side_ref(ref, {"b.json": b"{}"}, "record 2")  # no writer lock: git refuses
-    with ws.lock("evolve evolve"):
+    with txn_lock(ws, "evolve evolve"):
         second = ws.store.write_side_ref(ref, {"b.json": b"{}"}, "record 2")
     assert not lock.exists()
     assert run_git(ws.root, "rev-parse", f"{ref}^").strip() == first
@@ -208,7 +210,7 @@ def test_the_next_writer_recovers_every_leftover_lock_at_once(
     temp_index.write_bytes(b"DIRC")
     assert ws.store.recover_stale_locks() == []  # not under the writer lock: nothing removed
     assert all(lock.exists() for lock in leftovers)
-    with ws.lock("evolve evolve"):
+    with txn_lock(ws, "evolve evolve"):
         removed = ws.store.recover_stale_locks()
     assert sorted(removed) == sorted([*leftovers, temp_index])
     assert not any(lock.exists() for lock in [*leftovers, temp_index])

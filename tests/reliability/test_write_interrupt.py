@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from evolve.applier._journal import journal_path
 from evolve.train import train
+from evolve.txn._journal import journal_path
 from evolve.workspace import Workspace, init_workspace
 
 RunGit = Callable[..., str]
@@ -31,7 +31,7 @@ RunGit = Callable[..., str]
 # applier has written its files), before or after the real commit.
 CHILD = """
 import sys, time
-from evolve.applier._journal import journal_path
+from evolve.txn._journal import journal_path
 from evolve.cli._group import run
 from evolve.store import GitStore
 
@@ -202,7 +202,7 @@ HOLDER = """
 import sys, time
 from pathlib import Path
 from typing import Any
-from evolve.workspace import WriterLock
+from evolve.txn import WriterLock
 lock = WriterLock(Path(".git/evolve-writer.lock"), "evolve train").acquire()
 print("held", flush=True)
 time.sleep(30)

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from evolve._io import atomic_write
-from evolve.applier import MemoryApplier
-from evolve.applier._journal import journal_path
 from evolve.episode import run_episode
 from evolve.memory import dump_unit, parse_unit
 from evolve.store import GitStore
 from evolve.train import last_episode, train
-from evolve.workspace import Workspace, WriterLock, init_workspace
+from evolve.txn import WriterLock
+from evolve.txn._journal import ApplyJournal, journal_path
+from evolve.workspace import Workspace, init_workspace
 
 RunGit = Callable[..., str]
 STREAM = "alex/ace/0/instance"
@@ -231,19 +231,19 @@ def test_kill_after_the_commit_before_the_journal_is_removed(
     monkeypatch: pytest.MonkeyPatch,
     first_episode_state: dict[str, Any],
 ) -> None:
-    real_done = MemoryApplier.done
+    real_end = ApplyJournal.end
 
-    def die(self: MemoryApplier) -> None:
+    def die(self: ApplyJournal) -> None:
         raise Killed("killed after the commit")
 
-    monkeypatch.setattr(MemoryApplier, "done", die)
+    monkeypatch.setattr(ApplyJournal, "end", die)  # the transaction ends it after the commit
     with pytest.raises(Killed):
         train(workspace, recipe="ace", episodes=10)
     (episode,) = _episodes(workspace.root, run_git)
     crashed_head = workspace.store.head()
     assert journal_path(workspace.store).exists()
     assert _memory_matches_head(workspace) == []  # the commit holds everything written
-    monkeypatch.setattr(MemoryApplier, "done", real_done)
+    monkeypatch.setattr(ApplyJournal, "end", real_end)
 
     ws = Workspace(workspace.root)
     first_episode_state["ws"] = ws
@@ -261,8 +261,7 @@ def test_a_write_killed_before_its_rename_leaves_nothing_that_blocks_training(
 ) -> None:
     """A SIGKILL inside `atomic_write` leaves `.<name>.<random>.tmp` beside the unit: it is
     ignored by git (memory/ is not dirty) and removed by the next writer's recovery."""
-    from evolve.applier import recover
-    from evolve.applier._journal import begin
+    from evolve.txn._journal import begin, recover
 
     unit = workspace.root / "memory" / "alex" / "ace-0123456789.md"
     unit.parent.mkdir(parents=True, exist_ok=True)

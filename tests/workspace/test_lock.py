@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from evolve.errors import EvolveError, LockHeld
-from evolve.workspace import Workspace, WriterLock
-from evolve.workspace._lock import writer_lock_held
+from evolve.txn import WriterLock, writer_lock_held
+from evolve.txn import lock as txn_lock
+from evolve.workspace import Workspace
 
 # A process that takes the lock, says so on stdout, then holds it until killed (or for argv[3]
 # seconds, then releases it and prints "released").
@@ -24,7 +25,7 @@ _HOLDER = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from evolve.errors import LockHeld
-    from evolve.workspace import WriterLock
+    from evolve.txn import WriterLock
     lock = WriterLock(Path(sys.argv[1]), sys.argv[2])
     try:
         lock.acquire()
@@ -125,7 +126,7 @@ def test_context_manager_releases_on_exit_and_on_error(tmp_path: Path) -> None:
 def test_writer_lock_held_tells_code_under_the_lock(workspace: Workspace) -> None:
     git_dir = workspace.store.git_dir
     assert not writer_lock_held(git_dir)
-    with workspace.lock("evolve train"):
+    with txn_lock(workspace, "evolve train"):
         assert writer_lock_held(git_dir)
     assert not writer_lock_held(git_dir)
 
@@ -181,7 +182,7 @@ _CONTENDER = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from evolve.errors import LockHeld
-    from evolve.workspace import WriterLock
+    from evolve.txn import WriterLock
     lock = WriterLock(Path(sys.argv[1]), sys.argv[2])
     go, release = Path(sys.argv[3]), Path(sys.argv[4])
     print("ready", flush=True)
@@ -228,11 +229,11 @@ def test_concurrent_takeovers_of_a_dead_holders_lock_have_one_winner(tmp_path: P
 
 
 def test_workspace_lock_lives_under_git_dir(workspace: Workspace) -> None:
-    with workspace.lock("evolve train") as lock:
+    with txn_lock(workspace, "evolve train") as lock:
         assert lock.path.parent == workspace.store.git_dir
         assert lock.path.exists()
         with pytest.raises(LockHeld, match="evolve train"):
-            workspace.lock("evolve evolve").acquire()
+            txn_lock(workspace, "evolve evolve").acquire()
         # the lock file is inside .git/, so it never makes the tree dirty
         assert workspace.store.dirty_paths() == []
-    workspace.lock("evolve evolve").acquire().release()
+    txn_lock(workspace, "evolve evolve").acquire().release()

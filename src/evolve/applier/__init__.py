@@ -1,8 +1,7 @@
 """The applier: validates proposed operations and writes them; the store commits them."""
 
 from evolve.applier._files import EVOLVABLE, check_files, write_files
-from evolve.applier._journal import end as journal_end
-from evolve.applier._journal import recover
+from evolve.applier._journal import NoJournal, WriteJournal
 from evolve.applier._memory import ApplyResult, MemoryApplier, tombstone_for
 from evolve.applier._prompts import (
     PromptChanges,
@@ -19,7 +18,8 @@ __all__ = [
     "with_guidance",
     "EVOLVABLE",
     "check_files",
-    "journal_end",
+    "NoJournal",
+    "WriteJournal",
     "write_files",
     "TEXT_OPS",
     "ApplyResult",
@@ -27,6 +27,5 @@ __all__ = [
     "Op",
     "OpName",
     "Refusal",
-    "recover",
     "tombstone_for",
 ]

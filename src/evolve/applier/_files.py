@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from evolve._io import atomic_write
-from evolve.applier import _journal
+from evolve.applier._journal import NoJournal, WriteJournal
 from evolve.workspace import Workspace
 
 EVOLVABLE = ("memory/", "prompts/")
@@ -20,17 +20,20 @@ def check_files(
 
 
 def write_files(
-    ws: Workspace, changes: Mapping[str, bytes | None], allowed: tuple[str, ...] = EVOLVABLE
+    ws: Workspace,
+    changes: Mapping[str, bytes | None],
+    allowed: tuple[str, ...] = EVOLVABLE,
+    journal: WriteJournal | None = None,
 ) -> list[str]:
-    """Check every path first, then write them all under the journal; None deletes a file.
+    """Check every path first, then write them all under `journal`; None deletes a file.
 
-    Returns the paths to commit; the caller commits them and then calls `_journal.end`.
+    Returns the paths to commit; the caller (`evolve.txn`) commits them and ends the journal.
     """
     check_files(ws, changes, allowed)
     paths = sorted(changes)
     if not paths:
         return []
-    _journal.begin(ws.store, paths)
+    (journal or NoJournal()).begin(paths)
     for path in paths:
         full = ws.resolve(path)
         data = changes[path]

@@ -1,66 +1,28 @@
-"""The apply journal: a half-applied episode never survives a crash.
+"""What the applier needs of a journal: to be told the paths before it writes them.
 
-Before the applier writes, it records HEAD and the paths it will touch in
-`.git/evolve-journal.json`; after the store commits, the journal is removed. If a process dies
-in between, the next writer restores those paths to HEAD: if the commit happened that is a
-no-op, and if it did not, the half-written files are undone. A writer stopped by Ctrl-C or
-SIGTERM does the same itself before it exits (`evolve.recovery.stop_cleanly`), and a reading
-command does it when no live writer holds the lock, so only a SIGKILL leaves the journal for
-long.
+The journal itself (its file, its recovery) belongs to the transaction (`evolve.txn`), which
+passes one in; the applier calls `begin` with every path right before the first write, and the
+transaction ends it once the store has committed. Without one (a test, a scratch copy) the
+writes are not journaled.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
-
-from evolve._io import atomic_write, temp_prefix
-from evolve.store import GitStore
-from evolve.workspace._paths import APPLY_JOURNAL
-
-JOURNAL = APPLY_JOURNAL
+from typing import Protocol
 
 
-def journal_path(store: GitStore) -> Path:
-    return store.git_dir / JOURNAL
+class WriteJournal(Protocol):
+    def begin(self, paths: Sequence[str]) -> None: ...
+
+    def end(self) -> None: ...
 
 
-def begin(store: GitStore, paths: Sequence[str]) -> None:
-    # Atomic against a killed process (the case this guards); like git's own loose objects,
-    # not fsynced against power loss, which would cost milliseconds on every episode.
-    atomic_write(
-        journal_path(store), json.dumps({"head": store.head(), "paths": sorted(set(paths))})
-    )
+class NoJournal:
+    """Writes outside a transaction: nothing is journaled."""
 
+    def begin(self, paths: Sequence[str]) -> None:
+        pass
 
-def end(store: GitStore) -> None:
-    journal_path(store).unlink(missing_ok=True)
-
-
-def recover(store: GitStore) -> list[str]:
-    """Undo what a crashed writer left half-applied; returns the paths restored."""
-    path = journal_path(store)
-    if not path.exists():
-        return []
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        paths = [str(p) for p in data.get("paths", [])]
-    except (ValueError, AttributeError):
-        paths = []
-    head = store.head()
-    if head is not None and paths:
-        tracked = set(store.list_files(head, "memory")) | set(store.list_files(head, "prompts"))
-        restore = [p for p in paths if p in tracked]
-        if restore:
-            store.checkout_paths(head, restore)
-        for p in paths:
-            if p not in tracked:
-                (store.root / p).unlink(missing_ok=True)
-    for p in paths:  # the temporary file of a write killed before its rename
-        full = store.root / p
-        if full.parent.is_dir():
-            for leftover in full.parent.glob(f"{temp_prefix(full.name)}*.tmp"):
-                leftover.unlink(missing_ok=True)
-    path.unlink(missing_ok=True)
-    return paths
+    def end(self) -> None:
+        pass

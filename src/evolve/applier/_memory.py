@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 from evolve._io import atomic_write
 from evolve._text import is_placeholder
-from evolve.applier import _counters, _journal, _records, _shelves
+from evolve.applier import _counters, _records, _shelves
+from evolve.applier._journal import NoJournal, WriteJournal
 from evolve.errors import PathRefused
 from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, parse_unit, without_counters
 from evolve.memory._similarity import normalize
@@ -54,9 +55,10 @@ _DOCUMENT = "document"
 class MemoryApplier:
     """Validates and writes memory operations for one scope."""
 
-    def __init__(self, ws: Workspace, scope: str) -> None:
+    def __init__(self, ws: Workspace, scope: str, journal: WriteJournal | None = None) -> None:
         self.ws = ws
         self.scope = scope
+        self.journal = journal or NoJournal()  # `evolve.txn` passes the apply journal
         # The file text `check` serialized for a unit, written as is when the op is applied
         # (serializing is most of an op's check). Keyed by the unit object, kept for one apply.
         self._dumped: dict[int, tuple[MemoryUnit, str]] = {}
@@ -275,7 +277,7 @@ class MemoryApplier:
         result.paths = sorted({*files, *sidecar})
         if not result.paths:
             return result
-        _journal.begin(self.ws.store, result.paths)
+        self.journal.begin(result.paths)
         for path, op in files.items():
             full = self.ws.resolve(path)
             if op.op == "evict":
@@ -291,7 +293,7 @@ class MemoryApplier:
         return known[1] if known is not None and known[0] is unit else dump_unit(unit)
 
     def done(self) -> None:
-        _journal.end(self.ws.store)
+        self.journal.end()
 
 
 def _extra_files(ws: Workspace, files: Mapping[str, bytes | None]) -> dict[str, bytes | None]:

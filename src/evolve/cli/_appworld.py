@@ -87,11 +87,13 @@ def splits_cmd(root: Path | None, dry_run: bool, workspace: Path | None, as_json
     counts = {k: len(v) for k, v in splits.items()}
     if not dry_run:
         path = ws.evalset_dir / "splits.yaml"
-        with ws.lock("evolve appworld splits"):
+        from evolve.txn import writer
+
+        with writer(ws, "evolve appworld splits") as tx:
             atomic_write(path, text)
             rel = str(path.relative_to(ws.root))
             if ws.store.dirty_paths([rel]):
-                ws.store.commit(
+                tx.commit(
                     [rel],
                     "evolve: rebuild the AppWorld splits from the installed tasks",
                     trailers={"Evolve-Kind": "splits"},

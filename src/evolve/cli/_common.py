@@ -140,7 +140,7 @@ def open_workspace(path: Path | None, *, config: bool = True) -> Workspace:
     ws = Workspace.find(path, read_config=config)
     git_dir = ws.store.git_dir
     if (git_dir / GENERATION_JOURNAL).exists() or (git_dir / APPLY_JOURNAL).exists():
-        from evolve.recovery import recover_if_interrupted
+        from evolve.txn import recover_if_interrupted
 
         ctx = click.get_current_context(silent=True)
         command = ctx.command_path if ctx else "evolve"
@@ -175,7 +175,7 @@ def writer_busy(ws: Workspace) -> str | None:
     journal is there); None otherwise."""
     if not (ws.store.git_dir / APPLY_JOURNAL).exists():
         return None
-    from evolve.recovery import active_writer
+    from evolve.txn import active_writer
 
     return active_writer(ws)
 

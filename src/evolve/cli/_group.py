@@ -16,7 +16,7 @@ from evolve.errors import EvolveError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from evolve.recovery import WriteInterrupted
+    from evolve.txn import WriteInterrupted
 
 # name -> (module:attribute, one-line help). The help line is kept here so that `evolve
 # --help` lists the commands without importing them; a test checks it matches each command.
@@ -108,8 +108,8 @@ def _stopped(exc: WriteInterrupted) -> int:
 
 
 def _write_interrupted() -> type[WriteInterrupted]:
-    """`evolve.recovery.WriteInterrupted`, imported only when something was interrupted (the
+    """`evolve.txn.WriteInterrupted`, imported only when something was interrupted (the
     module pulls in git and the generation records)."""
-    from evolve.recovery import WriteInterrupted
+    from evolve.txn import WriteInterrupted
 
     return WriteInterrupted

@@ -33,14 +33,17 @@ def _demo_feedback(ws: Workspace) -> Workspace:
         else line
         for line in text.splitlines()
     )
-    atomic_write(path, new + "\n")
-    ws.store.commit(
-        [CONFIG_NAME],
-        "demo: train with corrective feedback",
-        body="The corrective tier's complaint states the preference; the instance tier's only "
-        "names the failure (docs/sim.md, what each tier can teach).",
-        trailers={"Evolve-Kind": "init"},
-    )
+    from evolve.txn import writer
+
+    with writer(ws, "evolve demo") as tx:
+        atomic_write(path, new + "\n")
+        tx.commit(
+            [CONFIG_NAME],
+            "demo: train with corrective feedback",
+            body="The corrective tier's complaint states the preference; the instance tier's "
+            "only names the failure (docs/sim.md, what each tier can teach).",
+            trailers={"Evolve-Kind": "init"},
+        )
     return Workspace(ws.root)
 
 

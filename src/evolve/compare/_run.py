@@ -211,7 +211,7 @@ def run(
         EvolveError: results of another plan exist (without `fresh`), a job failed, or the
             lock is held.
     """
-    from evolve.recovery import writer
+    from evolve.txn import writer
 
     exp = p.experiment
     say = say or (lambda _line: None)

@@ -102,6 +102,18 @@ class Gate:
             )
         return Verdict(True, f"accepted: {interval}")
 
+    def cannot_judge(self, problem: str) -> Verdict:
+        """The verdict on a generation whose base fails the protected-file checks (nothing
+        ran, so there is no evidence to decide on)."""
+        return Verdict(False, f"the generation cannot be judged: {problem}")
+
+    def confirm(self, verdict: Verdict, late_problem: str | None) -> Verdict:
+        """The verdict as it is applied: an acceptance stands only if the workspace is still
+        exactly what was judged (`late_problem` None)."""
+        if verdict.accepted and late_problem is not None:
+            return Verdict(False, late_problem)
+        return verdict
+
 
 _PRICED_PREFIXES = ("openai/", "anthropic/")
 

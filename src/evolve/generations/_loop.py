@@ -5,7 +5,7 @@ commits) and a reflector step (a prompt commit), then the gate decides on eviden
 no holdout score. A rejected generation is reset to its base. Generations are bounded.
 `--dry-run` runs in a temporary shared clone and leaves the workspace exactly as it was.
 
-A generation is a transaction (see `_journal`): its base is journaled before it starts; an
+A generation is a transaction (`evolve.txn`): its base is journaled before it starts; an
 exception, SIGINT, SIGTERM/SIGHUP or the time limit resets it to the base and records it as
 `rejected (error: ...)`; a SIGKILL is finished by the next writer.
 
@@ -21,7 +21,7 @@ import re
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,7 +32,7 @@ from evolve._faults import fault
 from evolve._io import derive_seed
 from evolve._signals import Terminated as Terminated  # re-exported: callers catch it here
 from evolve._signals import signals_held, signals_raise
-from evolve.applier import guidance_of, journal_end, plan_prompt_changes, write_files
+from evolve.applier import guidance_of, plan_prompt_changes
 from evolve.envs import Environment, Split
 from evolve.errors import EvolveError
 from evolve.evaluate import SplitReport, open_env, run_split
@@ -40,6 +40,7 @@ from evolve.executors import SPAWNING, choose_executor, executor_session
 from evolve.gate import (
     Gate,
     GateEvidence,
+    PairedGain,
     ProtectedState,
     Verdict,
     cost_cap_problem,
@@ -50,15 +51,6 @@ from evolve.gate import (
     protection_reason,
     run_workspace_tests,
     temp_copy,
-)
-from evolve.generations._journal import (
-    GenerationJournal,
-    abort,
-    begin,
-    end_journal,
-    last_used_number,
-    rollback,
-    set_phase,
 )
 from evolve.generations._records import (
     ChangeRecord,
@@ -71,10 +63,17 @@ from evolve.generations._records import (
 from evolve.history import refresh_commit_graph
 from evolve.llm import LLM, make_role_llm
 from evolve.llm._cost import Rate, find_rate
-from evolve.recovery import WriteInterrupted, writer
 from evolve.reflector import Reflector as Reflector  # explicit: tests substitute it
 from evolve.store import GENERATION, KIND, GitStore
 from evolve.train import last_episode, stream_id, train
+from evolve.txn import (
+    GenerationTransaction,
+    WriteInterrupted,
+    joined,
+    last_used_number,
+    lock,
+    writer,
+)
 from evolve.workspace import Workspace
 
 Progress = Callable[[str], None]
@@ -245,242 +244,304 @@ def _moved(store: GitStore, candidate: str, when: str) -> str | None:
     return None
 
 
-@dataclass
-class _Txn:
-    """The running generation: its journal and what an error record needs to say."""
+@dataclass(frozen=True)
+class _Request:
+    """What one `evolve` call asks for (the options that travel to every generation)."""
+
+    count: int
+    dry_run: bool
+    gate: Gate
+    models: _Models | None  # None: built from evolve.yaml's roles
+    say: Progress
+    timeout: float | None = None
+    executor: str = "auto"
+    concurrency: int | None = None
+
+
+@dataclass(frozen=True)
+class _Loop:
+    """What every generation of one run shares: the workspace it writes (the clone in a dry
+    run), its models and scorer, and the gate."""
 
     ws: Workspace
-    journal: GenerationJournal
-    refused: list[str] = field(default_factory=list)
+    models: _Models
+    scorer: _Scorer
+    gate: Gate
+    say: Progress
+    dry_run: bool
 
-    def phase(self, name: str, **changes: object) -> None:
-        set_phase(self.ws.store, self.journal, name, **changes)
+
+@dataclass
+class _Base:
+    """The generation's base: its protected state and its scores."""
+
+    commit: str
+    state: ProtectedState
+    dev: SplitReport
+    holdout: SplitReport
 
 
-def _generation(
-    ws: Workspace,
-    env: Environment,
-    number: int,
-    models: _Models,
-    scorer: _Scorer,
-    gate: Gate,
-    stream_end: int | None,
-    dry_run: bool,
-    say: Progress,
-    txn: _Txn,
-) -> GenerationRecord:
-    cfg = ws.config
-    store = ws.store
-    protected = tuple(cfg.protected)
-    base = txn.journal.base
-    started = txn.journal.started
-    s0 = protected_state(store, base, protected)
-    base_hash = s0.tree
-    if s0.problems:
-        return _unjudged(txn, s0, dry_run)
-    txn.phase("base scoring")
-    say(f"generation {number}: scoring the base {base[:10]} on dev and holdout")
-    dev_base, hold_base = scorer("dev", base), scorer("holdout", base)
-    changes: list[ChangeRecord] = []
-    refused = txn.refused
+@dataclass
+class _Candidate:
+    """The candidate as it was checked, tested and scored (the base's scores until then)."""
 
-    if cfg.gate.train_episodes > 0:
+    commit: str
+    tree: str
+    protected_hash: str
+    dev: SplitReport
+    holdout: SplitReport
+    problem: str | None = None  # why the protected files or the tree cannot be trusted
+    tests_ok: bool = True
+    tests_out: str = ""
+    scored: bool = False
+    scored_tree: str = ""
+    sizes: dict[str, int] = field(default_factory=dict)
+
+
+class _Generation:
+    """One generation, phase by phase; each phase is noted in the journal, so the record of
+    one that ends in an error names it. The phases: score the base, propose (training
+    episodes, the reflector), check, test and score the candidate, let the gate decide (and
+    confirm right before its verdict is applied), record."""
+
+    def __init__(self, loop: _Loop, gtx: GenerationTransaction, stream_end: int | None) -> None:
+        self.loop, self.gtx, self.stream_end = loop, gtx, stream_end
+        self.ws, self.store, self.cfg = loop.ws, loop.ws.store, loop.ws.config
+        self.protected = tuple(self.cfg.protected)
+        self.number = gtx.number
+        self.changes: list[ChangeRecord] = []
+
+    def run(self) -> GenerationRecord:
+        s0 = protected_state(self.store, self.gtx.base, self.protected)
+        if s0.problems:
+            return self._unjudged(s0)
+        base = self._score_base(s0)
+        if self.cfg.gate.train_episodes > 0:
+            self._train()
+        self._reflect(base.dev)
+        cand = self._candidate(base)
+        if cand.commit != base.commit and cand.problem is None:
+            self._test_and_score(base, cand)
+        gain = paired_gain(
+            base.dev.per_task(), cand.dev.per_task(), samples=self.cfg.gate.bootstrap_samples,
+            confidence=self.cfg.gate.confidence,
+            seed=derive_seed(self.cfg.gate.seed, self.number, "bootstrap"),
+        )  # fmt: skip
+        verdict = self._decide(base, cand, gain)
+        return self._record(base, cand, gain, verdict)
+
+    def _score_base(self, s0: ProtectedState) -> _Base:
+        base = self.gtx.base
+        self.gtx.phase("base scoring")
+        self.loop.say(f"generation {self.number}: scoring the base {base[:10]} on dev and holdout")
+        scorer = self.loop.scorer
+        return _Base(base, s0, scorer("dev", base), scorer("holdout", base))
+
+    def _train(self) -> None:
+        """Training episodes: the generation's memory commits."""
+        cfg, number = self.cfg, self.number
         sid = stream_id(cfg.persona, cfg.train.recipe, cfg.train.seed, cfg.train.feedback)
-        last = last_episode(ws, sid)
-        start = max(0 if last is None else last + 1, stream_end or 0)
-        stream_end = start + cfg.gate.train_episodes
-        txn.phase("training", stream_end=stream_end)
-        say(f"generation {number}: training episodes {start}..{stream_end - 1}")
+        last = last_episode(self.ws, sid)
+        start = max(0 if last is None else last + 1, self.stream_end or 0)
+        self.stream_end = start + cfg.gate.train_episodes
+        self.gtx.phase("training", stream_end=self.stream_end)
+        self.loop.say(f"generation {number}: training episodes {start}..{self.stream_end - 1}")
+        models = self.loop.models
         report = train(
-            ws, episodes=stream_end, start_at=start, generation=number,
+            self.ws, episodes=self.stream_end, start_at=start, generation=number,
             take_lock=False, agent_llm=models.agent, updater_llm=models.updater,
         )  # fmt: skip
         for outcome in report.outcomes:
             if outcome.commit:
-                changes.append(
-                    ChangeRecord(
-                        kind="memory",
-                        commit=outcome.commit,
-                        subject=store.commit_info(outcome.commit).subject,
-                    )
+                subject = self.store.commit_info(outcome.commit).subject
+                self.changes.append(
+                    ChangeRecord(kind="memory", commit=outcome.commit, subject=subject)
                 )
         fault("batch")
 
-    txn.phase("the reflector")
-    say(
-        f"generation {number}: reflecting on {sum(not e.accepted for e in dev_base.episodes)} failed dev episodes"
-    )
-    system = (
-        (ws.root / "prompts" / "system.md").read_text(encoding="utf-8")
-        if (ws.root / "prompts" / "system.md").is_file()
-        else ""
-    )
-    proposal = Reflector(models.reflector).propose(
-        _failures(dev_base),
-        guidance_of(system),
-        parameters={k: (v.min, v.max) for k, v in cfg.parameters.items()},
-        max_chars=cfg.gate.max_prompt_chars,
-        seed=derive_seed(cfg.gate.seed, number, "reflector"),
-    )
-    planned = plan_prompt_changes(
-        ws, guidance=proposal.guidance, edits=proposal.edits, parameters=proposal.parameters,
-        max_chars=cfg.gate.max_prompt_chars,
-    )  # fmt: skip
-    refused += [r.line() for r in [*proposal.refused, *planned.refused]]
-    if planned.files:
-        paths = write_files(ws, planned.files, allowed=("prompts/",))
+    def _reflect(self, dev_base: SplitReport) -> None:
+        """The reflector's proposal from the failed dev episodes: the generation's prompt
+        commit (its refusals go in the commit and the record)."""
+        cfg, number, ws = self.cfg, self.number, self.ws
+        self.gtx.phase("the reflector")
+        failed = sum(not e.accepted for e in dev_base.episodes)
+        self.loop.say(f"generation {number}: reflecting on {failed} failed dev episodes")
+        system_md = ws.root / "prompts" / "system.md"
+        system = system_md.read_text(encoding="utf-8") if system_md.is_file() else ""
+        proposal = Reflector(self.loop.models.reflector).propose(
+            _failures(dev_base),
+            guidance_of(system),
+            parameters={k: (v.min, v.max) for k, v in cfg.parameters.items()},
+            max_chars=cfg.gate.max_prompt_chars,
+            seed=derive_seed(cfg.gate.seed, number, "reflector"),
+        )
+        planned = plan_prompt_changes(
+            ws, guidance=proposal.guidance, edits=proposal.edits, parameters=proposal.parameters,
+            max_chars=cfg.gate.max_prompt_chars,
+        )  # fmt: skip
+        refused = self.gtx.refused
+        refused += [r.line() for r in [*proposal.refused, *planned.refused]]
+        if planned.files:
+            self._commit_prompts(planned.files, refused)
+
+    def _commit_prompts(self, files: Mapping[str, bytes | None], refused: list[str]) -> None:
+        tx = joined(self.ws)
+        paths = tx.write(files, allowed=("prompts/",))
         fault("reflector")
         body = "\n".join(["Proposed by the reflector from the failed dev episodes.", "", *refused])
-        sha = store.commit(
-            paths, f"reflector: generation {number}: {', '.join(paths)}", body=body,
-            trailers=[(KIND, "reflector"), (GENERATION, str(number))],
+        sha = tx.commit(
+            paths, f"reflector: generation {self.number}: {', '.join(paths)}", body=body,
+            trailers=[(KIND, "reflector"), (GENERATION, str(self.number))],
         )  # fmt: skip
-        journal_end(store)
         if sha:
-            changes.append(
-                ChangeRecord(kind="prompt", commit=sha, subject=store.commit_info(sha).subject)
-            )
+            subject = self.store.commit_info(sha).subject
+            self.changes.append(ChangeRecord(kind="prompt", commit=sha, subject=subject))
 
-    candidate = store.head()
-    assert candidate is not None
-    changed = candidate != base
-    cand_tree = _tree(store, candidate)
-    s1 = protected_state(store, candidate, protected)
-    cand_hash = s1.tree
-    problem = protection_reason(store, s0, s1, "during the generation") or _moved(
-        store, candidate, "during the generation"
-    )
-    scored_tree = cand_tree
-    tests_ok, tests_out, dev, holdout = True, "", dev_base, hold_base
-    scored = False
-    if changed and problem is None:
-        txn.phase("workspace tests")
-        say(f"generation {number}: workspace tests, then scoring the candidate {candidate[:10]}")
-        tests_ok, tests_out = run_workspace_tests(store, base, candidate, protected)
-        txn.phase("scoring")
-        scored_tree = _tree(store, candidate)
-        dev = scorer("dev", candidate)
+    def _candidate(self, base: _Base) -> _Candidate:
+        """HEAD now, checked: still the candidate, its protected files as at the base."""
+        store = self.store
+        candidate = store.head()
+        assert candidate is not None
+        tree = _tree(store, candidate)
+        s1 = protected_state(store, candidate, self.protected)
+        problem = protection_reason(store, base.state, s1, "during the generation") or _moved(
+            store, candidate, "during the generation"
+        )
+        return _Candidate(
+            candidate, tree, s1.tree, base.dev, base.holdout, problem=problem, scored_tree=tree
+        )
+
+    def _test_and_score(self, base: _Base, cand: _Candidate) -> None:
+        """The workspace tests (against the base's protected files), then the candidate's
+        scores, then the protected files checked again."""
+        store, number, candidate = self.store, self.number, cand.commit
+        self.gtx.phase("workspace tests")
+        self.loop.say(
+            f"generation {number}: workspace tests, then scoring the candidate {candidate[:10]}"
+        )
+        cand.tests_ok, cand.tests_out = run_workspace_tests(
+            store, base.commit, candidate, self.protected
+        )
+        self.gtx.phase("scoring")
+        cand.scored_tree = _tree(store, candidate)
+        scorer = self.loop.scorer
+        cand.dev = scorer("dev", candidate)
         scorer.fault_step = "scoring"
         try:
-            holdout = scorer("holdout", candidate)
+            cand.holdout = scorer("holdout", candidate)
         finally:
             scorer.fault_step = None
-        scored = True
-        s2 = protected_state(store, candidate, protected)
-        problem = protection_reason(store, s0, s2, "during scoring") or _moved(
+        cand.scored = True
+        s2 = protected_state(store, candidate, self.protected)
+        cand.problem = protection_reason(store, base.state, s2, "during scoring") or _moved(
             store, candidate, "during scoring"
         )
-    gain = paired_gain(
-        dev_base.per_task(), dev.per_task(), samples=cfg.gate.bootstrap_samples,
-        confidence=cfg.gate.confidence, seed=derive_seed(cfg.gate.seed, number, "bootstrap"),
-    )  # fmt: skip
-    sizes = _prompt_sizes(store, candidate)
-    evidence = GateEvidence(
-        base_protected_hash=base_hash,
-        candidate_protected_hash=cand_hash,
-        protected_dirty=(),
-        tests_passed=tests_ok,
-        tests_output=tests_out,
-        dev_gain=gain,
-        min_gain=cfg.gate.min_gain,
-        prompt_chars=sum(sizes.values()),
-        max_prompt_chars=cfg.gate.max_prompt_chars,
-        base_tokens=dev_base.tokens_per_episode,
-        candidate_tokens=dev.tokens_per_episode,
-        max_token_factor=cfg.gate.max_token_factor,
-        base_cost=_per_episode(dev_base.cost, dev_base),
-        candidate_cost=_per_episode(dev.cost, dev),
-        max_cost=cfg.gate.max_cost,
-        changed=changed,
-        protected_problem=problem,
-        scored_tree=scored_tree,
-        candidate_tree=cand_tree,
-    )
-    txn.phase("the verdict")
-    verdict = gate.decide(evidence)
-    if verdict.accepted:
-        # Right before the verdict is applied: still exactly what was judged?
-        s3 = protected_state(store, candidate, protected)
-        late = protection_reason(store, s0, s3, "before the verdict was applied") or _moved(
-            store, candidate, "before the verdict was applied"
+
+    def _evidence(self, base: _Base, cand: _Candidate, gain: PairedGain) -> GateEvidence:
+        gate, dev_base, dev = self.cfg.gate, base.dev, cand.dev
+        cand.sizes = _prompt_sizes(self.store, cand.commit)
+        return GateEvidence(
+            base_protected_hash=base.state.tree,
+            candidate_protected_hash=cand.protected_hash,
+            protected_dirty=(),
+            tests_passed=cand.tests_ok,
+            tests_output=cand.tests_out,
+            dev_gain=gain,
+            min_gain=gate.min_gain,
+            prompt_chars=sum(cand.sizes.values()),
+            max_prompt_chars=gate.max_prompt_chars,
+            base_tokens=dev_base.tokens_per_episode,
+            candidate_tokens=dev.tokens_per_episode,
+            max_token_factor=gate.max_token_factor,
+            base_cost=_per_episode(dev_base.cost, dev_base),
+            candidate_cost=_per_episode(dev.cost, dev),
+            max_cost=gate.max_cost,
+            changed=cand.commit != base.commit,
+            protected_problem=cand.problem,
+            scored_tree=cand.scored_tree,
+            candidate_tree=cand.tree,
         )
-        if late is not None:
-            verdict = Verdict(False, late)
-    fault("verdict")
-    if not verdict.accepted:
-        rollback(ws, txn.journal)
-    final = store.head()
-    assert final is not None
-    return GenerationRecord(
-        number=number,
-        started=started,
-        finished=datetime.now(UTC).isoformat(timespec="seconds"),
-        dry_run=dry_run,
-        base=base,
-        candidate=candidate,
-        final=final,
-        changes=changes,
-        refused=refused,
-        dev_base=score_record(dev_base.summary()),
-        dev=score_record(dev.summary()) if scored or not changed else None,
-        holdout_base=score_record(hold_base.summary()),
-        holdout=score_record(holdout.summary()) if scored or not changed else None,
-        dev_gain=GainRecord(
-            mean=gain.mean, low=gain.low, high=gain.high, tasks=gain.tasks, pairs=gain.pairs
-        ),
-        prompt_sizes=sizes,
-        protected_hash=base_hash,
-        protected_hash_candidate=cand_hash,
-        tests_passed=tests_ok,
-        tests_output=tests_out[-2000:],
-        stream_end=stream_end,
-        verdict="accepted" if verdict.accepted else "rejected",
-        reason=verdict.reason,
-        scored_tree=scored_tree if scored else None,
-    )
+
+    def _decide(self, base: _Base, cand: _Candidate, gain: PairedGain) -> Verdict:
+        """The gate decides on the evidence, and confirms right before its verdict is applied
+        that the workspace is still exactly what was judged; a rejection resets to the base."""
+        evidence = self._evidence(base, cand, gain)
+        self.gtx.phase("the verdict")
+        gate = self.loop.gate
+        verdict = gate.decide(evidence)
+        if verdict.accepted:
+            s3 = protected_state(self.store, cand.commit, self.protected)
+            when = "before the verdict was applied"
+            late = protection_reason(self.store, base.state, s3, when) or _moved(
+                self.store, cand.commit, when
+            )
+            verdict = gate.confirm(verdict, late)
+        fault("verdict")
+        if not verdict.accepted:
+            self.gtx.rollback()
+        return verdict
+
+    def _record(
+        self, base: _Base, cand: _Candidate, gain: PairedGain, verdict: Verdict
+    ) -> GenerationRecord:
+        final = self.store.head()
+        assert final is not None
+        judged = cand.scored or cand.commit == base.commit  # the candidate's scores are its own
+        return GenerationRecord(
+            number=self.number,
+            started=self.gtx.journal.started,
+            finished=datetime.now(UTC).isoformat(timespec="seconds"),
+            dry_run=self.loop.dry_run,
+            base=base.commit,
+            candidate=cand.commit,
+            final=final,
+            changes=self.changes,
+            refused=self.gtx.refused,
+            dev_base=score_record(base.dev.summary()),
+            dev=score_record(cand.dev.summary()) if judged else None,
+            holdout_base=score_record(base.holdout.summary()),
+            holdout=score_record(cand.holdout.summary()) if judged else None,
+            dev_gain=GainRecord(
+                mean=gain.mean, low=gain.low, high=gain.high, tasks=gain.tasks, pairs=gain.pairs
+            ),
+            prompt_sizes=cand.sizes,
+            protected_hash=base.state.tree,
+            protected_hash_candidate=cand.protected_hash,
+            tests_passed=cand.tests_ok,
+            tests_output=cand.tests_out[-2000:],
+            stream_end=self.stream_end,
+            verdict="accepted" if verdict.accepted else "rejected",
+            reason=verdict.reason,
+            scored_tree=cand.scored_tree if cand.scored else None,
+        )
+
+    def _unjudged(self, s0: ProtectedState) -> GenerationRecord:
+        """The record of a generation that could not be judged at its base (nothing ran)."""
+        gtx, journal = self.gtx, self.gtx.journal
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        gtx.rollback()
+        verdict = self.loop.gate.cannot_judge(problems_reason(s0) or "")
+        return GenerationRecord(
+            number=journal.number,
+            started=journal.started,
+            finished=now,
+            dry_run=self.loop.dry_run,
+            base=journal.base,
+            candidate=journal.base,
+            final=self.store.head() or journal.base,
+            protected_hash=s0.tree,
+            protected_hash_candidate=s0.tree,
+            tests_passed=False,
+            stream_end=journal.stream_end,
+            verdict="accepted" if verdict.accepted else "rejected",
+            reason=verdict.reason,
+        )
 
 
-def _unjudged(txn: _Txn, s0: ProtectedState, dry_run: bool) -> GenerationRecord:
-    """The record of a generation that could not be judged at its base (nothing ran)."""
-    journal = txn.journal
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    rollback(txn.ws, journal)
-    return GenerationRecord(
-        number=journal.number,
-        started=journal.started,
-        finished=now,
-        dry_run=dry_run,
-        base=journal.base,
-        candidate=journal.base,
-        final=txn.ws.store.head() or journal.base,
-        protected_hash=s0.tree,
-        protected_hash_candidate=s0.tree,
-        tests_passed=False,
-        stream_end=journal.stream_end,
-        verdict="rejected",
-        reason=f"the generation cannot be judged: {problems_reason(s0)}",
-    )
-
-
-def _run(
-    ws: Workspace,
-    count: int,
-    first: int,
-    stream_end: int | None,
-    *,
-    dry_run: bool,
-    gate: Gate,
-    models: _Models | None,
-    say: Progress,
-    diffs: dict[int, str] | None = None,
-    timeout: float | None = None,
-    executor: str = "auto",
-    concurrency: int | None = None,
-) -> list[GenerationRecord]:
-    env = open_env(ws)
-    _check_splits(env)
+def _models(ws: Workspace, env: Environment, models: _Models | None) -> _Models:
+    """The models the request named, else the roles of evolve.yaml; refused when
+    `gate.max_cost` cannot be checked for the agent model."""
     cfg = ws.config
-    by_name = models is None
     if models is None:
         models = _Models(
             agent=make_role_llm(cfg, "agent", env=env),
@@ -493,43 +554,65 @@ def _run(
     )
     if unpriced:
         raise EvolveError(unpriced)
+    return models
+
+
+def _open_loop(ws: Workspace, request: _Request) -> _Loop:
+    env = open_env(ws)
+    _check_splits(env)
+    models = _models(ws, env, request.models)
     scorer = _Scorer(
-        ws, models.agent, cfg.gate.runs, executor=executor, concurrency=concurrency,
-        by_name=by_name,
+        ws, models.agent, ws.config.gate.runs, executor=request.executor,
+        concurrency=request.concurrency, by_name=request.models is None,
     )  # fmt: skip
-    store = ws.store
+    return _Loop(ws, models, scorer, request.gate, request.say, request.dry_run)
+
+
+def _run(
+    ws: Workspace,
+    request: _Request,
+    first: int,
+    stream_end: int | None,
+    diffs: dict[int, str] | None = None,
+) -> list[GenerationRecord]:
+    """Run generations `first`.. (`request.count` of them) under the caller's lock."""
+    loop = _open_loop(ws, request)
     records = []
-    for number in range(first, first + count):
-        txn: _Txn | None = None
-        try:
-            with _time_limit(timeout):
-                head = store.head()
-                assert head is not None
-                journal = begin(
-                    ws, number, store.protected_hash(head, tuple(cfg.protected)), dry_run=dry_run
-                )
-                txn = _Txn(ws, journal)
-                fault("start")
-                record = _generation(
-                    ws, env, number, models, scorer, gate, stream_end, dry_run, say, txn
-                )
-                txn.phase("the record")
-                fault("record")
-                if not dry_run:
-                    save_record(ws, record)
-        except BaseException as exc:
-            if txn is None:
-                raise
-            _abort(ws, txn, exc, say)
-        end_journal(store)
+    for number in range(first, first + request.count):
+        record = _one(loop, request, number, stream_end)
         stream_end = record.stream_end
         if diffs is not None and record.candidate != record.base:
-            diffs[number] = store.repo.git.diff(
+            diffs[number] = ws.store.repo.git.diff(
                 record.base, record.candidate, "--", "memory", "prompts"
             )
-        say(f"generation {number}: {record.outcome()} ({record.reason})")
+        request.say(f"generation {number}: {record.outcome()} ({record.reason})")
         records.append(record)
     return records
+
+
+def _one(loop: _Loop, request: _Request, number: int, stream_end: int | None) -> GenerationRecord:
+    """Generation `number` as a transaction: journaled base, the phases, the record; any error
+    or interrupt rolls it back and records why (`_abort`)."""
+    ws, store = loop.ws, loop.ws.store
+    gtx: GenerationTransaction | None = None
+    try:
+        with _time_limit(request.timeout):
+            head = store.head()
+            assert head is not None
+            protected_hash = store.protected_hash(head, tuple(ws.config.protected))
+            gtx = joined(ws).generation(number, protected_hash, dry_run=request.dry_run)
+            fault("start")
+            record = _Generation(loop, gtx, stream_end).run()
+            gtx.phase("the record")
+            fault("record")
+            if not request.dry_run:
+                save_record(ws, record)
+    except BaseException as exc:
+        if gtx is None:
+            raise
+        _abort(gtx, exc, request.say)
+    gtx.end()
+    return record
 
 
 def _check_splits(env: Environment) -> None:
@@ -548,13 +631,13 @@ def _check_splits(env: Environment) -> None:
         )
 
 
-def _abort(ws: Workspace, txn: _Txn, exc: BaseException, say: Progress) -> NoReturn:
+def _abort(gtx: GenerationTransaction, exc: BaseException, say: Progress) -> NoReturn:
     """Roll the generation back, record it, and raise what the caller should see."""
-    journal = txn.journal
+    journal = gtx.journal
     reason = "error: " + describe_error(exc, journal.phase)
     with _signals_held():
         try:
-            record = abort(ws, journal, reason, txn.refused)
+            record = gtx.abort(reason)
         except Exception as second:
             raise EvolveError(
                 f"generation {journal.number} failed ({reason}) and its rollback failed too "
@@ -638,11 +721,13 @@ def evolve(
         )
     if timeout is not None and timeout <= 0:
         raise EvolveError("--timeout must be a positive number of seconds.")
-    say = progress or (lambda _msg: None)
-    gate = gate or Gate()
+    request = _Request(
+        count, dry_run, gate or Gate(), models, progress or (lambda _msg: None), timeout,
+        executor, concurrency,
+    )  # fmt: skip
     try:
         with _signals_raise(), executor_session(executor):
-            return _evolve(ws, count, dry_run, gate, models, say, timeout, executor, concurrency)
+            return _evolve(ws, request)
     except Terminated as exc:  # between generations: nothing was running
         raise WriteInterrupted(
             f"stopped by {exc.name} between generations; every finished generation is recorded.",
@@ -650,51 +735,41 @@ def evolve(
         ) from None
 
 
-def _evolve(
-    ws: Workspace,
-    count: int,
-    dry_run: bool,
-    gate: Gate,
-    models: _Models | None,
-    say: Progress,
-    timeout: float | None,
-    executor: str = "auto",
-    concurrency: int | None = None,
-) -> EvolveResult:
+def _evolve(ws: Workspace, request: _Request) -> EvolveResult:
     store = ws.store
-    with writer(ws, "evolve evolve --dry-run" if dry_run else "evolve evolve"):
+    with writer(ws, "evolve evolve --dry-run" if request.dry_run else "evolve evolve"):
         _check_clean(ws)
         _check_hand_edits(ws)
         previous = load_records(ws)
         first = last_used_number(ws) + 1
         ends = [r.stream_end for r in previous if r.stream_end is not None]
         stream_end = max(ends) if ends else None
-        if not dry_run:
-            records = _run(
-                ws, count, first, stream_end, dry_run=False, gate=gate, models=models, say=say,
-                timeout=timeout, executor=executor, concurrency=concurrency,
-            )  # fmt: skip
+        if not request.dry_run:
+            records = _run(ws, request, first, stream_end)
             refresh_commit_graph(store)
             return EvolveResult(records)
-        with temp_copy("dry-run") as tmp:
-            clone = tmp / "ws"
-            subprocess.run(
-                ["git", "clone", "--quiet", "--shared", str(ws.root), str(clone)],
-                check=True,
-                capture_output=True,
-            )
-            # The side refs too (persona timelines), so the dry run trains on the same clock.
-            subprocess.run(
-                ["git", "fetch", "--quiet", "origin", "refs/evolve/*:refs/evolve/*"],
-                cwd=clone,
-                check=True,
-                capture_output=True,
-            )
-            inner = Workspace(clone, ws.config)  # keeps the command line's model choices
-            diffs: dict[int, str] = {}
-            records = _run(
-                inner, count, first, stream_end, dry_run=True, gate=gate, models=models,
-                say=say, diffs=diffs, timeout=timeout, executor=executor,
-                concurrency=concurrency,
-            )  # fmt: skip
-            return EvolveResult(records, dry_run=True, diffs=diffs)
+        return _dry_run(ws, request, first, stream_end)
+
+
+def _dry_run(ws: Workspace, request: _Request, first: int, stream_end: int | None) -> EvolveResult:
+    """The generations in a temporary shared clone (under its own writer lock), with each
+    one's proposed diff; the workspace is left exactly as it was."""
+    with temp_copy("dry-run") as tmp:
+        clone = tmp / "ws"
+        subprocess.run(
+            ["git", "clone", "--quiet", "--shared", str(ws.root), str(clone)],
+            check=True,
+            capture_output=True,
+        )
+        # The side refs too (persona timelines), so the dry run trains on the same clock.
+        subprocess.run(
+            ["git", "fetch", "--quiet", "origin", "refs/evolve/*:refs/evolve/*"],
+            cwd=clone,
+            check=True,
+            capture_output=True,
+        )
+        inner = Workspace(clone, ws.config)  # keeps the command line's model choices
+        diffs: dict[int, str] = {}
+        with lock(inner, "evolve evolve --dry-run"):  # its writes are journaled like any
+            records = _run(inner, request, first, stream_end, diffs)
+        return EvolveResult(records, dry_run=True, diffs=diffs)

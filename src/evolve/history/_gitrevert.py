@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from evolve.applier import journal_end, write_files
 from evolve.history._content import unit_of
 from evolve.history._restarts import git_revert_records, record_drops
 from evolve.history._revert import (
@@ -141,11 +140,12 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
 
     Call it under the workspace lock (`take_lock=False`) from a writer that holds it.
     """
-    if take_lock:
-        from evolve.recovery import writer
+    from evolve.txn import joined, writer
 
+    if take_lock:
         with writer(ws, "evolve: tombstones for git revert"):
             return tombstone_git_reverts(ws, take_lock=False)
+    tx = joined(ws)
     made = []
     for git_commit, target in _unanswered(ws):
         of_revert = is_revert(target)  # a revert's revert lifts tombstones by itself
@@ -174,7 +174,7 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
         if not changes:
             continue
         restarted = [u.id for u in back]
-        paths = write_files(ws, changes)
+        paths = tx.write(changes)
         body = [
             f"`git revert` ({git_commit.short}) restored the files of {target.short} but wrote "
             "no tombstones; these keep the next episodes from learning it again."
@@ -224,7 +224,7 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
             trailers.append((RESTARTS, " ".join(restarted)))
         if PERSONA in target.trailers:
             trailers.append((PERSONA, target.trailers[PERSONA]))
-        sha = ws.store.commit(
+        sha = tx.commit(
             paths,
             f"{'tombstones' if stones else 'record restart' if restarted else 'records'} "
             "for git revert "
@@ -232,7 +232,6 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
             body="\n".join(body),
             trailers=trailers,
         )
-        journal_end(ws.store)
         if sha is not None:
             made.append(sha)
     return made

@@ -24,7 +24,6 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from evolve.applier import journal_end, write_files
 from evolve.errors import EvolveError
 from evolve.history._content import (
     carry_counters,
@@ -61,8 +60,8 @@ from evolve.history._restarts import (
 from evolve.history._unretire import RESTARTS, STRATA, restart_files, unretired
 from evolve.memory import MemoryUnit, dump_unit, load_units_at
 from evolve.memory._similarity import normalize
-from evolve.recovery import writer
 from evolve.store import KIND, OPS, PERSONA, CommitInfo, GitStore, format_ops
+from evolve.txn import Transaction, writer
 from evolve.workspace import Workspace
 
 REVERTS = "Evolve-Reverts"
@@ -476,7 +475,7 @@ def revert(
     from evolve.history._gitrevert import tombstone_git_reverts
 
     store = ws.store
-    with writer(ws, "evolve revert"):  # takes the lock, then recovers crash leftovers
+    with writer(ws, "evolve revert") as tx:  # takes the lock, then recovers crash leftovers
         dirty = store.dirty_paths(["memory", "prompts"])
         if dirty:
             raise EvolveError(
@@ -521,9 +520,7 @@ def revert(
         drops, ended = record_drops(store, head, changes)  # a tombstoned skill's record ends
         changes.update(drops)
         _check_shelves(ws, info, head, changes)
-        return _commit(
-            ws, info, targets, plan, changes, reason, counts, [u.id for u in back], ended
-        )
+        return _commit(tx, info, targets, plan, changes, counts, [u.id for u in back], ended)
 
 
 def _check_shelves(
@@ -548,17 +545,16 @@ def _check_shelves(
 
 
 def _commit(
-    ws: Workspace,
+    tx: Transaction,
     info: CommitInfo,
     targets: list[CommitInfo],
     plan: _Plan,
     changes: dict[str, bytes | None],
-    reason: str | None,
     counts: CountBack,
     restarted: list[str],
     ended: list[str],
 ) -> RevertResult:
-    store = ws.store
+    store = tx.store
     short = info.short
     if not changes:
         raise EvolveError(
@@ -582,8 +578,8 @@ def _commit(
     ops += [("tombstone", s.id) for s in stones]
     ops += [("count", ident) for ident in counts.ids]
     ops += [("restart", ident) for ident in restarted]
-    paths = write_files(ws, changes)
-    why = reason or f"reverted {short}"
+    paths = tx.write(changes)
+    why = plan.why or f"reverted {short}"
     body = [f"Reason: {why}", ""]
     body += [f"Reverts: {t.short} {t.subject}" for t in targets]
     if stones:
@@ -624,10 +620,9 @@ def _commit(
     if restarted:
         trailers.append((RESTARTS, " ".join(restarted)))
     subject = f"revert {short}" + (f" and {len(targets) - 1} later" if cascade else "")
-    commit = store.commit(
+    commit = tx.commit(
         paths, f"{subject}: {info.subject}"[:200], body="\n".join(body), trailers=trailers
     )
-    journal_end(store)
     refresh_commit_graph(store)
     if commit is None:
         raise EvolveError(

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from evolve.applier import MemoryApplier, Op
+from evolve.applier import Op
 from evolve.errors import EvolveError
 from evolve.history import complaint_line
 from evolve.memory import MemoryUnit, UnitReader
-from evolve.recovery import writer
 from evolve.store import KIND, OPS, PERSONA, format_ops
+from evolve.txn import writer
 from evolve.workspace import Workspace
 
 
@@ -68,8 +68,7 @@ def pending_chain(units: list[MemoryUnit], replaced: str | None) -> list[MemoryU
 def _decide(ws: Workspace, unit_id: str, approve: bool, reason: str | None = None) -> str:
     from evolve.history import tombstone_git_reverts
 
-    store = ws.store
-    with writer(ws, "evolve review"):  # takes the lock, then recovers crash leftovers
+    with writer(ws, "evolve review") as tx:  # takes the lock, then recovers crash leftovers
         tombstone_git_reverts(ws, take_lock=False)
         units = UnitReader(ws.root).load()
         unit = next((u for u in units if u.id == unit_id), None)
@@ -127,10 +126,9 @@ def _decide(ws: Workspace, unit_id: str, approve: bool, reason: str | None = Non
                 )
             )
             notes.append(f"Reason: {why}")
-        applier = MemoryApplier(ws, unit.scope)
-        result = applier.apply(ops, units)
+        result = tx.apply(ops, units, scope=unit.scope)
         if result.refused:
-            applier.done()
+            tx.end()
             why = result.refused[0].reason
             if "skill shelf" in why and "is full" in why:
                 why += "; reject a pending skill there, retire or delete one, or raise the cap"
@@ -140,8 +138,7 @@ def _decide(ws: Workspace, unit_id: str, approve: bool, reason: str | None = Non
         if unit.scope.startswith("user:"):
             trailers.append((PERSONA, unit.scope.removeprefix("user:")))
         body = "\n\n".join([unit.text, *notes])
-        sha = store.commit(result.paths, f"review: {verb} {unit_id}", body=body, trailers=trailers)
-        applier.done()
+        sha = tx.commit(result.paths, f"review: {verb} {unit_id}", body=body, trailers=trailers)
         assert sha is not None
         return sha
 

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from evolve._io import derive_seed
-from evolve.applier import ApplyResult, MemoryApplier
+from evolve.applier import ApplyResult
 from evolve.history import clip
 from evolve.llm import LLM
 from evolve.memory import GLOBAL_SCOPE, MemoryUnit, UnitReader
@@ -232,7 +232,9 @@ class SkillsBatches:
         result.plan = plan
         if self.review:  # new skills and changes wait for `evolve review approve`
             plan.ops = as_pending(plan.ops, units)
-        applier = MemoryApplier(self.ws, GLOBAL_SCOPE)
+        from evolve.txn import joined
+
+        tx = joined(self.ws)  # the training stream's writer lock
         text = dump_staging(plan.staging)
         files = {STAGING_PATH: text.encode("utf-8") if text else None}
         if (raw or "") == text:
@@ -240,18 +242,17 @@ class SkillsBatches:
         files.update(failed)
         counted = count_ops_after(plan.ops, units, self.counts)  # scoreboard counters
         files.update(strata_after(self.ws.root, plan.ops, units, self.counts))  # per task
-        applied = applier.apply([*plan.ops, *counted], units, extra_files=files)
+        applied = tx.apply([*plan.ops, *counted], units, scope=GLOBAL_SCOPE, extra_files=files)
         all_refused = [*refused, *plan.refused, *applied.refused]
         subject = self._subject(batch, episodes, plan, applied)
         body = self._body(batch, episodes, plan, applied, all_refused)
         trailers = self._trailers(episodes, plan, BATCH_KIND, batch)
-        store = self.ws.store
         if applied.paths:
-            result.commit = store.commit(applied.paths, subject, body=body, trailers=trailers)
+            result.commit = tx.commit(applied.paths, subject, body=body, trailers=trailers)
             result.summary = summary_of(plan) or {"count": len(counted)}
         elif all_refused:
             result.refusal_record = self._record(last, subject, body, trailers)
-        applier.done()
+        tx.end()
         return result
 
     def _consolidate(self, batch: int, episode: int) -> str | None:
@@ -269,8 +270,10 @@ class SkillsBatches:
         )
         if self.review:
             plan.ops = as_pending(plan.ops, units)
-        applier = MemoryApplier(self.ws, GLOBAL_SCOPE)
-        applied = applier.apply(plan.ops, units)
+        from evolve.txn import joined
+
+        tx = joined(self.ws)  # the training stream's writer lock
+        applied = tx.apply(plan.ops, units, scope=GLOBAL_SCOPE)
         commit = None
         if applied.paths:
             counts = _counts(applied)
@@ -294,10 +297,8 @@ class SkillsBatches:
             ]
             if self.generation is not None:
                 trailers.append((GENERATION, str(self.generation)))
-            commit = self.ws.store.commit(
-                applied.paths, subject, body="\n".join(lines), trailers=trailers
-            )
-        applier.done()
+            commit = tx.commit(applied.paths, subject, body="\n".join(lines), trailers=trailers)
+        tx.end()
         return commit
 
     def _subject(

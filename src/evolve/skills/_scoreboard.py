@@ -583,13 +583,14 @@ def settle(
     """Count `outcomes` on the scoreboard (one commit, `Evolve-Kind: skill count`) and retire
     every skill that is then confidently harmful (one commit each, `Evolve-Kind: skill
     retire`, the evidence in the body). Goes through the applier and the store; the caller
-    holds the writer lock (`evolve.recovery.writer`). `extra_files` (the failed-task record,
+    holds the writer lock (`evolve.txn.writer`). `extra_files` (the failed-task record,
     `evolve.skills._failed`) go with the first count commit, or in one of their own."""
-    from evolve.applier import MemoryApplier
     from evolve.memory import GLOBAL_SCOPE, load_units
     from evolve.skills._strata import load_strata
     from evolve.store._trailers import format_ops
+    from evolve.txn import joined
 
+    tx = joined(ws)
     result = ScoreboardResult()
     units = load_units(ws.root)
     ops = count_ops(units, outcomes)
@@ -598,8 +599,7 @@ def settle(
     files.update(strata_files(ws.root, outcomes, keep=skills))
     for scope in sorted({op.unit.scope for op in ops} | ({GLOBAL_SCOPE} if files else set())):
         mine = [op for op in ops if op.unit.scope == scope]
-        applier = MemoryApplier(ws, scope)
-        applied = applier.apply(mine, units, extra_files=files)
+        applied = tx.apply(mine, units, scope=scope, extra_files=files)
         files = {}
         if applied.paths:
             ids = ", ".join(op.id for op in applied.applied)
@@ -608,7 +608,7 @@ def settle(
                 body += "\nThe per-task counts changed (memory/skills/_strata.yaml)."
             if any(p.endswith("_failed_tasks.yaml") for p in applied.paths):
                 body += "\nThe record of tasks failed so far changed (memory/skills/_failed_tasks.yaml)."
-            result.count_commit = ws.store.commit(
+            result.count_commit = tx.commit(
                 applied.paths,
                 f"skills: scoreboard counts for episode(s) {episodes}",
                 body=body,
@@ -617,12 +617,11 @@ def settle(
                     format_ops((op.op, op.id) for op in applied.applied), extra_trailers,
                 ),
             )  # fmt: skip
-        applier.done()
+        tx.end()
     units = load_units(ws.root)
     strata = load_strata(ws.root)
     for op, score in retire_ops(units, confidence, strata):
-        applier = MemoryApplier(ws, op.unit.scope)
-        applied = applier.apply([op], units)
+        applied = tx.apply([op], units, scope=op.unit.scope)
         commit = None
         if applied.paths:
             where = getattr(op.unit, "topic", None) or "general"
@@ -652,7 +651,7 @@ def settle(
                     f"Miettinen-Nurminen): [{siv[0]:+.3f}, {siv[1]:+.3f}]",
                 ]
             )
-            commit = ws.store.commit(
+            commit = tx.commit(
                 applied.paths,
                 f"skills: retire {op.id} (lift within tasks {_signed(score.within.lift)})",
                 body=body,
@@ -661,7 +660,7 @@ def settle(
                     extra_trailers,
                 ),
             )  # fmt: skip
-        applier.done()
+        tx.end()
         result.retired.append((op.id, commit))
         units = load_units(ws.root)
     return result

@@ -747,7 +747,7 @@ class GitStore:
         for `STALE_LOCK_SECONDS` counts as a leftover. Without the writer lock nothing is
         removed.
         """
-        from evolve.workspace._lock import writer_lock_held
+        from evolve._held import writer_lock_held
 
         if not lock.exists():
             return True
@@ -785,7 +785,7 @@ class GitStore:
         For the next writer to call first thing, under the writer lock (without it, nothing
         is removed). Returns the locks (and temporary index files) that were removed.
         """
-        from evolve.workspace._lock import writer_lock_held
+        from evolve._held import writer_lock_held
 
         candidates = [self.git_dir / f"{name}.lock" for name in ("index", "HEAD", "ORIG_HEAD")]
         candidates.append(self.common_dir / "packed-refs.lock")

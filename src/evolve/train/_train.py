@@ -18,7 +18,12 @@ records.
 Resuming: the stream is deterministic for its seed, so a stopped run resumes after the last
 committed episode of the same stream (persona, recipe, seed, feedback tier); episodes after it
 that changed nothing are replayed and change nothing again. A crash between writing and
-committing is undone by the applier's journal before anything else runs.
+committing is undone by the transaction's journal before anything else runs (`evolve.txn`).
+
+The code reads as its parts: a :class:`TrainRequest` (the options, resolved against
+`evolve.yaml`), :func:`_open_stream` (where the stream resumes and what it stands on), the
+episode loop (:class:`_EpisodeLoop`: run, judge, learn, count) and the committer
+(:class:`_Committer`: one commit per episode, or per skills batch, or a record of refusals).
 """
 
 from __future__ import annotations
@@ -29,20 +34,19 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import chain, islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evolve._io import canonical_json, derive_seed
 from evolve.agent import read_prompt_files
-from evolve.applier import ApplyResult, MemoryApplier, recover
-from evolve.envs import Environment, Tier
-from evolve.episode import EpisodeSetup, Redactor, run_episode
+from evolve.applier import ApplyResult
+from evolve.envs import Environment, Task, Tier
+from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
 from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
 from evolve.llm import LLM, make_role_llm
-from evolve.memory import UnitReader, in_scope, scope_for
+from evolve.memory import MemoryUnit, UnitReader, in_scope, scope_for
 from evolve.ops import Op
-from evolve.recovery import writer
 from evolve.skills._failed import fail, failed_files, load_failed
 from evolve.skills._records import check_records
 from evolve.skills._select import make_picker, settings_of, skills_of
@@ -55,7 +59,6 @@ from evolve.store import (
     PERSONA,
     RECIPE,
     TASK,
-    GitStore,
     format_ops,
 )
 from evolve.train._batch import skills_batches
@@ -69,6 +72,7 @@ from evolve.train._trainref import (
     recorded_refusals,
     refusal_path,
 )
+from evolve.txn import Transaction, joined, writer
 from evolve.updaters import (
     MAX_ATTEMPTS,
     EpisodeView,
@@ -79,6 +83,9 @@ from evolve.updaters import (
     summarize_actions,
 )
 from evolve.workspace import Workspace, max_turns
+
+if TYPE_CHECKING:
+    from evolve.skills import SkillsBatches
 
 STREAM = "Evolve-Stream"
 Progress = Callable[[int, int], None]
@@ -216,45 +223,44 @@ def commit_message(
     return subject, "\n".join(body)
 
 
-def _record_refusals(
-    store: GitStore,
-    recorded: set[str],
-    recipe: str,
-    persona: str,
-    sid: str,
-    episode: int,
-    clock: int,
-    task_id: str,
-    complaint: str,
-    update: Update,
-    applied: ApplyResult,
-    generation: int | None,
-) -> str | None:
-    """Put the refusals of an episode that committed nothing on `refs/evolve/train`, once."""
-    base = store.head()
-    assert base is not None
-    path = refusal_path(sid, episode, base)
-    if path in recorded:
-        return None  # a resumed stream replays this episode; it is on record already
-    refused = [*update.refused, *applied.refused]
-    subject = commit_subject(recipe, persona, episode, task_id, {"refused": len(refused)})
-    body = ["Complaint:", *[f"  {line}" for line in complaint.splitlines()], "", "Refused:"]
-    body += [f"- {clip(r.line(), 400)}" for r in refused]
-    if update.notes:
-        body += ["", "Notes:", *[f"- {n}" for n in update.notes]]
-    trailers = [
-        (EPISODE, str(episode)),
-        (RECIPE, recipe),
-        (TASK, task_id),
-        (PERSONA, persona),
-        (STREAM, sid),
-        (CLOCK, str(clock)),
-        (BASE, base),
-    ]
-    if generation is not None:
-        trailers.append((GENERATION, str(generation)))
-    recorded.add(path)
-    return record_refusals(store, path, subject, "\n".join(body), trailers)
+@dataclass(frozen=True)
+class TrainRequest:
+    """What one `train` call asks for, resolved against `evolve.yaml`: the options that
+    travel together through the stream."""
+
+    recipe: str
+    episodes: int  # the stream runs up to this episode (exclusive)
+    feedback: Tier
+    seed: int
+    review: bool  # new units wait as `pending` for `evolve review`
+    persona: str
+    generation: int | None = None  # the evolve loop's generation this training is part of
+    start_at: int | None = None  # the evolve loop skips a batch a rejected generation used
+
+    @property
+    def stream(self) -> str:
+        return stream_id(self.persona, self.recipe, self.seed, self.feedback)
+
+    @property
+    def scope(self) -> str:
+        return scope_for(self.persona)
+
+    def trailers(self, *pairs: tuple[str, str]) -> list[tuple[str, str]]:
+        """`pairs`, then `Evolve-Generation` when a generation runs this training."""
+        out = list(pairs)
+        if self.generation is not None:
+            out.append((GENERATION, str(self.generation)))
+        return out
+
+
+@dataclass(frozen=True)
+class TrainModels:
+    """The recipe and the models the stream runs with."""
+
+    recipe: Any  # the updater recipe (`evolve.updaters`): proposes with the updater model
+    agent: LLM
+    updater: LLM
+    evolver: LLM | None = None  # the skills recipe's batch evolver (None: from evolve.yaml)
 
 
 def train(
@@ -283,25 +289,33 @@ def train(
     cfg = ws.config
     name = recipe or cfg.train.recipe
     recipe_impl = get_recipe(name)
-    total = episodes if episodes is not None else cfg.train.episodes
-    tier: Tier = feedback or cfg.train.feedback
-    seed = cfg.train.seed if seed is None else seed
-    review = cfg.train.review if review is None else review
     env = open_env(ws)
-    persona = persona or cfg.persona
-    if persona not in env.personas():
+    request = TrainRequest(
+        recipe=name,
+        episodes=episodes if episodes is not None else cfg.train.episodes,
+        feedback=feedback or cfg.train.feedback,
+        seed=cfg.train.seed if seed is None else seed,
+        review=cfg.train.review if review is None else review,
+        persona=persona or cfg.persona,
+        generation=generation,
+        start_at=start_at,
+    )
+    if request.persona not in env.personas():
         raise UnknownName(
-            f"unknown persona {persona!r}; choose one of {', '.join(env.personas())}."
+            f"unknown persona {request.persona!r}; choose one of {', '.join(env.personas())}."
         )
-    agent_llm = agent_llm or make_role_llm(cfg, "agent", env=env)
-    updater_llm = updater_llm or make_role_llm(cfg, "updater", env=env)
+    models = TrainModels(
+        recipe_impl,
+        agent_llm or make_role_llm(cfg, "agent", env=env),
+        updater_llm or make_role_llm(cfg, "updater", env=env),
+        evolver_llm,
+    )
     # Under the caller's lock (take_lock=False: a generation, an experiment arm) the caller
-    # handles an interrupt; otherwise `writer` undoes the write in flight (evolve.recovery).
-    with writer(ws, "evolve train") if take_lock else nullcontext():
-        report = _train(
-            ws, env, recipe_impl, name, total, tier, seed, review, persona, agent_llm, updater_llm, progress,
-            generation, start_at, evolver_llm,
-        )  # fmt: skip
+    # handles an interrupt; otherwise `writer` undoes the write in flight (evolve.txn).
+    with writer(ws, "evolve train") if take_lock else nullcontext(joined(ws)) as tx:
+        report = _EpisodeLoop(tx, env, request, models, _open_stream(tx, env, request)).run(
+            progress
+        )
         if report.commits and take_lock:
             refresh_commit_graph(ws.store)
         return report
@@ -312,15 +326,15 @@ def batch_end(ws: Workspace, k: int, total: int) -> bool:
     return (k + 1) % ws.config.skills.batch_size == 0 or k + 1 >= total
 
 
+Counts = list[tuple[list[str], list[str], bool, str, bool]]
+
+
 def score_episodes(
     ws: Workspace,
-    outcomes: list[tuple[list[str], list[str], bool, str, bool]],
+    request: TrainRequest,
+    outcomes: Counts,
     k: int,
-    recipe: str,
-    persona: str,
-    sid: str,
     clock: int,
-    generation: int | None,
     failed: dict[str, int] | None = None,
 ) -> None:
     """Count training episodes on the skills scoreboard (see evolve.skills._scoreboard) and
@@ -328,16 +342,15 @@ def score_episodes(
     episode or batch commit (`outcomes` empty: a skills batch counted them already)."""
     from evolve.skills._scoreboard import settle
 
-    extra = [(PERSONA, persona), (STREAM, sid), (CLOCK, str(clock))]
-    if generation is not None:
-        extra.append((GENERATION, str(generation)))
     settle(
         ws,
         outcomes,
         episodes=str(k),
-        recipe=recipe,
+        recipe=request.recipe,
         confidence=settings_of(ws.config).retire_confidence,
-        extra_trailers=extra,
+        extra_trailers=request.trailers(
+            (PERSONA, request.persona), (STREAM, request.stream), (CLOCK, str(clock))
+        ),
         extra_files=failed_files(ws.root, failed) if failed is not None else None,
     )
 
@@ -356,7 +369,7 @@ def seen_trailer(seen: tuple[list[str], list[str]], passed: bool) -> str:
 
 def _rescore(
     ws: Workspace, sid: str, last: int | None, failed: dict[str, int] | None
-) -> list[tuple[list[str], list[str], bool, str, bool]] | None:
+) -> Counts | None:
     """The count the stream's last episode still owes (its memory commit is the stream's
     newest: the process stopped before the count commit), or None."""
     if failed is None or last is None:
@@ -377,7 +390,7 @@ def _rescore(
 
 def stratum(
     failed: dict[str, int] | None, task_id: str, seen: tuple[list[str], list[str]], passed: bool
-) -> tuple[list[tuple[list[str], list[str], bool, str, bool]], bool]:
+) -> tuple[Counts, bool]:
     """The episode's scoreboard outcome (none unless skills were selected), flagged with
     whether its task failed in an earlier episode (the pooled counters count only those; the
     per-task record every one, evolve.skills._strata), and whether its task failed now; then
@@ -387,204 +400,335 @@ def stratum(
     if failed is None:
         return [], False
     before = task_id in failed
-    counts = [(*seen, passed, task_id, before)] if seen[0] or seen[1] else []
+    counts: Counts = [(*seen, passed, task_id, before)] if seen[0] or seen[1] else []
     if not passed:
         fail(failed, task_id)
     return counts, not passed
 
 
-def _train(
-    ws: Workspace,
-    env: Environment,
-    recipe: Any,
-    name: str,
-    total: int,
-    tier: Tier,
-    seed: int,
-    review: bool,
-    persona: str,
-    agent_llm: LLM,
-    updater_llm: LLM,
-    progress: Progress | None,
-    generation: int | None,
-    start_at: int | None,
-    evolver_llm: LLM | None = None,
-) -> TrainReport:
-    from evolve.review import as_pending
+# --- the stream before its next episode ------------------------------------------------
 
-    store = ws.store
-    recover(store)
-    # The episodes' memory commits must stand on committed memory and prompts: what the agent
-    # was given is then exactly what HEAD records.
+
+@dataclass
+class _Stream:
+    """Where the stream resumes and what it stands on (read from the workspace)."""
+
+    sid: str
+    last: int | None  # the stream's last committed episode
+    start: int
+    tasks: list[Task]
+    past: StreamHistory | None  # the history side ref (environments that record it)
+    history: Any
+    reader: UnitReader
+    timeline: Timeline
+
+
+def _open_stream(tx: Transaction, env: Environment, request: TrainRequest) -> _Stream:
+    """Finish a write a dead writer left, refuse uncommitted memory, answer plain `git
+    revert`s, and read where the stream resumes (its clock saved before any episode runs)."""
+    ws, store = tx.ws, tx.store
+    tx.recover_write()
+    _check_committed(tx)
+    tombstone_git_reverts(ws, take_lock=False)  # a plain `git revert` gets its tombstones
+    sid = request.stream
+    last = last_episode(ws, sid)
+    start = 0 if last is None else last + 1
+    if request.start_at is not None:
+        start = max(start, request.start_at)
+    tasks = stream_tasks(env, request.seed, max(request.episodes, start))
+    past = StreamHistory.load(store, sid) if isinstance(env, RecordsHistory) else None
+    history = history_before(env, tasks, request.persona, start, past)
+    reader = _check_memory(ws, request)
+    timeline = Timeline.load(store, request.persona)
+    added = timeline.extend(sid, start, request.episodes)
+    if added:
+        # Saved before the episodes run: a resumed stream replays the same clock values.
+        timeline.save(store, added)
+    return _Stream(sid, last, start, tasks, past, history, reader, timeline)
+
+
+def _check_committed(tx: Transaction) -> None:
+    """The episodes' memory commits must stand on committed memory and prompts: what the
+    agent was given is then exactly what HEAD records."""
     for folder in ("memory", "prompts"):
-        dirty = store.dirty_paths([folder])
+        dirty = tx.store.dirty_paths([folder])
         if dirty:
             shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
             raise EvolveError(
                 f"{folder}/ has uncommitted changes ({shown}); commit or discard them first."
             )
-    tombstone_git_reverts(ws, take_lock=False)  # a plain `git revert` gets its tombstones
-    sid = stream_id(persona, name, seed, tier)
-    last = last_episode(ws, sid)
-    start = 0 if last is None else last + 1
-    if start_at is not None:
-        start = max(start, start_at)  # the evolve loop skips a batch a rejected generation used
-    tasks = stream_tasks(env, seed, max(total, start))
-    past = StreamHistory.load(store, sid) if isinstance(env, RecordsHistory) else None
-    history = history_before(env, tasks, persona, start, past)
-    # Memory a person edited so that it cannot be read (a key given twice, ...) is refused
-    # before anything is written (the timeline below, a run log), not after episodes ran.
+
+
+def _check_memory(ws: Workspace, request: TrainRequest) -> UnitReader:
+    """Memory a person edited so that it cannot be read (a key given twice, ...) is refused
+    before anything is written (the timeline, a run log), not after episodes ran."""
     reader = UnitReader(ws.root)
     reader.load()
-    if settings_of(ws.config).enabled or name == "skills":
+    if settings_of(ws.config).enabled or request.recipe == "skills":
         check_records(ws.root)
-        skills_of(in_scope(reader.load(), scope_for(persona)))  # two skills with one id: refused
-    timeline = Timeline.load(store, persona)
-    added = timeline.extend(sid, start, total)
-    if added:
-        # Saved before the episodes run: a resumed stream replays the same clock values.
-        timeline.save(store, added)
-    recorded = recorded_refusals(store, sid)
-    scope = scope_for(persona)
-    applier = MemoryApplier(ws, scope)
-    prompt_files = tuple(read_prompt_files(ws.prompts_dir))
-    report = TrainReport(name, persona, sid, start, total)
-    started = time.perf_counter()
-    redactor = Redactor.from_settings(ws.config.redact.values, ws.config.redact.env)
-    log_path = ws.runs_dir / f"train-{sid.replace('/', '-')}.jsonl"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    # skills (issue 13): failed episodes feed a batch; the batch, not the episode, commits.
-    batches = skills_batches(ws, name, sid, persona, env, review, generation, evolver_llm)
-    failed = load_failed(ws.root) if settings_of(ws.config).enabled or batches else None
-    if batches is not None:
-        batches.failed = failed
-    owed = None if batches is not None else _rescore(ws, sid, last, failed)
-    if owed is not None and last is not None:  # stopped between an episode and its count
-        score_episodes(
-            ws, owed, last, name, persona, sid, timeline.clock(sid, last), generation, failed
+        skills_of(in_scope(reader.load(), request.scope))  # two skills with one id: refused
+    return reader
+
+
+# --- one episode -------------------------------------------------------------------------
+
+
+@dataclass
+class _Episode:
+    """One episode as the loop runs it: its task, the memory it was given, what happened."""
+
+    k: int
+    task: Task
+    clock: int  # the persona's own clock (drift is keyed to it)
+    units: list[MemoryUnit]
+    visible: list[MemoryUnit]
+    result: EpisodeResult
+    outcome: EpisodeOutcome
+
+    @property
+    def seen(self) -> tuple[list[str], list[str]]:
+        return (self.result.record.skills_injected, self.result.record.skills_held_out)
+
+
+class _Committer:
+    """Commits what an episode learned (one commit), or records its refusals when it
+    committed nothing; a skills run commits per batch (`SkillsBatches`) instead."""
+
+    def __init__(self, tx: Transaction, request: TrainRequest, sid: str) -> None:
+        self.tx, self.request, self.sid = tx, request, sid
+        self.applier = tx.applier(request.scope)
+        self.recorded = recorded_refusals(tx.store, sid)
+
+    def commit(
+        self, ep: _Episode, complaint: str, update: Update, applied: ApplyResult, *, owes: bool
+    ) -> str | None:
+        """The episode's memory commit; `owes`: a scoreboard count commit follows, so the
+        episode's outcome rides along (`SKILLS_SEEN`) for a resume to replay."""
+        r = self.request
+        subject, body = commit_message(
+            r.recipe, ep.k, ep.task.id, complaint, update, applied, persona=r.persona
         )
-    for k in range(start, total):
-        task = tasks[k]
-        units = reader.load()
-        visible = in_scope(units, scope)
-        setup = EpisodeSetup(
-            prompt_files=prompt_files,
-            memory=render_for(visible, scope, (name,)),  # the agent sees what this recipe learns
-            persona=persona,
+        trailers = r.trailers(
+            (EPISODE, str(ep.k)),
+            (RECIPE, r.recipe),
+            (TASK, ep.task.id),
+            (OPS, format_ops((op.op, op.id) for op in applied.applied)),
+            (PERSONA, r.persona),
+            (STREAM, self.sid),
+            (KIND, "train"),
+            (CLOCK, str(ep.clock)),
+        )
+        passed = ep.result.record.task_success
+        if owes and (ep.seen[0] or ep.seen[1] or not passed):
+            trailers.append((SKILLS_SEEN, seen_trailer(ep.seen, passed)))
+        return self.tx.commit(applied.paths, subject, body=body, trailers=trailers)
+
+    def record_refusals(
+        self, ep: _Episode, complaint: str, update: Update, applied: ApplyResult
+    ) -> str | None:
+        """Put the refusals of an episode that committed nothing on `refs/evolve/train`,
+        once."""
+        store, r = self.tx.store, self.request
+        base = store.head()
+        assert base is not None
+        path = refusal_path(self.sid, ep.k, base)
+        if path in self.recorded:
+            return None  # a resumed stream replays this episode; it is on record already
+        refused = [*update.refused, *applied.refused]
+        subject = commit_subject(r.recipe, r.persona, ep.k, ep.task.id, {"refused": len(refused)})
+        body = ["Complaint:", *[f"  {line}" for line in complaint.splitlines()], "", "Refused:"]
+        body += [f"- {clip(x.line(), 400)}" for x in refused]
+        if update.notes:
+            body += ["", "Notes:", *[f"- {n}" for n in update.notes]]
+        trailers = r.trailers(
+            (EPISODE, str(ep.k)),
+            (RECIPE, r.recipe),
+            (TASK, ep.task.id),
+            (PERSONA, r.persona),
+            (STREAM, self.sid),
+            (CLOCK, str(ep.clock)),
+            (BASE, base),
+        )
+        self.recorded.add(path)
+        return record_refusals(store, path, subject, "\n".join(body), trailers)
+
+    def end_batch(self, batches: SkillsBatches, ep: _Episode) -> None:
+        """A skills batch that ends with this episode commits (its commit is the episode's)."""
+        ended = batches.end_episode(ep.k, self.request.episodes, ep.clock)
+        if ended is not None:
+            done = batches.results[-1]
+            ep.outcome.commit = ended
+            ep.outcome.ops = dict(done.summary)
+            ep.outcome.batch, ep.outcome.batch_episodes = done.batch, list(done.episodes)
+
+
+class _EpisodeLoop:
+    """Run, judge, learn and count each episode of the stream, in order."""
+
+    def __init__(
+        self,
+        tx: Transaction,
+        env: Environment,
+        request: TrainRequest,
+        models: TrainModels,
+        stream: _Stream,
+    ) -> None:
+        ws = tx.ws
+        self.ws, self.env, self.request, self.models, self.stream = ws, env, request, models, stream
+        self.committer = _Committer(tx, request, stream.sid)
+        self.prompt_files = tuple(read_prompt_files(ws.prompts_dir))
+        self.report = TrainReport(
+            request.recipe, request.persona, stream.sid, stream.start, request.episodes
+        )
+        self.started = time.perf_counter()
+        self.redactor = Redactor.from_settings(ws.config.redact.values, ws.config.redact.env)
+        self.log_path = ws.runs_dir / f"train-{stream.sid.replace('/', '-')}.jsonl"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        # skills (issue 13): failed episodes feed a batch; the batch, not the episode, commits.
+        self.batches = skills_batches(
+            ws, request.recipe, stream.sid, request.persona, env, request.review,
+            request.generation, models.evolver,
+        )  # fmt: skip
+        self.failed = (
+            load_failed(ws.root) if settings_of(ws.config).enabled or self.batches else None
+        )
+        if self.batches is not None:
+            self.batches.failed = self.failed
+
+    def run(self, progress: Progress | None) -> TrainReport:
+        stream, total = self.stream, self.request.episodes
+        owed = None if self.batches is not None else _rescore(
+            self.ws, stream.sid, stream.last, self.failed
+        )  # fmt: skip
+        if owed is not None and stream.last is not None:  # stopped between an episode and its count
+            clock = stream.timeline.clock(stream.sid, stream.last)
+            score_episodes(self.ws, self.request, owed, stream.last, clock, self.failed)
+        for k in range(stream.start, total):
+            ep = self._run(k)
+            if not ep.outcome.accepted:
+                self._learn(ep)
+            elif self.batches is not None:  # skills.near_misses: a pass after retries may teach
+                self.batches.near_miss(
+                    k, ep.task, ep.result, self.models.updater, derive_seed(stream.sid, k, "update")
+                )
+            self._count(ep)
+            self._log(ep)
+            self.report.outcomes.append(ep.outcome)
+            self._advance(ep)
+            if progress:
+                progress(k + 1 - stream.start, total - stream.start)
+        self.report.duration_s = time.perf_counter() - self.started
+        return self.report
+
+    def _setup(self, task: Task, visible: list[MemoryUnit]) -> EpisodeSetup:
+        ws, name = self.ws, self.request.recipe
+        return EpisodeSetup(
+            prompt_files=self.prompt_files,
+            memory=render_for(visible, self.request.scope, (name,)),  # what this recipe learns
+            persona=self.request.persona,
             stats=ws.config.memory.stats,
             max_turns=max_turns(ws.root, ws.config),
             verifier=make_verifier(visible, (name,)),
             max_attempts=MAX_ATTEMPTS,
-            redactor=redactor,
+            redactor=self.redactor,
             skills=make_picker(
                 ws.config,
                 visible,  # global skills and this persona's own
                 training=True,
-                env=env,
+                env=self.env,
                 recipe=name,
-                strata=load_strata(ws.root) if failed is not None else None,
+                strata=load_strata(ws.root) if self.failed is not None else None,
                 task=task.id,
             ),  # issue 13: the scoreboard's hold-out, balanced within the task
         )
+
+    def _run(self, k: int) -> _Episode:
+        stream = self.stream
+        task = stream.tasks[k]
+        units = stream.reader.load()
+        visible = in_scope(units, self.request.scope)
+        setup = self._setup(task, visible)
         # The persona's preferences (and their scheduled drift) are read at the persona's own
         # clock, which runs across every stream the workspace trained for it.
-        clock = timeline.clock(sid, k)
+        clock = stream.timeline.clock(stream.sid, k)
         result = run_episode(
-            env, agent_llm, task, setup, history=history, seed=derive_seed(sid, k), episode=clock
-        )
+            self.env, self.models.agent, task, setup, history=stream.history,
+            seed=derive_seed(stream.sid, k), episode=clock,
+        )  # fmt: skip
+        judgement = result.judgement
         outcome = EpisodeOutcome(
-            k,
-            task.id,
-            result.judgement.accepted,
-            [v.rule for v in result.judgement.violations],
-            clock=clock,
+            k, task.id, judgement.accepted, [v.rule for v in judgement.violations], clock=clock
         )
-        if not result.judgement.accepted:
-            fb = env.feedback(task, result.judgement, tier)
-            ctx = RecipeContext(
-                units=visible,
-                scope=scope,
-                episode=EpisodeView(
-                    episode=k,
-                    task_id=task.id,
-                    instruction=task.instruction,
-                    actions=summarize_actions(result.trace.calls),
-                    complaint=fb.text,
-                    accepted=False,
-                ),
-                llm=updater_llm,
-                seed=derive_seed(sid, k, "update"),
-                now=datetime.now(UTC).isoformat(timespec="seconds"),
-                max_memory_chars=ws.config.memory.max_memory_chars,
-                tools=tuple(env.tools()),
-            )
-            update = recipe.observe(ctx)
-            if batches is not None:
-                update = batches.take(k, update)
-            ops = as_pending(update.ops, visible) if review else update.ops
-            applied = applier.apply(ops, units)
-            outcome.refused = [r.line() for r in [*update.refused, *applied.refused]]
-            if applied.paths:
-                subject, body = commit_message(
-                    name, k, task.id, fb.text, update, applied, persona=persona
-                )
-                trailers = [
-                    (EPISODE, str(k)),
-                    (RECIPE, name),
-                    (TASK, task.id),
-                    (OPS, format_ops((op.op, op.id) for op in applied.applied)),
-                    (PERSONA, persona),
-                    (STREAM, sid),
-                    (KIND, "train"),
-                    (CLOCK, str(clock)),
-                ]
-                if generation is not None:
-                    trailers.append((GENERATION, str(generation)))
-                seen_now = (result.record.skills_injected, result.record.skills_held_out)
-                if batches is None and failed is not None:  # a count commit follows
-                    passed = result.record.task_success
-                    if seen_now[0] or seen_now[1] or not passed:
-                        trailers.append((SKILLS_SEEN, seen_trailer(seen_now, passed)))
-                outcome.commit = store.commit(applied.paths, subject, body=body, trailers=trailers)
-                outcome.ops = _counts(applied)
-            elif outcome.refused:
-                outcome.refusal_record = _record_refusals(
-                    store, recorded, name, persona, sid, k, clock, task.id, fb.text, update,
-                    applied, generation,
-                )  # fmt: skip
-            applier.done()
-        elif batches is not None:  # skills.near_misses: a pass after retries may teach too
-            batches.near_miss(k, task, result, updater_llm, derive_seed(sid, k, "update"))
-        seen = (result.record.skills_injected, result.record.skills_held_out)
-        # The scoreboard counts an episode only when its task failed before (evolve.skills._failed).
-        counts, failed_now = stratum(failed, task.id, seen, result.record.task_success)
-        if batches is not None:
-            batches.counts.extend(counts)  # counted in the batch's own commit
-            ended = batches.end_episode(k, total, clock)
-            if ended is not None:
-                done = batches.results[-1]
-                outcome.commit = ended
-                outcome.ops = dict(done.summary)
-                outcome.batch, outcome.batch_episodes = done.batch, list(done.episodes)
-            if batch_end(ws, k, total):  # then retire what is confidently harmful
-                score_episodes(ws, [], k, name, persona, sid, clock, generation)
+        return _Episode(k, task, clock, units, visible, result, outcome)
+
+    def _learn(self, ep: _Episode) -> None:
+        """A rejected episode: its complaint goes to the recipe, the applier writes what it
+        proposes, and the committer commits it (or records the refusals)."""
+        request, sid, k = self.request, self.stream.sid, ep.k
+        fb = self.env.feedback(ep.task, ep.result.judgement, request.feedback)
+        ctx = RecipeContext(
+            units=ep.visible,
+            scope=request.scope,
+            episode=EpisodeView(
+                episode=k,
+                task_id=ep.task.id,
+                instruction=ep.task.instruction,
+                actions=summarize_actions(ep.result.trace.calls),
+                complaint=fb.text,
+                accepted=False,
+            ),
+            llm=self.models.updater,
+            seed=derive_seed(sid, k, "update"),
+            now=datetime.now(UTC).isoformat(timespec="seconds"),
+            max_memory_chars=self.ws.config.memory.max_memory_chars,
+            tools=tuple(self.env.tools()),
+        )
+        update = self.models.recipe.observe(ctx)
+        if self.batches is not None:
+            update = self.batches.take(k, update)
+        from evolve.review import as_pending
+
+        ops = as_pending(update.ops, ep.visible) if request.review else update.ops
+        applier = self.committer.applier
+        applied = applier.apply(ops, ep.units)
+        ep.outcome.refused = [r.line() for r in [*update.refused, *applied.refused]]
+        if applied.paths:
+            owes = self.batches is None and self.failed is not None  # a count commit follows
+            ep.outcome.commit = self.committer.commit(ep, fb.text, update, applied, owes=owes)
+            ep.outcome.ops = _counts(applied)
+        elif ep.outcome.refused:
+            ep.outcome.refusal_record = self.committer.record_refusals(ep, fb.text, update, applied)
+        applier.done()
+
+    def _count(self, ep: _Episode) -> None:
+        """The skills scoreboard: count the episode (in the batch's commit, or one of its own)
+        and retire what is then confidently harmful. It counts an episode only when its task
+        failed before (evolve.skills._failed)."""
+        counts, failed_now = stratum(
+            self.failed, ep.task.id, ep.seen, ep.result.record.task_success
+        )
+        if self.batches is not None:
+            self.batches.counts.extend(counts)  # counted in the batch's own commit
+            self.committer.end_batch(self.batches, ep)
+            if batch_end(self.ws, ep.k, self.request.episodes):
+                score_episodes(self.ws, self.request, [], ep.k, ep.clock)
         elif counts or failed_now:
-            # The skills scoreboard: count the episode, retire what is confidently harmful.
-            score_episodes(ws, counts, k, name, persona, sid, clock, generation, failed)
-        logged = result.record.model_copy(
-            update={"commit": outcome.commit, "refused": outcome.refused, "episode": k}
+            score_episodes(self.ws, self.request, counts, ep.k, ep.clock, self.failed)
+
+    def _log(self, ep: _Episode) -> None:
+        logged = ep.result.record.model_copy(
+            update={"commit": ep.outcome.commit, "refused": ep.outcome.refused, "episode": ep.k}
         )
-        with log_path.open("a", encoding="utf-8") as handle:
+        with self.log_path.open("a", encoding="utf-8") as handle:
             handle.write(canonical_json(logged.model_dump(mode="json")) + "\n")
-        report.outcomes.append(outcome)
-        if past is not None and isinstance(env, RecordsHistory):
+
+    def _advance(self, ep: _Episode) -> None:
+        """The user's history after this episode (what the next one is judged against)."""
+        stream, env, persona = self.stream, self.env, self.request.persona
+        if stream.past is not None and isinstance(env, RecordsHistory):
             # Kept on the side ref: a stream resumed in a new process replays it (_histref).
-            record = env.history_record(task, persona, result.trace.calls)
-            past.save(store, k, record)
-            history = env.history_with(history, record)
+            record = env.history_record(ep.task, persona, ep.result.trace.calls)
+            stream.past.save(self.ws.store, ep.k, record)
+            stream.history = env.history_with(stream.history, record)
         else:
-            history = env.advance_history(history, task, persona, k)
-        if progress:
-            progress(k + 1 - start, total - start)
-    report.duration_s = time.perf_counter() - started
-    return report
+            stream.history = env.advance_history(stream.history, ep.task, persona, ep.k)

@@ -1,4 +1,5 @@
-"""The workspace: root discovery, configuration, path confinement and the writer lock.
+"""The workspace: root discovery, configuration and path confinement (the
+writer lock is `evolve.txn`'s).
 
 Names are imported on first use (PEP 562), so that reading commands that need no
 configuration (`evolve log`, `evolve show`) do not pay for building the pydantic config model.
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
         parse_config,
     )
     from evolve.workspace._init import harness_root, init_workspace
-    from evolve.workspace._lock import WriterLock
     from evolve.workspace._parameters import (
         PARAMETERS_FILE,
         check_parameter,
@@ -67,7 +67,6 @@ _MODULES = {
         "parse_config",
     ),
     "evolve.workspace._init": ("harness_root", "init_workspace"),
-    "evolve.workspace._lock": ("WriterLock",),
     "evolve.workspace._parameters": (
         "PARAMETERS_FILE",
         "check_parameter",
@@ -114,7 +113,6 @@ __all__ = [
     "SkillsConfig",
     "TrainConfig",
     "Workspace",
-    "WriterLock",
     "find_root",
     "harness_root",
     "init_workspace",

@@ -13,10 +13,10 @@ from pathlib import Path, PurePosixPath
 from evolve.errors import PathRefused
 
 CONFIG_NAME = "evolve.yaml"  # the file whose folder is a workspace's root
-# The generation journal in `.git/` (generations/_journal.py): reading commands check for it
+# The generation journal in `.git/` (txn/_generation.py): reading commands check for it
 # with one stat before importing any recovery code.
 GENERATION_JOURNAL = "evolve-generation.json"
-# The apply journal (applier/_journal.py): present while a write is in flight, or left by a
+# The apply journal (txn/_journal.py): present while a write is in flight, or left by a
 # writer that was killed; reading commands check for it the same way.
 APPLY_JOURNAL = "evolve-journal.json"
 

@@ -12,7 +12,6 @@ from evolve.workspace._paths import CONFIG_NAME, is_under, normalize_relpath, re
 
 if TYPE_CHECKING:
     from evolve.workspace._config import EvolveConfig
-    from evolve.workspace._lock import WriterLock
 
 PROMPTS = "prompts"
 MEMORY = "memory"
@@ -118,9 +117,3 @@ class Workspace:
     @property
     def runs_dir(self) -> Path:
         return self.root / RUNS
-
-    def lock(self, command: str) -> WriterLock:
-        """The writer lock (taken with `with ws.lock("evolve train"):`)."""
-        from evolve.workspace._lock import LOCK_NAME, WriterLock  # reading commands never lock
-
-        return WriterLock(self.store.git_dir / LOCK_NAME, command)

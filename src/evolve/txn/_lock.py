@@ -19,17 +19,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
+from evolve import _held as held_locks
+from evolve._held import LOCK_NAME as LOCK_NAME
+from evolve._held import writer_lock_held as writer_lock_held
 from evolve.errors import LockHeld
-
-LOCK_NAME = "evolve-writer.lock"
-
-# Lock files this process holds (resolved paths), so that code running under the lock can ask.
-_HELD: set[Path] = set()
-
-
-def writer_lock_held(git_dir: Path) -> bool:
-    """Whether this process holds the writer lock of the repository at `git_dir`."""
-    return (git_dir / LOCK_NAME).resolve() in _HELD
 
 
 class WriterLock:
@@ -83,7 +76,7 @@ class WriterLock:
         os.pwrite(fd, raw, 0)
         os.ftruncate(fd, len(raw))
         self._fd = fd
-        _HELD.add(self.path.resolve())
+        held_locks.hold(self.path)
         return self
 
     def _held_message(self, holder: dict[str, object] | None) -> str:
@@ -102,7 +95,7 @@ class WriterLock:
         if not self._held:
             return
         fd, self._fd = self._fd, -1
-        _HELD.discard(self.path.resolve())
+        held_locks.release(self.path)
         try:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)  # no longer names us; the file itself stays

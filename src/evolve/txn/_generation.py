@@ -1,12 +1,13 @@
-"""The generation journal: a generation is all or nothing.
+"""The generation transaction and its journal: a generation is all or nothing.
 
 Before a generation changes anything, its base (commit, branch, number, the index flags and
 ignored files that existed) is written to `.git/evolve-generation.json`; the journal is
 removed only after the generation's record is written. If the generation ends in an error, an
 interrupt or a timeout, :func:`abort` resets to the base at once; if the process is killed
 outright, the next writer finds the journal and :func:`recover_generation` does the same
-before anything else. Either way the record says `rejected (error: ...)`, and the number is
-used up (numbers come from the records, which always get this generation's record).
+before anything else (:class:`GenerationTransaction` is the running generation's handle on
+this). Either way the record says `rejected (error: ...)`, and the number is used up
+(numbers come from the records, which always get this generation's record).
 
 "The generation's untracked files" are what it leaves that git does not track: every
 untracked, not-ignored file (the tree was clean at the base, so all of them are new), and the
@@ -28,16 +29,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evolve._io import atomic_write
-from evolve.applier import journal_end as end_apply_journal
 from evolve.errors import EvolveError
 from evolve.gate import index_flags, sweep
-from evolve.generations._records import (
+from evolve.store import GENERATION, KIND, GitStore
+from evolve.txn._journal import end as end_apply_journal
+from evolve.txn._records import (
     ChangeRecord,
     GenerationRecord,
     load_records,
     save_record,
 )
-from evolve.store import GENERATION, KIND, GitStore
 from evolve.workspace import Workspace
 from evolve.workspace._paths import GENERATION_JOURNAL
 
@@ -377,3 +378,37 @@ def recover_generation(ws: Workspace, command: str) -> GenerationRecord | None:
     end_journal(store)
     sweep()
     return record
+
+
+@dataclass
+class GenerationTransaction:
+    """A running generation: its journal (the base it resets to) and the refusals its error
+    record would list. Opened by `Transaction.generation` under the writer lock."""
+
+    ws: Workspace
+    journal: GenerationJournal
+    refused: list[str] = field(default_factory=list)
+
+    @property
+    def number(self) -> int:
+        return self.journal.number
+
+    @property
+    def base(self) -> str:
+        return self.journal.base
+
+    def phase(self, name: str, **changes: object) -> None:
+        """Note the step the generation is in (a killed one is recorded with it)."""
+        set_phase(self.ws.store, self.journal, name, **changes)
+
+    def rollback(self) -> None:
+        """Reset to the base (a rejected or unjudged generation)."""
+        rollback(self.ws, self.journal)
+
+    def abort(self, reason: str) -> GenerationRecord:
+        """End the generation in its base after an error and record it (see :func:`abort`)."""
+        return abort(self.ws, self.journal, reason, self.refused)
+
+    def end(self) -> None:
+        """The generation's record is written: nothing is left to finish."""
+        end_journal(self.ws.store)

@@ -1,7 +1,7 @@
-"""One recovery entry point for every writer: crash leftovers are finished before anything else.
+"""Recovery, in one place: crash leftovers are finished before anything else.
 
-Every command that takes the workspace writer lock goes through :func:`writer`, which takes the
-lock and then calls :func:`recover_workspace`:
+Every command that takes the workspace writer lock goes through `evolve.txn.writer`, which
+takes the lock and then calls :func:`recover_workspace`:
 
 1. the generation journal (`.git/evolve-generation.json`): a generation whose process died is
    reset to its base (uncommitted files saved with `git stash` first), its untracked files
@@ -12,12 +12,12 @@ lock and then calls :func:`recover_workspace`:
    are removed.
 
 Holding the lock is what makes this safe: the process that wrote a journal has released the
-lock or died. Reading commands call :func:`recover_if_interrupted`, which does the same only
+lock or died. Reading commands call `evolve.txn.recover_if_interrupted`, which does the same only
 when a journal is left and no live writer holds the lock (a running writer is left alone, and
 :func:`active_writer` names it, so that a reader can say it reads files mid-update).
 
 A writer stopped by Ctrl-C, SIGTERM or SIGHUP does not leave this to the next command: under
-:func:`writer` the signal unwinds to :func:`stop_cleanly`, which, still holding the lock and
+`evolve.txn.writer` the signal unwinds to :func:`stop_cleanly`, which, still holding the lock and
 with further signals held off, undoes the in-flight write (or finds it committed) and raises
 :class:`WriteInterrupted`, whose message says which; the command line prints it and exits
 128 + the signal's number (130, 143, 129). Only SIGKILL (or a power cut) leaves a journal
@@ -26,7 +26,6 @@ behind.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -35,13 +34,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from evolve._signals import Terminated, signals_held, signals_raise
-from evolve.applier import recover as recover_apply
-from evolve.applier._journal import journal_path as apply_journal_path
-from evolve.errors import EvolveError, LockHeld
+from evolve.errors import EvolveError
 from evolve.gate import sweep
-from evolve.generations._journal import journal_path, recover_generation
-from evolve.generations._records import GenerationRecord
 from evolve.store import GitStore
+from evolve.txn._generation import recover_generation
+from evolve.txn._journal import journal_head as _journal_head
+from evolve.txn._journal import journal_path as apply_journal_path
+from evolve.txn._journal import recover as recover_apply
+from evolve.txn._lock import LOCK_NAME, WriterLock
+from evolve.txn._records import GenerationRecord
 from evolve.workspace import Workspace
 
 
@@ -165,41 +166,6 @@ def recover_workspace(ws: Workspace, command: str) -> Recovery:
     return Recovery(restored, record, committed)
 
 
-def _journal_head(store: GitStore) -> str | None:
-    """HEAD when the write in the apply journal began (None: no journal, or unreadable)."""
-    try:
-        head = json.loads(apply_journal_path(store).read_text(encoding="utf-8")).get("head")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return head if isinstance(head, str) else None
-
-
-@contextmanager
-def writer(ws: Workspace, command: str) -> Iterator[Recovery]:
-    """Take the writer lock for `command` and recover first; yields what was recovered.
-
-    Raises:
-        LockHeld: another live writer holds the lock.
-    """
-    with ws.lock(command), stop_cleanly(ws):
-        yield recover_workspace(ws, command)
-
-
-def recover_if_interrupted(ws: Workspace, command: str) -> Recovery | None:
-    """For reading commands: recover an interrupted generation or write if one is journaled
-    and no live writer holds the lock (a running one is left alone)."""
-    try:
-        if not journal_path(ws.store).exists() and not apply_journal_path(ws.store).exists():
-            return None
-    except EvolveError:  # not a git repository: the command itself will say so
-        return None
-    try:
-        with writer(ws, command) as recovery:
-            return recovery
-    except LockHeld:
-        return None
-
-
 def active_writer(ws: Workspace) -> str | None:
     """The live evolve writer of this workspace, named (`evolve train` (pid 12)), or None.
 
@@ -208,7 +174,7 @@ def active_writer(ws: Workspace) -> str | None:
     releases the lock; one that names a process no longer running (killed) is no writer.
     """
     try:
-        holder = ws.lock("probe").holder()
+        holder = WriterLock(ws.store.git_dir / LOCK_NAME, "probe").holder()
     except EvolveError:
         return None
     if not holder:

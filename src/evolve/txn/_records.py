@@ -1,0 +1,161 @@
+"""Generation records: `generations/gen-NNNN.json` and a Markdown summary (the record of why a
+generation ended, which the transaction writes when it rolls one back).
+
+The files are ignored by git (writing them never dirties the tree); each record is also
+committed to the side ref `refs/evolve/records` (a history of its own), so the record of a
+rejected generation survives the reset of the branch and travels with the repository.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from evolve._io import atomic_write
+from evolve.errors import EvolveError
+from evolve.workspace import Workspace
+
+RECORDS_REF = "refs/evolve/records"
+GENERATION_SCHEMA = 1
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScoreRecord(_Record):
+    score: float
+    violation_rate: float
+    episodes: int
+    tokens_per_episode: float
+    cost: float = 0.0  # US dollars of the scored episodes' model requests
+    rules: dict[str, float]
+
+
+class GainRecord(_Record):
+    mean: float
+    low: float
+    high: float
+    tasks: int
+    pairs: int
+
+
+class ChangeRecord(_Record):
+    kind: Literal["memory", "prompt"]
+    commit: str
+    subject: str
+
+
+class GenerationRecord(_Record):
+    """Everything a person needs to audit one generation."""
+
+    schema_version: Literal[1] = 1
+    number: int
+    started: str
+    finished: str
+    dry_run: bool = False
+    base: str
+    candidate: str
+    final: str
+    changes: list[ChangeRecord] = []
+    refused: list[str] = []
+    dev_base: ScoreRecord | None = None
+    dev: ScoreRecord | None = None
+    holdout_base: ScoreRecord | None = None
+    holdout: ScoreRecord | None = None
+    dev_gain: GainRecord | None = None
+    prompt_sizes: dict[str, int] = {}
+    protected_hash: str
+    protected_hash_candidate: str
+    tests_passed: bool
+    tests_output: str = ""
+    stream_end: int | None = None
+    verdict: Literal["accepted", "rejected"]
+    reason: str  # "error: <sentence>" when the generation ended in an error or was killed
+    phase: str | None = None  # the step an erroring generation was in
+    scored_tree: str | None = None  # the tree id that was scored (the accepted tree is it)
+
+    @property
+    def error(self) -> bool:
+        return self.reason.startswith("error: ")
+
+    def outcome(self) -> str:
+        """`accepted`, `rejected` or `rejected (error: ...)`."""
+        return f"rejected ({self.reason})" if self.error else self.verdict
+
+    def summary_markdown(self) -> str:
+        def s(r: ScoreRecord | None) -> str:
+            return "-" if r is None else f"{r.score:.3f}"
+
+        gain = self.dev_gain
+        lines = [
+            f"# Generation {self.number}: {self.outcome()}",
+            "",
+            f"- reason: {self.reason}",
+            f"- base {self.base[:10]} -> candidate {self.candidate[:10]}; HEAD after: {self.final[:10]}",
+            f"- dev: {s(self.dev_base)} -> {s(self.dev)}"
+            + (
+                f" (paired gain {gain.mean:+.3f}, interval [{gain.low:+.3f}, {gain.high:+.3f}])"
+                if gain
+                else ""
+            ),
+            f"- holdout (reported, never used to accept): {s(self.holdout_base)} -> {s(self.holdout)}",
+            f"- workspace tests: {'passed' if self.tests_passed else 'FAILED'}",
+            f"- prompt sizes: {', '.join(f'{k} {v}' for k, v in sorted(self.prompt_sizes.items()))}",
+            "",
+            "## Changes",
+            *[f"- {c.kind} {c.commit[:10]} {c.subject}" for c in self.changes],
+        ]
+        if self.refused:
+            lines += ["", "## Refused proposals", *[f"- {r}" for r in self.refused]]
+        return "\n".join(lines) + "\n"
+
+
+def save_record(ws: Workspace, record: GenerationRecord) -> None:
+    """Write the record files (ignored by git) and commit the record to the side ref."""
+    name = f"gen-{record.number:04d}"
+    # JSON escapes what UTF-8 cannot hold (a lone surrogate from a model reply, a file name
+    # that is not UTF-8); the Markdown and the commit subject replace it.
+    data = json.dumps(record.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    summary = _printable(record.summary_markdown())
+    folder = ws.root / "generations"
+    atomic_write(folder / f"{name}.json", data)
+    atomic_write(folder / f"{name}.md", summary)
+    ws.store.write_side_ref(
+        RECORDS_REF,
+        {f"{name}.json": data.encode("utf-8"), f"{name}.md": summary.encode("utf-8")},
+        _printable(f"generation {record.number}: {record.outcome()}"),
+    )
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def load_records(ws: Workspace) -> list[GenerationRecord]:
+    """Every generation record, from the side ref (the files are a convenience copy)."""
+    files = ws.store.read_side_ref(RECORDS_REF)
+    records = []
+    for path, raw in sorted(files.items()):
+        if "/" in path or not path.endswith(".json"):
+            continue  # experiments/<name>/ holds `evolve compare` results, not generations
+        try:
+            records.append(GenerationRecord.model_validate(json.loads(raw)))
+        except (ValidationError, ValueError) as exc:
+            raise EvolveError(
+                f"generation record {path} in {RECORDS_REF} is malformed: {exc}"
+            ) from exc
+    return sorted(records, key=lambda r: r.number)
+
+
+def score_record(summary: dict[str, Any]) -> ScoreRecord:
+    return ScoreRecord(
+        score=summary["score"],
+        violation_rate=summary["violation_rate"],
+        episodes=summary["episodes"],
+        tokens_per_episode=summary["tokens_per_episode"],
+        cost=summary.get("cost", 0.0),
+        rules={rule: r["rate"] for rule, r in summary["rules"].items()},
+    )

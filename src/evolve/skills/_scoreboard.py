@@ -124,6 +124,7 @@ from functools import cached_property
 from statistics import NormalDist
 from typing import Any
 
+from evolve.skills._skill import skills_of
 from evolve.skills._strata import Cell, Outcome, Strata, strata_files
 
 SKILL_COUNTERS: tuple[str, ...] = ("injected", "injected_pass", "held_out", "held_out_pass")
@@ -453,10 +454,8 @@ def board(
 
     Raises:
         EvolveError: two active skills share an id: the sentence `run` and `train` give
-            (`evolve.skills._select.skills_of`), not two rows that read one record.
+            (`evolve.skills._skill.skills_of`), not two rows that read one record.
     """
-    from evolve.skills._select import skills_of
-
     units = list(units)
     skills_of(units)
     rows: list[dict[str, Any]] = []

@@ -18,8 +18,8 @@ from evolve.history import revert
 from evolve.history._gitrevert import tombstone_git_reverts
 from evolve.memory import MemoryUnit, dump_counters, load_units
 from evolve.recovery import writer
-from evolve.skills._scoreboard import ScoreboardResult, settle
 from evolve.skills._strata import STRATA_PATH, Outcome, dump_strata, load_strata
+from evolve.train._scoreboard import ScoreboardResult, settle
 from evolve.workspace import Workspace
 
 SKILL = """---

@@ -8,14 +8,19 @@ numbers, unsafe characters, the schema's top level), and secret-shaped strings a
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from evolve._text import NotJson, ReplyError, loads_reply, shape_error
 from evolve.ops._ops import Refusal
 from evolve.redact import redact
 
-if TYPE_CHECKING:
-    from evolve.llm import JsonSchema
+
+class Schema(Protocol):
+    """What a reply's top level is checked against (`evolve.llm.JsonSchema` is one): the
+    operations know no model."""
+
+    @property
+    def schema(self) -> dict[str, Any]: ...
 
 
 class BadReply(ValueError):
@@ -25,7 +30,7 @@ class BadReply(ValueError):
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
-def parse_json_reply(text: str, schema: JsonSchema | None = None) -> Any:
+def parse_json_reply(text: str, schema: Schema | None = None) -> Any:
     """Parse a JSON reply, tolerating a code fence or prose around one object or array.
 
     The first candidate that is JSON decides: it is refused if it nests too deep, holds a

@@ -17,7 +17,19 @@ WRITER = ("evolve.applier", "evolve.store", "evolve.train", "evolve.gate")
 
 
 @pytest.mark.parametrize(
-    "module", ["evolve.updaters", "evolve.reflector", "evolve.sim", "evolve.ops"]
+    "module",
+    [
+        "evolve.updaters",
+        "evolve.reflector",
+        "evolve.sim",
+        "evolve.ops",
+        "evolve.skills",
+        "evolve.skills._batch",
+        "evolve.skills._plan",
+        "evolve.skills._evolver",
+        "evolve.skills._consolidate",
+        "evolve.skills._scoreboard",
+    ],
 )
 def test_proposer_imports_no_writer(module: str) -> None:
     code = (

@@ -4,7 +4,7 @@ The proposers (`evolve.updaters._skills` per failed episode, `evolve.skills._bat
 return candidates and plans; this module, on the writer's side of `evolve train`, keeps the
 batch's candidates in the process until the batch ends, has the applier write the plan with
 the staging area, the failed-task record and the scoreboard's counts under one journal, and
-makes one commit for the batch (its message: `evolve.skills._batch`). A batch that writes
+makes one commit for the batch (its subject and trailers: `evolve.skills._batch`). A batch that writes
 nothing but refused something is recorded on `refs/evolve/train`, like an episode's refusals.
 Candidates live in the process until their batch commits: a run stopped in the middle of a
 batch leaves no file written, and on resume the stream replays the batch.

@@ -16,8 +16,8 @@ from evolve.history import revert
 from evolve.history._gitrevert import tombstone_git_reverts
 from evolve.memory import MemoryUnit, dump_unit, load_units
 from evolve.ops import Op
-from evolve.skills._scoreboard import settle
 from evolve.skills._strata import Outcome, Strata, load_strata
+from evolve.train._scoreboard import settle
 from evolve.txn import writer
 from evolve.workspace import Workspace
 

@@ -20,9 +20,9 @@ from evolve.history._gitrevert import tombstone_git_reverts
 from evolve.llm import JsonSchema, Message, MockLLM
 from evolve.memory import MemoryUnit, dump_counters, load_units, parse_counters
 from evolve.ops import Op
-from evolve.skills import SkillsBatches
-from evolve.skills._scoreboard import settle
 from evolve.skills._strata import STRATA_PATH, Outcome, Strata, dump_strata, load_strata
+from evolve.train import SkillsBatches
+from evolve.train._scoreboard import settle
 from evolve.txn import writer
 from evolve.workspace import Workspace
 

@@ -31,7 +31,7 @@ def test_an_interrupt_at_the_count_loses_no_episode(
     tmp_path: Path, run_git: GitRunner, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
     import evolve.train._train as train_mod
-    from evolve.skills import _scoreboard
+    from evolve.train import _scoreboard
 
     reference = _ws(tmp_path / "ref", run_git)
     train(reference, recipe="ace", episodes=8)

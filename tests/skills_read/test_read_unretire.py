@@ -17,8 +17,8 @@ from evolve.errors import EvolveError
 from evolve.history import revert
 from evolve.history._gitrevert import tombstone_git_reverts
 from evolve.memory import MemoryUnit, dump_counters, load_units
-from evolve.skills._scoreboard import ScoreboardResult, settle
 from evolve.skills._strata import STRATA_PATH, Outcome, dump_strata, load_strata
+from evolve.train._scoreboard import ScoreboardResult, settle
 from evolve.txn import writer
 from evolve.workspace import Workspace
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from evolve.llm import JsonSchema, Message, MockLLM
-from evolve.skills import SkillsBatches
+from evolve.train import SkillsBatches
 from evolve.workspace import Workspace
 
 TASK = SimpleNamespace(id="pay_back-1", instruction="Pay Sam back $5.00 on Venmo for tea.")

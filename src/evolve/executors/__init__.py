@@ -5,13 +5,13 @@ items."""
 from evolve.executors._base import (
     EXECUTORS,
     SPAWNING,
-    EpisodeFailed,
     Executor,
     Progress,
     choose_executor,
     executor_session,
     get_executor,
 )
+from evolve.executors._failure import EpisodeFailed
 
 __all__ = [
     "EXECUTORS",

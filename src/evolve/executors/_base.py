@@ -29,7 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
-from evolve.errors import EvolveError, UnknownName
+from evolve.errors import UnknownName
+from evolve.executors._failure import failure
 from evolve.executors._slots import Slots, holding_work_slot
 
 if TYPE_CHECKING:
@@ -62,10 +63,6 @@ def frozen_heap() -> Iterator[None]:
         gc.unfreeze()
 
 
-class EpisodeFailed(EvolveError):
-    """One job raised something that is not an :class:`EvolveError` (a bug, usually)."""
-
-
 class Executor(Protocol):
     """Maps `job` over `items`; results in the order of `items`."""
 
@@ -80,14 +77,6 @@ class Executor(Protocol):
         progress: Progress | None = None,
         label: Label | None = None,
     ) -> list[R]: ...
-
-
-def _failure(exc: BaseException, index: int, total: int, label: Label | None) -> BaseException:
-    if isinstance(exc, EvolveError):
-        return exc
-    what = label(index) if label else f"item {index + 1} of {total}"
-    detail = " ".join(str(exc).split()) or "no message"
-    return EpisodeFailed(f"{what} failed with {type(exc).__name__}: {detail}.")
 
 
 class SerialExecutor:
@@ -109,7 +98,7 @@ class SerialExecutor:
             try:
                 results.append(job(item))
             except Exception as exc:
-                raise _failure(exc, index, len(items), label) from exc
+                raise failure(exc, index, len(items), label) from exc
             if progress:
                 progress(index + 1, len(items))
         return results
@@ -149,7 +138,7 @@ class _PoolExecutor:
                 if exc is not None:
                     for other in futures:
                         other.cancel()
-                    raise _failure(exc, index, len(items), label) from exc
+                    raise failure(exc, index, len(items), label) from exc
                 results[index] = future.result()
                 if progress:
                     progress(len(results), len(items))
@@ -242,7 +231,7 @@ class ThreadsExecutor:
                 raise
         if failures:
             index, exc = failures[0]
-            raise _failure(exc, index, total, label) from exc
+            raise failure(exc, index, total, label) from exc
         return results  # type: ignore[return-value]
 
 
@@ -303,7 +292,7 @@ class AsyncioExecutor:
                 try:
                     result = await asyncio.to_thread(job, items[index])
                 except Exception as exc:
-                    raise _failure(exc, index, len(items), label) from exc
+                    raise failure(exc, index, len(items), label) from exc
             done += 1
             if progress:
                 progress(done, len(items))

@@ -40,6 +40,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from evolve.errors import ConfigError
+from evolve.executors._failure import EpisodeFailed, failure
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -247,8 +248,6 @@ class RayExecutor:
         progress: Progress | None,
         label: Label | None,
     ) -> list[R]:
-        from evolve.executors._base import EpisodeFailed, _failure
-
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         width = min(self.concurrency, cpus, len(items))
         threads = math.ceil(min(self.concurrency, len(items)) / width)
@@ -281,7 +280,7 @@ class RayExecutor:
                         f"{' '.join(first.split()).rstrip('.')})."
                     ) from exc
                 if isinstance(value, _Failed):
-                    raise _failure(value.exc, index, len(items), label) from value.exc
+                    raise failure(value.exc, index, len(items), label) from value.exc
                 results[index] = value
                 if progress:
                     progress(len(results), len(items))

@@ -12,6 +12,7 @@ from evolve._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evolve.history._asof import WorkingMemory, memory_as_of, memory_in_worktree, resolve_as_of
+    from evolve.history._changes import GIT_REVERT, REVERTS, is_revert
     from evolve.history._gitrevert import tombstone_git_reverts
     from evolve.history._log import (
         REFUSAL_KIND,
@@ -25,14 +26,7 @@ if TYPE_CHECKING:
         refusal_records,
         side_ref_sha,
     )
-    from evolve.history._revert import (
-        GIT_REVERT,
-        REVERTS,
-        RevertResult,
-        is_revert,
-        revert,
-        reverted_by,
-    )
+    from evolve.history._revert import RevertResult, revert, reverted_by
     from evolve.history._show import UnitHistory, commit_kind, show_unit
 
 _MODULES = {
@@ -55,14 +49,8 @@ _MODULES = {
         "side_ref_sha",
     ),
     "evolve.history._gitrevert": ("tombstone_git_reverts",),
-    "evolve.history._revert": (
-        "GIT_REVERT",
-        "is_revert",
-        "reverted_by",
-        "REVERTS",
-        "RevertResult",
-        "revert",
-    ),
+    "evolve.history._changes": ("GIT_REVERT", "REVERTS", "is_revert"),
+    "evolve.history._revert": ("reverted_by", "RevertResult", "revert"),
     "evolve.history._show": ("UnitHistory", "commit_kind", "show_unit"),
 }
 

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from evolve.history._content import unit_of
-from evolve.history._restarts import git_revert_records, record_drops
-from evolve.history._revert import (
+from evolve.history._changes import (
     GIT_REVERT,
     REVERTS,
     content_changes,
@@ -33,6 +31,8 @@ from evolve.history._revert import (
     is_revert,
     taught_by,
 )
+from evolve.history._content import unit_of
+from evolve.history._restarts import git_revert_records, record_drops
 from evolve.history._unretire import RESTARTS, git_unretired, restart_files
 from evolve.memory import MemoryUnit, dump_unit, load_units
 from evolve.memory._similarity import normalize

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from evolve.history._changes import is_revert, uncancelled
 from evolve.history._content import is_counters_file, is_unit_path, unit_of
 from evolve.memory import MemoryUnit, counter_key, counters_path, dump_counters, parse_counters
 from evolve.store import CommitInfo, GitStore
@@ -76,8 +77,6 @@ class Restarts:
         key = info.sha if end == "HEAD" else f"{info.sha}..{end}"
         if key in self._since:
             return self._since[key]
-        from evolve.history._revert import _uncancelled, is_revert
-
         store = self.store
         span = f"{info.sha}..{end}"
         names = store.git("log", "--format=", "--name-only", span, "--", SKILLS)
@@ -87,7 +86,7 @@ class Restarts:
         restarted: set[str] = set()
         for path in paths:
             shas = store.git("log", "--reverse", "--format=%H", span, "--", path)
-            for sha in _uncancelled(store, shas.split()):
+            for sha in uncancelled(store, shas.split()):
                 then = store.commit_info(sha)
                 if sha in self.undone or len(then.parents) != 1:
                     continue

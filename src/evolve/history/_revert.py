@@ -20,11 +20,21 @@ it brings back what the first revert took away and lifts the tombstones it wrote
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from evolve.errors import EvolveError
+from evolve.history._changes import (
+    REVERTS,
+    TAUGHT,
+    TRACKED,
+    Change,
+    content_changes,
+    git_revert_target,
+    is_revert,
+    taught_by,
+    uncancelled,
+)
 from evolve.history._content import (
     carry_counters,
     is_counters_file,
@@ -43,7 +53,6 @@ from evolve.history._countback import (
     take_back,
 )
 from evolve.history._lines import (
-    added_lines,
     doc_lines,
     drop_kept_lines,
     is_document,
@@ -64,15 +73,8 @@ from evolve.store import KIND, OPS, PERSONA, CommitInfo, GitStore, format_ops
 from evolve.txn import Transaction, writer
 from evolve.workspace import Workspace
 
-REVERTS = "Evolve-Reverts"
-# Set on the commit that adds the tombstones a plain `git revert` did not write.
-GIT_REVERT = "Evolve-Git-Revert"
-REVERT_KINDS = ("revert", "cascade revert")
-TRACKED = ["memory", "prompts"]
 STAGING = "memory/skills/_staging.yaml"  # evolve.skills.STAGING_PATH
 FAILED = "memory/skills/_failed_tasks.yaml"  # evolve.skills._failed.FAILED_PATH
-_GIT_REVERT_LINE = re.compile(r"^This reverts commit ([0-9a-f]{7,64})\b", re.M)
-_TAUGHT = ("active", "pending")
 
 
 @dataclass
@@ -93,53 +95,6 @@ class RevertResult:
     restarted: list[str] = field(default_factory=list)
 
 
-def git_revert_target(info: CommitInfo) -> str | None:
-    """The commit a plain `git revert` commit undid (its "This reverts commit <sha>" line)."""
-    match = _GIT_REVERT_LINE.search(info.body)
-    return match.group(1) if match else None
-
-
-def is_revert(info: CommitInfo) -> bool:
-    """An evolve revert, or a plain `git revert` of something."""
-    return info.trailers.get(KIND) in REVERT_KINDS or git_revert_target(info) is not None
-
-
-@dataclass(frozen=True)
-class Change:
-    """One file a commit changed in what it says: (path, before, after)."""
-
-    path: str
-    before: bytes | None
-    after: bytes | None
-
-
-def content_changes(store: GitStore, info: CommitInfo) -> list[Change]:
-    """The memory/prompt files `info` changed in content (counter moves and sidecars aside)."""
-    parent = info.parents[0]
-    out = []
-    for _, path in store.changed_paths(parent, info.sha, TRACKED):
-        if is_counters_file(path):
-            continue
-        before, after = store.read(parent, path), store.read(info.sha, path)
-        if not same_content(path, before, after):
-            out.append(Change(path, before, after))
-    return out
-
-
-def taught_by(change: Change) -> MemoryUnit | None:
-    """The unit `change` made active (or pending) with text it did not have, if any."""
-    new, old = unit_of(change.path, change.after), unit_of(change.path, change.before)
-    if new is None or new.status not in _TAUGHT or not normalize(new.text):
-        return None
-    if old is not None and old.status in _TAUGHT and normalize(old.text) == normalize(new.text):
-        return None  # the same text stayed active: a status or field change taught nothing
-    if is_document(new) and old is not None and old.status in _TAUGHT:
-        # A rewritten document taught the lines it added; those are what gets refused.
-        lines = added_lines(old, new)
-        return new.with_(text="\n".join(lines)) if lines else None
-    return new
-
-
 def later_content_touches(store: GitStore, sha: str, path: str) -> list[str]:
     """Commits after `sha` on HEAD's history that changed what `path` says, oldest first."""
     out = store.git("log", "--reverse", "--format=%H %P", f"{sha}..HEAD", "--", path)
@@ -153,23 +108,6 @@ def later_content_touches(store: GitStore, sha: str, path: str) -> list[str]:
         if not same_content(path, before, store.read(commit, path)):
             touches.append(commit)
     return touches
-
-
-def _uncancelled(store: GitStore, shas: list[str]) -> list[str]:
-    """`shas` less each revert that a later one in the list undid, and that later one: the
-    pair left the file as it was."""
-    undid: dict[str, set[str]] = {}
-    for sha in shas:
-        info = store.commit_info(sha)
-        target = git_revert_target(info)
-        undid[sha] = set(info.trailers.get(REVERTS, "").split()) | ({target} if target else set())
-    gone: set[str] = set()
-    for sha, targets in undid.items():
-        for other in shas:
-            if other != sha and other not in gone and any(other.startswith(t) for t in targets):
-                gone |= {sha, other}
-                break
-    return [s for s in shas if s not in gone]
 
 
 def _settled_since(change: Change, now: bytes | None) -> bool:
@@ -203,7 +141,7 @@ def _gone_since(change: Change, now: bytes | None) -> bool:
     if now is None:
         return True
     current = unit_of(change.path, now)
-    return current is not None and current.status not in _TAUGHT
+    return current is not None and current.status not in TAUGHT
 
 
 class _Conflict(Exception):
@@ -261,7 +199,7 @@ class _Plan:
                 continue
             later = [
                 c
-                for c in _uncancelled(self.store, later_content_touches(self.store, info.sha, path))
+                for c in uncancelled(self.store, later_content_touches(self.store, info.sha, path))
                 if c not in undone
             ]
             if (later or not same_content(path, now, change.after)) and not _as_left(change, now):
@@ -370,7 +308,7 @@ class _Plan:
         for unit in load_units_at(self.store, self.head):
             path = str(unit.path())
             stone = stoned.get((unit.scope, normalize(unit.text)))
-            if stone is None or path in files or unit.status not in _TAUGHT:
+            if stone is None or path in files or unit.status not in TAUGHT:
                 continue
             copy = unit.with_(
                 status="tombstoned",

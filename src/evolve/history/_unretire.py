@@ -1,6 +1,6 @@
 """A revert that brings back a retired skill restarts its scoreboard record (issue 13).
 
-The scoreboard retires a skill (`evolve.skills._scoreboard.settle`: its status becomes
+The scoreboard retires a skill (`evolve.train._scoreboard.settle`: its status becomes
 `retired`, in a commit of its own) on the evidence in its record: the pooled counters in its
 shelf's `_counters.yaml` and its entry in the per-task record `memory/skills/_strata.yaml`.
 That evidence is not in the retirement commit, so reverting the retirement alone would leave

@@ -3,9 +3,11 @@
 The write path: reflect on each failed episode (`_reflect`), screen the candidate
 (`_filter`), let the evolver give each candidate of a batch a verdict against the shelves
 (`_evolver`, `_plan`: caps in code, promotion through the staging area `_staging`), sleep
-passes (`_consolidate`), and one commit per batch (`_batch`). Skill files are memory units
-(`memory/skills/general/<id>.md`, `memory/skills/topics/<topic>/<id>.md`) written by the
-applier and committed by the store like every other unit.
+passes (`_consolidate`), and each batch's plan (`_batch`). This package proposes and reads: it
+imports neither the applier nor the store. Skill files are memory units
+(`memory/skills/general/<id>.md`, `memory/skills/topics/<topic>/<id>.md`) that training writes
+through the applier and commits through the store, one commit per batch
+(`evolve.train._batch`), like every other unit.
 
 Names are imported on first use (PEP 562): the scoring path (`evolve run`) imports
 `evolve.skills._select` without the write path's modules.
@@ -23,9 +25,9 @@ if TYPE_CHECKING:
         BATCH_KIND,
         CONSOLIDATE_KIND,
         EPISODES,
-        BatchResult,
-        SkillsBatches,
-        SkillsUpdate,
+        propose_batch,
+        propose_sleep,
+        summary_of,
     )
     from evolve.skills._consolidate import plan_consolidation
     from evolve.skills._evolver import (
@@ -55,9 +57,9 @@ _MODULES = {
         "BATCH_KIND",
         "CONSOLIDATE_KIND",
         "EPISODES",
-        "BatchResult",
-        "SkillsBatches",
-        "SkillsUpdate",
+        "propose_batch",
+        "propose_sleep",
+        "summary_of",
     ),
     "evolve.skills._consolidate": ("plan_consolidation",),
     "evolve.skills._evolver": (
@@ -101,13 +103,10 @@ __all__ = [
     "REFLECT_SCHEMA",
     "STAGING_PATH",
     "BatchPlan",
-    "BatchResult",
     "Candidate",
     "Maker",
     "Reflection",
     "Sighting",
-    "SkillsBatches",
-    "SkillsUpdate",
     "Staging",
     "TaskSpecifics",
     "VerdictLine",
@@ -118,6 +117,8 @@ __all__ = [
     "parse_staging",
     "plan_batch",
     "plan_consolidation",
+    "propose_batch",
+    "propose_sleep",
     "reflect",
     "render_candidates",
     "render_shelves",
@@ -125,5 +126,6 @@ __all__ = [
     "screen",
     "shelf_key",
     "specifics",
+    "summary_of",
     "topic_of",
 ]

@@ -18,11 +18,10 @@ from typing import Any
 from evolve._text import fragment
 from evolve.llm import LLM, JsonSchema, Message
 from evolve.memory import MemoryUnit, by_learned
-from evolve.ops import Refusal
+from evolve.ops import Refusal, parse_json_reply
 from evolve.skills._plan import cap_of, live_skills, occupancy, shelf_key
 from evolve.skills._reflect import Candidate, load_prompt
 from evolve.skills._staging import Staging
-from evolve.updaters import parse_json_reply
 from evolve.workspace import ShelfCaps
 
 _ENTRY = {

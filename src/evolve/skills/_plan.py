@@ -25,11 +25,10 @@ from typing import Any
 from evolve._io import sha256_hex
 from evolve.memory import MemoryUnit, Status, learned_time
 from evolve.memory._similarity import normalize
-from evolve.ops import Op, Refusal
+from evolve.ops import Op, Refusal, items
 from evolve.skills._filter import TaskSpecifics, screen
 from evolve.skills._reflect import MAX_LESSON, MAX_TRIGGER, NO_APP_TOPIC, Candidate
 from evolve.skills._staging import Sighting, Staging
-from evolve.updaters._base import items
 from evolve.workspace import ShelfCaps
 
 RECIPE = "skills"

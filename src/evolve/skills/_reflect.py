@@ -16,9 +16,8 @@ from string import Template
 from evolve._text import fragment
 from evolve.llm import LLM, JsonSchema, Message
 from evolve.memory import TOPIC_PATTERN
-from evolve.ops import Refusal
+from evolve.ops import Refusal, parse_json_reply
 from evolve.skills._filter import TaskSpecifics, screen, specifics
-from evolve.updaters import parse_json_reply
 
 MAX_LESSON = 400
 MAX_TRIGGER = 200

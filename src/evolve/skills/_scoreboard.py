@@ -118,12 +118,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from statistics import NormalDist
 from typing import Any
 
+from evolve.skills._skill import skills_of
 from evolve.skills._strata import Cell, Outcome, Strata, strata_files
 
 SKILL_COUNTERS: tuple[str, ...] = ("injected", "injected_pass", "held_out", "held_out_pass")
@@ -453,10 +454,8 @@ def board(
 
     Raises:
         EvolveError: two active skills share an id: the sentence `run` and `train` give
-            (`evolve.skills._select.skills_of`), not two rows that read one record.
+            (`evolve.skills._skill.skills_of`), not two rows that read one record.
     """
-    from evolve.skills._select import skills_of
-
     units = list(units)
     skills_of(units)
     rows: list[dict[str, Any]] = []
@@ -555,117 +554,6 @@ def retire_ops(
     return out
 
 
-# --- the driver: apply and commit (train calls it; proposers never do) --------------------
-@dataclass
-class ScoreboardResult:
-    count_commit: str | None = None
-    retired: list[tuple[str, str | None]] = field(default_factory=list)  # (id, commit)
-
-
-def _trailers(
-    kind: str, episodes: str, recipe: str, ops: str, extra: Sequence[tuple[str, str]]
-) -> list[tuple[str, str]]:
-    from evolve.store._trailers import EPISODE, KIND, OPS, RECIPE
-
-    return [(EPISODE, episodes), (RECIPE, recipe), (OPS, ops), (KIND, kind), *extra]
-
-
-def settle(
-    ws: Any,
-    outcomes: Sequence[Outcome],
-    *,
-    episodes: str,
-    recipe: str,
-    confidence: float,
-    extra_trailers: Sequence[tuple[str, str]] = (),
-    extra_files: Mapping[str, bytes | None] | None = None,
-) -> ScoreboardResult:
-    """Count `outcomes` on the scoreboard (one commit, `Evolve-Kind: skill count`) and retire
-    every skill that is then confidently harmful (one commit each, `Evolve-Kind: skill
-    retire`, the evidence in the body). Goes through the applier and the store; the caller
-    holds the writer lock (`evolve.txn.writer`). `extra_files` (the failed-task record,
-    `evolve.skills._failed`) go with the first count commit, or in one of their own."""
-    from evolve.memory import GLOBAL_SCOPE, load_units
-    from evolve.skills._strata import load_strata
-    from evolve.store._trailers import format_ops
-    from evolve.txn import joined
-
-    tx = joined(ws)
-    result = ScoreboardResult()
-    units = load_units(ws.root)
-    ops = count_ops(units, outcomes)
-    files = dict(extra_files or {})
-    skills = [u.id for u in units if getattr(u, "kind", None) == "skill"]
-    files.update(strata_files(ws.root, outcomes, keep=skills))
-    for scope in sorted({op.unit.scope for op in ops} | ({GLOBAL_SCOPE} if files else set())):
-        mine = [op for op in ops if op.unit.scope == scope]
-        applied = tx.apply(mine, units, scope=scope, extra_files=files)
-        files = {}
-        if applied.paths:
-            ids = ", ".join(op.id for op in applied.applied)
-            body = f"Counted {len(applied.applied)} skill(s): {ids or 'none'}."
-            if any(p.endswith("_strata.yaml") for p in applied.paths):
-                body += "\nThe per-task counts changed (memory/skills/_strata.yaml)."
-            if any(p.endswith("_failed_tasks.yaml") for p in applied.paths):
-                body += "\nThe record of tasks failed so far changed (memory/skills/_failed_tasks.yaml)."
-            result.count_commit = tx.commit(
-                applied.paths,
-                f"skills: scoreboard counts for episode(s) {episodes}",
-                body=body,
-                trailers=_trailers(
-                    "skill count", episodes, recipe,
-                    format_ops((op.op, op.id) for op in applied.applied), extra_trailers,
-                ),
-            )  # fmt: skip
-        tx.end()
-    units = load_units(ws.root)
-    strata = load_strata(ws.root)
-    for op, score in retire_ops(units, confidence, strata):
-        applied = tx.apply([op], units, scope=op.unit.scope)
-        commit = None
-        if applied.paths:
-            where = getattr(op.unit, "topic", None) or "general"
-            iv = score.interval or (float("nan"), float("nan"))
-            st = score.within
-            siv = st.interval or (float("nan"), float("nan"))
-            body = "\n".join(
-                [
-                    f"Retired skill {op.id} ({where}): its lift when injected is confidently "
-                    "negative.",
-                    "",
-                    f"trigger: {getattr(op.unit, 'trigger', '') or ''}",
-                    f"lesson: {op.unit.text}",
-                    "",
-                    f"injections: {score.injected}",
-                    f"pass rate injected: {score.injected_pass}/{score.injected} "
-                    f"({_pct(score.rate_injected)})",
-                    f"pass rate held out: {score.held_out_pass}/{score.held_out} "
-                    f"({_pct(score.rate_held_out)})",
-                    f"lift (pooled): {_signed(score.lift)}",
-                    f"interval (pooled, {score.confidence:.0%}, Newcombe): "
-                    f"[{iv[0]:+.3f}, {iv[1]:+.3f}]",
-                    f"tasks with both arms: {st.tasks} ({st.injected} injected, "
-                    f"{st.held_out} held out)",
-                    f"lift within tasks (Mantel-Haenszel): {_signed(st.lift)}",
-                    f"interval within tasks ({score.confidence:.0%}, stratified score, "
-                    f"Miettinen-Nurminen): [{siv[0]:+.3f}, {siv[1]:+.3f}]",
-                ]
-            )
-            commit = tx.commit(
-                applied.paths,
-                f"skills: retire {op.id} (lift within tasks {_signed(score.within.lift)})",
-                body=body,
-                trailers=_trailers(
-                    "skill retire", episodes, recipe, format_ops([("retire", op.id)]),
-                    extra_trailers,
-                ),
-            )  # fmt: skip
-        tx.end()
-        result.retired.append((op.id, commit))
-        units = load_units(ws.root)
-    return result
-
-
 def _after(ops: Sequence[Any], units: Iterable[Any]) -> tuple[dict[str, Any], set[str]]:
     """The skills as `ops` leave them (evicted ones gone) and the ids whose lesson they
     rewrite."""
@@ -725,16 +613,31 @@ def _lesson(unit: Any) -> str:
     return " ".join(str(unit.text).split())
 
 
-def retire_pass(
-    ws: Any,
-    *,
-    episodes: str,
-    recipe: str,
-    confidence: float,
-    extra_trailers: Sequence[tuple[str, str]] = (),
-) -> ScoreboardResult:
-    """Retire every confidently harmful skill (one commit each); nothing to count."""
-    return settle(
-        ws, [], episodes=episodes, recipe=recipe, confidence=confidence,
-        extra_trailers=extra_trailers,
-    )  # fmt: skip
+def retire_message(op: Any, score: Score) -> tuple[str, str]:
+    """The subject and body of the commit that retires `op`'s skill: its evidence, pooled and
+    within tasks (what `settle` in `evolve.train._scoreboard` commits)."""
+    where = getattr(op.unit, "topic", None) or "general"
+    iv = score.interval or (float("nan"), float("nan"))
+    st = score.within
+    siv = st.interval or (float("nan"), float("nan"))
+    body = "\n".join(
+        [
+            f"Retired skill {op.id} ({where}): its lift when injected is confidently negative.",
+            "",
+            f"trigger: {getattr(op.unit, 'trigger', '') or ''}",
+            f"lesson: {op.unit.text}",
+            "",
+            f"injections: {score.injected}",
+            f"pass rate injected: {score.injected_pass}/{score.injected} "
+            f"({_pct(score.rate_injected)})",
+            f"pass rate held out: {score.held_out_pass}/{score.held_out} "
+            f"({_pct(score.rate_held_out)})",
+            f"lift (pooled): {_signed(score.lift)}",
+            f"interval (pooled, {score.confidence:.0%}, Newcombe): [{iv[0]:+.3f}, {iv[1]:+.3f}]",
+            f"tasks with both arms: {st.tasks} ({st.injected} injected, {st.held_out} held out)",
+            f"lift within tasks (Mantel-Haenszel): {_signed(st.lift)}",
+            f"interval within tasks ({score.confidence:.0%}, stratified score, "
+            f"Miettinen-Nurminen): [{siv[0]:+.3f}, {siv[1]:+.3f}]",
+        ]
+    )
+    return f"skills: retire {op.id} (lift within tasks {_signed(score.within.lift)})", body

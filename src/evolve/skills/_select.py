@@ -68,8 +68,10 @@ from typing import Any
 
 from evolve._text import ReplyError, loads_reply, printable
 from evolve._triggers import evidence_key, rank_triggers
-from evolve.errors import EvolveError
 from evolve.llm import LLM, JsonSchema, Message, estimate_tokens
+from evolve.skills._skill import Skill as Skill
+from evolve.skills._skill import skill_of as skill_of
+from evolve.skills._skill import skills_of as skills_of
 
 SELECTION_SCHEMA = JsonSchema(
     name="skill_selection",
@@ -80,68 +82,6 @@ SELECTION_SCHEMA = JsonSchema(
     },
 )
 LEXICAL = "lexical"
-_LIVE = "active"
-
-
-@dataclass(frozen=True)
-class Skill:
-    """What selection needs of a skill unit (`evolve.memory.MemoryUnit` with `kind: skill`)."""
-
-    id: str
-    trigger: str
-    text: str
-    shelf: str = "general"
-    topic: str | None = None
-    status: str = _LIVE
-
-    @property
-    def where(self) -> str:
-        """`general`, or `topics/<topic>`."""
-        return f"topics/{self.topic}" if self.shelf == "topic" and self.topic else "general"
-
-    def line(self) -> str:
-        """The skill as the agent sees it: `[<id>] <trigger>: <lesson>` on one line."""
-        lesson = " ".join(self.text.split())
-        trigger = " ".join(self.trigger.split()).rstrip(":")
-        return f"[{self.id}] {trigger}: {lesson}" if trigger else f"[{self.id}] {lesson}"
-
-
-def skill_of(unit: Any) -> Skill | None:
-    """The :class:`Skill` view of a memory unit, or None if it is not a skill."""
-    if getattr(unit, "kind", None) != "skill":
-        return None
-    # A skill written with no trigger (a plain hand-written file): a topic skill applies to
-    # its topic's tasks (the topic's name is its trigger), a general one to every task.
-    topic = getattr(unit, "topic", None)
-    return Skill(
-        id=str(unit.id),
-        trigger=str(getattr(unit, "trigger", None) or topic or ""),
-        text=str(unit.text),
-        shelf=str(getattr(unit, "shelf", None) or "general"),
-        topic=getattr(unit, "topic", None),
-        status=str(unit.status),
-    )
-
-
-def skills_of(units: Iterable[Any]) -> list[Skill]:
-    """The active skills among `units`, by id (retired, revoked, pending ones are never picked).
-
-    Raises:
-        EvolveError: two of them share an id (hand-written files): selection, the injected
-            lines and the scoreboard's record go by id, so one lesson would be shown twice
-            and the other never, both counted as one.
-    """
-    out = sorted(
-        (s for u in units if (s := skill_of(u)) is not None and s.status == _LIVE),
-        key=lambda s: (s.id, s.where),
-    )
-    for one, two in zip(out, out[1:], strict=False):
-        if one.id == two.id:
-            raise EvolveError(
-                f"two active skills share the id {one.id!r} ({one.where} and {two.where}); "
-                "give one of them another id."
-            )
-    return out
 
 
 def evidence_of(strata: Mapping[str, Mapping[str, Sequence[int]]] | None) -> dict[str, float]:

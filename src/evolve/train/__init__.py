@@ -1,5 +1,6 @@
 """Training: the episode stream that turns complaints into memory commits."""
 
+from evolve.train._batch import BatchResult, SkillsBatches
 from evolve.train._stream import history_before, stream_id, stream_tasks
 from evolve.train._train import (
     STREAM,
@@ -13,6 +14,8 @@ from evolve.train._train import (
 
 __all__ = [
     "STREAM",
+    "BatchResult",
+    "SkillsBatches",
     "EpisodeOutcome",
     "TrainReport",
     "TrainRequest",

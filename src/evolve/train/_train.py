@@ -340,7 +340,7 @@ def score_episodes(
     """Count training episodes on the skills scoreboard (see evolve.skills._scoreboard) and
     retire what is then confidently harmful; the commits carry episode `k`, like the
     episode or batch commit (`outcomes` empty: a skills batch counted them already)."""
-    from evolve.skills._scoreboard import settle
+    from evolve.train._scoreboard import settle  # looked up per call (a test stops it midway)
 
     settle(
         ws,

@@ -18,12 +18,15 @@ from string import Template
 from typing import Any, Protocol
 
 from evolve._io import sha256_hex
-from evolve._text import NotJson, ReplyError, fragment, loads_reply, shape_error
+from evolve._text import fragment
 from evolve.envs import ApiCall
 from evolve.llm import LLM, JsonSchema, Message
 from evolve.memory import MemoryUnit, learned_key, learned_time
 from evolve.memory._similarity import trigram_cosine
 from evolve.ops import Op, Refusal
+from evolve.ops._reply import BadReply as BadReply
+from evolve.ops._reply import items as items
+from evolve.ops._reply import parse_json_reply as parse_json_reply
 from evolve.quick._render import active_by_age as _active_by_age
 from evolve.redact import redact
 
@@ -233,46 +236,6 @@ def load_prompt(name: str) -> Template:
     return Template(text)
 
 
-class BadReply(ValueError):
-    pass
-
-
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
-
-
-def parse_json_reply(text: str, schema: JsonSchema | None = None) -> Any:
-    """Parse a JSON reply, tolerating a code fence or prose around one object or array.
-
-    The first candidate that is JSON decides: it is refused if it nests too deep, holds a
-    non-finite number or an unsafe character (see :mod:`evolve._text`), or departs from the
-    top level of `schema`. Secret-shaped strings in it are redacted.
-
-    Raises:
-        BadReply: with the reason, one clause.
-    """
-    candidates = [text.strip()]
-    candidates += [m.strip() for m in _FENCE.findall(text)]
-    for opener, closer in (("{", "}"), ("[", "]")):
-        start, end = text.find(opener), text.rfind(closer)
-        if 0 <= start < end:
-            candidates.append(text[start : end + 1])
-    first: NotJson | None = None
-    for candidate in candidates:
-        try:
-            data = loads_reply(candidate)
-        except NotJson as exc:
-            first = first or exc
-            continue
-        except ReplyError as exc:
-            raise BadReply(str(exc)) from None
-        if schema is not None:
-            error = shape_error(data, schema.schema)
-            if error:
-                raise BadReply(error)
-        return redact(data)
-    raise BadReply(str(first) if first else "the reply is not valid JSON")
-
-
 def ask(
     ctx: RecipeContext, schema: JsonSchema, system: str, prompt: str, update: Update
 ) -> dict[str, Any] | None:
@@ -296,29 +259,6 @@ def ask(
         )
         return None
     return data
-
-
-class Refusals(Protocol):
-    """Anything that collects refusals (a recipe's :class:`Update`, a skills batch plan)."""
-
-    refused: list[Refusal]
-
-
-def items(
-    data: dict[str, Any], key: str, update: Refusals, op: str = "reply"
-) -> list[dict[str, Any]]:
-    """The list under `key` of a reply; anything else is refused (as `op`)."""
-    value = data.get(key, [])
-    if not isinstance(value, list):
-        update.refused.append(Refusal(op=op, what=str(value)[:80], reason=f"'{key}' is not a list"))
-        return []
-    out = []
-    for entry in value:
-        if isinstance(entry, dict):
-            out.append(entry)
-        else:
-            update.refused.append(Refusal(op=op, what=str(entry)[:80], reason="not a JSON object"))
-    return out
 
 
 def strict_fields(

@@ -2,9 +2,10 @@
 
 A failed episode is reflected on at once (one call over the compressed trajectory and the
 verifier's words; the library is not shown) and the candidate is screened by the mechanical
-filter (`evolve.skills._filter`). The recipe proposes no operation for the episode: the
-candidate goes to the batch (`evolve.skills._batch`), whose evolver decides ADD / MERGE /
-REVISE / SKIP against the capped shelves and makes one commit for the batch.
+filter (`evolve.skills._filter`). The recipe proposes no operation for the episode: it returns
+the candidate (`SkillsUpdate`), which training keeps for the batch (`evolve.train._batch`);
+the batch's evolver decides ADD / MERGE / REVISE / SKIP against the capped shelves
+(`evolve.skills._batch`) and the batch makes one commit.
 
 Skills are not rendered in `<memory>`: they are selected per task and injected in their own
 `<skills>` section (the read path), so `render` gives nothing.
@@ -13,10 +14,22 @@ Skills are not rendered in `<memory>`: they are selected per task and injected i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from evolve.envs import ApiCall
 from evolve.memory import MemoryUnit
 from evolve.updaters._base import RecipeContext, Update
+
+if TYPE_CHECKING:
+    from evolve.skills import Candidate
+
+
+@dataclass
+class SkillsUpdate(Update):
+    """What the skills recipe returns for one failed episode: no ops, a candidate (or not)."""
+
+    candidate: Candidate | None = None
 
 
 class SkillsRecipe:
@@ -29,8 +42,7 @@ class SkillsRecipe:
         return []
 
     def observe(self, ctx: RecipeContext) -> Update:
-        from evolve.skills._batch import SkillsUpdate
-        from evolve.skills._reflect import reflect
+        from evolve.skills._reflect import reflect  # the write path's modules, on first use
 
         found = reflect(
             ctx.llm,

@@ -13,38 +13,20 @@ again; anything unusual (an unreadable file, a value the cache cannot hold) just
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evolve.envs._protocol import SPLITS, Split
+from evolve.envs.persona_world._drift import value_at
 from evolve.envs.persona_world._persona_view import PersonaViews
-from evolve.envs.persona_world._rules import RULES_BY_NAME
-from evolve.envs.persona_world._values import Value, value_from_yaml
+from evolve.envs.persona_world._values import Value
 from evolve.errors import ConfigError
 
 if TYPE_CHECKING:
     from evolve.envs.persona_world._personas import Persona
 
 Spec = tuple[str, str, dict[str, Any]]  # task id, family, params
-
-
-def value_at(
-    rule: str, value: Any, changes: Iterable[tuple[int, Any]], episode: int | None
-) -> Value:
-    """The value a preference holds at tick `episode` of the persona's clock (None: now,
-    after every change): its `value`, replaced by each change due by then."""
-    raw = value
-    for at_episode, changed in sorted(changes, key=lambda c: c[0]):
-        if episode is None or at_episode <= episode:
-            raw = changed
-    if raw is None:
-        implied = RULES_BY_NAME[rule].implied_value
-        if implied is None:  # validation rejects this; kept for type narrowing
-            raise ValueError(f"rule {rule!r} needs a value")
-        return implied
-    return value_from_yaml(raw)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from evolve.envs.persona_world._evalset import value_at
+from evolve.envs.persona_world._drift import value_at
 from evolve.envs.persona_world._persona_view import PersonaViews
 from evolve.envs.persona_world._rules import RULES_BY_NAME
 from evolve.envs.persona_world._values import Value, value_from_yaml

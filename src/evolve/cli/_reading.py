@@ -229,13 +229,13 @@ def memory_cmd(
     says so, and --json reports `differs_from_head` and the uncommitted files.
     """
     from evolve.history._asof import memory_as_of, memory_in_worktree
-    from evolve.memory import SCOPE_PATTERN, scope_for
+    from evolve.memory import scope_for, valid_scope
 
     ws = open_workspace(workspace)
     if scope is not None and persona is not None:
         raise EvolveError("give --scope or --persona, not both.")
     chosen = scope or scope_for(persona or ws.config.persona)
-    if not SCOPE_PATTERN.match(chosen):
+    if not valid_scope(chosen):
         raise EvolveError(f"scope {chosen!r} is not valid; use user:<persona> or global.")
     if as_of is not None:
         commit, text = memory_as_of(ws.store, as_of, chosen)

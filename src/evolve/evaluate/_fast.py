@@ -302,8 +302,9 @@ def _memory(
             if enforced:
                 raise Unhandled("an enforcing recipe's units: the verifier retries attempts")
             return text
+    from evolve._format._render import render_memory
     from evolve.quick._read import load_worktree
-    from evolve.quick._render import render_memory, renderers_for
+    from evolve.quick._render import renderers_for
 
     units = load_worktree(repo.root, repo.git_dir)
     enforcing = ENFORCING.intersection(rendered)

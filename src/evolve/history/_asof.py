@@ -6,10 +6,10 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from evolve._format._dates import is_date
+from evolve._format._dates import parse_when as _parse_when
 from evolve.errors import EvolveError
 from evolve.memory import load_units, load_units_at
-from evolve.quick._dates import is_date
-from evolve.quick._dates import parse_when as _parse_when
 from evolve.store import GitFailed, GitStore
 from evolve.workspace import Workspace
 

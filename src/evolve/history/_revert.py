@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from evolve._format._message import GIT_REVERT as GIT_REVERT  # re-exported
+from evolve._format._message import REVERTS as REVERTS  # re-exported
 from evolve.applier import journal_end, write_files
 from evolve.errors import EvolveError
 from evolve.history._content import (
@@ -65,9 +67,6 @@ from evolve.recovery import writer
 from evolve.store import KIND, OPS, PERSONA, CommitInfo, GitStore, format_ops
 from evolve.workspace import Workspace
 
-REVERTS = "Evolve-Reverts"
-# Set on the commit that adds the tombstones a plain `git revert` did not write.
-GIT_REVERT = "Evolve-Git-Revert"
 REVERT_KINDS = ("revert", "cascade revert")
 TRACKED = ["memory", "prompts"]
 STAGING = "memory/skills/_staging.yaml"  # evolve.skills.STAGING_PATH

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from evolve._format._message import commit_kind as commit_kind  # re-exported
 from evolve.errors import EvolveError
-from evolve.quick._message import commit_kind as commit_kind  # re-exported
 from evolve.store import CommitInfo
 
 if TYPE_CHECKING:  # `evolve log` imports this module for commit_kind, without pydantic

@@ -7,17 +7,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evolve.memory._counters import (
+from evolve._format import Unhandled
+from evolve._format._units import (
     COUNTERS_NAME,
     Counters,
     overlay,
-    parse_counters,
+    parse_values,
     scope_of_counters,
 )
+from evolve._format._units import parse_counters as parse_canonical_counters
+from evolve.memory._counters import parse_counters
 from evolve.memory._unit import MalformedUnit, MemoryUnit, parse_unit
-from evolve.quick._git import Unhandled
-from evolve.quick._units import parse_counters as parse_canonical_counters
-from evolve.quick._units import parse_values
 
 if TYPE_CHECKING:  # reading the working tree needs no git; only as-of reads do
     from evolve.store import GitStore
@@ -27,7 +27,7 @@ MEMORY_PREFIX = "memory/"
 
 def read_unit(rel: str, raw: str) -> MemoryUnit:
     """`parse_unit(rel, raw)`, four times faster for a file in evolve's canonical form: its
-    fields are read and checked by the reading commands' parser (`evolve.quick._units`),
+    fields are read and checked by the canonical reader (`evolve._format._units`),
     which proves them valid, and the model is built from them without validating again."""
     try:
         values = parse_values(rel, raw)

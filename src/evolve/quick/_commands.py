@@ -10,16 +10,16 @@ from __future__ import annotations
 import os
 import sys
 
+from evolve._format._message import clip, commit_kind
 from evolve.quick._git import CONFIG_NAME, Repo, Unhandled
-from evolve.quick._message import clip, commit_kind
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TextIO
 
+    from evolve._format._units import Unit
     from evolve.quick._log import Commit
-    from evolve.quick._units import Unit
 
 LOG_TEXT = 200  # as evolve.cli._reading
 DEFAULT_COUNT = 50
@@ -316,7 +316,7 @@ def run_show(repo: Repo, unit_id: str, as_json: bool) -> Output:
 
 def _read_unit(repo: Repo, path: str) -> tuple[Unit | None, str | None, Any]:
     """(the unit now, why it cannot be read, the `MemoryUnit` when the full parser read it)."""
-    from evolve.quick._units import Unit, parse
+    from evolve._format._units import Unit, parse
 
     full = os.path.join(repo.root, *path.split("/"))
     if not os.path.isfile(full):
@@ -360,7 +360,7 @@ def _resolve(repo: Repo, rev: str) -> str:
         Unhandled: no such commit (the full command says so).
     """
     if rev[:1].isdigit():  # maybe a date; `re` and datetime only then
-        from evolve.quick._dates import is_date, parse_when
+        from evolve._format._dates import is_date, parse_when
 
         if is_date(rev):
             when = parse_when(rev.strip())
@@ -377,9 +377,10 @@ def _resolve(repo: Repo, rev: str) -> str:
 def run_memory(
     repo: Repo, as_of: str | None, scope: str | None, persona: str | None, as_json: bool
 ) -> Output:
+    from evolve._format._render import render_memory
+    from evolve._format._units import valid_scope
     from evolve.quick._read import config_summary, load_at, load_worktree
-    from evolve.quick._render import render_memory, renderers_for
-    from evolve.quick._units import valid_scope
+    from evolve.quick._render import renderers_for
 
     if scope is not None and persona is not None:
         raise Unhandled("both --scope and --persona")

@@ -5,17 +5,38 @@ from __future__ import annotations
 
 import os
 
-from evolve.quick._git import CONFIG_NAME, Repo, Unhandled
-from evolve.quick._units import (
+from evolve._format._units import (
     COUNTERS_NAME,
     Counters,
     Unit,
     overlay,
-    parse_counters_or_full,
-    parse_or_full,
+    parse,
+    parse_counters,
     parse_values,
     scope_of_counters,
 )
+from evolve.quick._git import CONFIG_NAME, Repo, Unhandled
+
+
+def parse_or_full(path: str, raw: str) -> Unit:
+    """The canonical reader's unit, or `evolve.memory.parse_unit`'s for a file it does not
+    handle (which raises `MalformedUnit`, naming the path, for a malformed one)."""
+    try:
+        return parse(path, raw)
+    except Unhandled:
+        from evolve.memory import parse_unit
+
+        return Unit.of(parse_unit(path, raw))
+
+
+def parse_counters_or_full(path: str, raw: str) -> Counters:
+    """The canonical reader's sidecar, or `evolve.memory.parse_counters`'s."""
+    try:
+        return parse_counters(raw)
+    except Unhandled:
+        from evolve.memory import parse_counters as full
+
+        return full(path, raw)
 
 
 def _read_text(path: str, rel: str) -> str:

@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from evolve._format._message import BATCH as BATCH  # re-exported
+from evolve._format._message import EPISODES as EPISODES  # re-exported
+from evolve._format._message import STREAM
 from evolve._io import derive_seed
 from evolve.applier import ApplyResult, MemoryApplier
 from evolve.history import clip
@@ -50,9 +53,6 @@ if TYPE_CHECKING:
     from evolve.envs import Task
     from evolve.episode import EpisodeResult
 
-STREAM = "Evolve-Stream"  # as evolve.train (not imported: train imports this module)
-EPISODES = "Evolve-Episodes"
-BATCH = "Evolve-Batch"
 BATCH_KIND = "skills batch"
 CONSOLIDATE_KIND = "skills consolidate"
 

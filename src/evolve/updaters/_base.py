@@ -17,6 +17,7 @@ from importlib import resources
 from string import Template
 from typing import Any, Protocol
 
+from evolve._format._render import active_by_age as _active_by_age
 from evolve._io import sha256_hex
 from evolve._text import NotJson, ReplyError, fragment, loads_reply, shape_error
 from evolve.envs import ApiCall
@@ -24,7 +25,6 @@ from evolve.llm import LLM, JsonSchema, Message
 from evolve.memory import MemoryUnit, learned_key, learned_time
 from evolve.memory._similarity import trigram_cosine
 from evolve.ops import Op, Refusal
-from evolve.quick._render import active_by_age as _active_by_age
 from evolve.redact import redact
 
 _TICK = timedelta(microseconds=1)

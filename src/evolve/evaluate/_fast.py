@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 
+from evolve._format._cache import EVALSET_CACHE, MEMORY_CACHE, SIM_CACHE
 from evolve.quick._git import Repo, Unhandled
 
 TYPE_CHECKING = False
@@ -264,19 +265,16 @@ def text_report(report: SplitReport) -> str | None:
     return "\n".join([head, scores, *table]) + "\n"
 
 
-MEMORY_CACHE = "evolve-memory.cache"
-EVALSET_CACHE = "evolve-evalset.cache"  # evolve.envs.persona_world._evalset
-SIM_CACHE = "evolve-sim.cache"  # what the sim parsed from a prompt (evolve.sim._parse.DiskMemo)
 RACY_NS = 2_000_000_000  # as evolve.quick._read: a file this recent is never remembered
-_MEMORY_SIZE = 8
-# The code the remembered text depends on besides the files (its version and size).
-_MEMORY_SOURCES = (
-    ("quick", "_units.py"),
-    ("quick", "_read.py"),
-    ("quick", "_render.py"),
-    ("memory", "_unit.py"),
-    ("evaluate", "_fast.py"),
-)
+
+
+def _remembered(value: object) -> bool:
+    return (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and isinstance(value[1], bool)
+    )
 
 
 def _memory(
@@ -286,22 +284,24 @@ def _memory(
 
     The text of `recipe` mode is remembered in `.git/evolve-memory.cache`, keyed by the scope,
     the rendered recipes and a digest of every entry under `memory/` (path, type, mtime,
-    ctime, size, inode: no edit leaves them all unchanged), so an unchanged memory of a
-    thousand units is not read and parsed again on every run.
+    ctime, size, inode: no edit leaves them all unchanged), and by the code that read and
+    rendered it, so an unchanged memory of a thousand units is not read and parsed again on
+    every run.
     """
     if mode == "none":
         return ""
     if mode == "oracle":
         return "\n".join(f"- {s}" for s in env.oracle_statements(persona, None))
+    from evolve._format._cache import DiskCache
+
     scope = f"user:{persona}"
     key, racy = _memory_key(repo.root, scope, rendered)
-    path = os.path.join(repo.git_dir, MEMORY_CACHE)
-    entries = _load_memory(path)
-    for known, text, enforced in entries:
-        if known == key:
-            if enforced:
-                raise Unhandled("an enforcing recipe's units: the verifier retries attempts")
-            return text
+    cache = DiskCache(os.path.join(repo.git_dir, MEMORY_CACHE), valid=_remembered)
+    known = cache.get(key)
+    if isinstance(known, tuple):
+        if known[1]:
+            raise Unhandled("an enforcing recipe's units: the verifier retries attempts")
+        return str(known[0])
     from evolve._format._render import render_memory
     from evolve.quick._read import load_worktree
     from evolve.quick._render import renderers_for
@@ -314,7 +314,7 @@ def _memory(
     )
     text = "" if enforced else render_memory(units, scope, renderers_for(rendered))
     if not racy and _memory_key(repo.root, scope, rendered) == (key, racy):
-        _save_memory(path, [*entries, (key, text, enforced)])
+        cache.put(key, (text, enforced))
     if enforced:
         raise Unhandled("an enforcing recipe's units: the verifier retries attempts")
     return text
@@ -346,54 +346,3 @@ def _memory_key(root: str, scope: str, rendered: tuple[str, ...]) -> tuple[bytes
     stats.sort()
     digest = hashlib.blake2b(marshal.dumps((scope, rendered, stats)), digest_size=20).digest()
     return digest, latest >= time.time_ns() - RACY_NS
-
-
-def _memory_stamp() -> tuple[object, ...]:
-    from evolve import __version__
-
-    here = os.path.dirname(os.path.dirname(__file__))
-    out: list[object] = [__version__]
-    for parts in _MEMORY_SOURCES:
-        try:
-            st = os.stat(os.path.join(here, *parts))
-            out += [st.st_mtime_ns, st.st_size]
-        except OSError:
-            out += [0, 0]
-    return tuple(out)
-
-
-def _load_memory(path: str) -> list[tuple[bytes, str, bool]]:
-    import marshal
-
-    try:
-        with open(path, "rb") as f:
-            data = marshal.loads(f.read())
-    except (OSError, EOFError, ValueError, TypeError):
-        return []
-    if not isinstance(data, tuple) or len(data) != 2 or data[0] != _memory_stamp():
-        return []
-    return [
-        item
-        for item in (data[1] if isinstance(data[1], list) else [])
-        if isinstance(item, tuple)
-        and len(item) == 3
-        and isinstance(item[0], bytes)
-        and isinstance(item[1], str)
-        and isinstance(item[2], bool)
-    ]
-
-
-def _save_memory(path: str, entries: list[tuple[bytes, str, bool]]) -> None:
-    """Write the cache atomically; never fails the command."""
-    import marshal
-
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(marshal.dumps((_memory_stamp(), entries[-_MEMORY_SIZE:])))  # type: ignore[arg-type]
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        try:  # noqa: SIM105 - contextlib costs start-up here
-            os.unlink(tmp)
-        except OSError:
-            pass

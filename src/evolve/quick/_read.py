@@ -50,41 +50,32 @@ def _read_text(path: str, rel: str) -> str:
         raise MalformedUnit(not_utf8(rel)) from None
 
 
-UNITS_CACHE = "evolve-units.cache"
 # A file changed this recently may change again within the file system's time resolution
 # without its times moving (git's "racy" case): it is read, never remembered.
 RACY_NS = 2_000_000_000
-_UNITS_FORMAT = 1
 
 Stat = tuple[int, int, int, int]  # mtime_ns, ctime_ns, size, inode
+
+
+def _entry(value: object) -> bool:
+    return isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict)
 
 
 class UnitsCache:
     """Unit files the canonical parser does not read (hand-edited YAML, a layout it leaves to
     `parse_unit`), as the full parser read them, in `.git/evolve-units.cache`: keyed by path
     and the file's mtime, ctime (which no edit can set back), size and inode, so such a file
-    costs the full parser (and its import) once, not on every `evolve memory`."""
+    costs the full parser (and its import) once, not on every `evolve memory`; and by the
+    code that parsed them (`evolve._format._cache`)."""
 
     def __init__(self, git_dir: str | None, now_ns: int) -> None:
-        self.path = os.path.join(git_dir, UNITS_CACHE) if git_dir else None
+        from evolve._format._cache import UNITS_CACHE, DiskCache
+
+        path = os.path.join(git_dir, UNITS_CACHE) if git_dir else None
+        self.file = DiskCache(path, size=None, valid=_entry)
         self.now_ns = now_ns
-        self.old: dict[str, tuple[Stat, dict[str, object]]] = self._load()
-        self.new: dict[str, tuple[Stat, dict[str, object]]] = {}
-
-    def _load(self) -> dict[str, tuple[Stat, dict[str, object]]]:
-        import marshal
-
-        if self.path is None or not os.path.exists(self.path):
-            return {}
-        try:
-            with open(self.path, "rb") as f:
-                data = marshal.loads(f.read())
-        except (OSError, EOFError, ValueError, TypeError):
-            return {}
-        if not isinstance(data, tuple) or len(data) != 2 or data[0] != _units_stamp():
-            return {}
-        entries = data[1]
-        return entries if isinstance(entries, dict) else {}
+        self.old = self.file.entries() if self.file.exists() else {}
+        self.new: dict[object, object] = {}
 
     def read(self, rel: str, full: str) -> Unit:
         known = self.old.get(rel)
@@ -96,7 +87,8 @@ class UnitsCache:
                 return self._full(rel, full, raw)
         st = os.stat(full, follow_symlinks=False)
         key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
-        if known[0] == key and isinstance(known[1], dict):
+        assert isinstance(known, tuple)  # `_entry` checked it
+        if known[0] == key:
             self.new[rel] = known
             return Unit(known[1])
         return self._full(rel, full, _read_text(full, rel))
@@ -117,37 +109,9 @@ class UnitsCache:
 
     def save(self) -> None:
         """Keep what this read found (atomically; never fails the command)."""
-        if self.path is None or self.new == self.old:
+        if self.new == self.old or (not self.new and not self.file.exists()):
             return
-        if not self.new and not os.path.exists(self.path):
-            return
-        import marshal
-
-        tmp = f"{self.path}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(marshal.dumps((_units_stamp(), self.new)))  # type: ignore[arg-type]
-            os.replace(tmp, self.path)
-        except (OSError, ValueError):
-            try:  # noqa: SIM105 - contextlib costs start-up here
-                os.unlink(tmp)
-            except OSError:
-                pass
-
-
-def _units_stamp() -> tuple[object, ...]:
-    """What a remembered unit depends on besides its file: evolve and the unit model."""
-    from evolve import __version__
-
-    here = os.path.dirname(os.path.dirname(__file__))
-    out: list[object] = [_UNITS_FORMAT, __version__]
-    for name in (("memory", "_unit.py"), ("quick", "_units.py"), ("", "_yaml.py")):
-        try:
-            st = os.stat(os.path.join(here, *name))
-            out += [st.st_mtime_ns, st.st_size]
-        except OSError:
-            out += [0, 0]
-    return tuple(out)
+        self.file.save(self.new)
 
 
 def load_worktree(root: str, git_dir: str | None = None) -> list[Unit]:
@@ -242,96 +206,36 @@ def load_at(repo: Repo, rev: str) -> list[Unit]:
 
 # --- the configuration `evolve memory` reads ---------------------------------------------------
 
-CONFIG_CACHE = "evolve-config.cache"
-_CACHE_VERSION = 1
-_CACHE_SIZE = 8
-
 Summary = tuple[str, str, tuple[str, ...]]  # persona, memory.inject, rendered recipes
 
 
-def _model_stamp() -> tuple[str | int, ...]:
-    """What the cached answers depend on besides the file: evolve's version and the
-    configuration model's source (a changed model or default invalidates the cache)."""
-    from evolve import __version__
-
-    here = os.path.dirname(os.path.dirname(__file__))
-    out: list[str | int] = [__version__]
-    for parts in (("workspace", "_config.py"), ("", "_yaml.py")):  # _yaml: the strict loader
-        try:
-            st = os.stat(os.path.join(here, *parts))
-            out += [st.st_mtime_ns, st.st_size]
-        except OSError:
-            out += [0, 0]
-    return tuple(out)
-
-
-def _load_cache(path: str) -> list[tuple[bytes, Summary]]:
-    import marshal
-
-    try:
-        with open(path, "rb") as f:
-            data = marshal.loads(f.read())
-    except (OSError, EOFError, ValueError, TypeError):
-        return []
-    if (
-        not isinstance(data, tuple)
-        or len(data) != 2
-        or data[0] != (_CACHE_VERSION, *_model_stamp())
-    ):
-        return []
-    out = []
-    for item in data[1] if isinstance(data[1], list) else []:
-        try:
-            raw, persona, inject, recipes = item
-        except (TypeError, ValueError):
-            return []
-        if (
-            isinstance(raw, bytes)
-            and isinstance(persona, str)
-            and isinstance(inject, str)
-            and isinstance(recipes, tuple)
-            and all(isinstance(r, str) for r in recipes)
-        ):
-            out.append((raw, (persona, inject, recipes)))
-    return out
-
-
-def _save_cache(path: str, entries: list[tuple[bytes, Summary]]) -> None:
-    """Write the cache atomically (a reader sees the old file or the new one); never fails a
-    command (a read-only `.git/` just means no cache)."""
-    import marshal
-
-    data = (
-        (_CACHE_VERSION, *_model_stamp()),
-        [(raw, *summary) for raw, summary in entries[-_CACHE_SIZE:]],
+def _summary(value: object) -> bool:
+    return (
+        isinstance(value, tuple)
+        and len(value) == 3
+        and isinstance(value[0], str)
+        and isinstance(value[1], str)
+        and isinstance(value[2], tuple)
+        and all(isinstance(r, str) for r in value[2])
     )
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(marshal.dumps(data))
-        os.replace(tmp, path)
-    except OSError:
-        try:  # noqa: SIM105 - contextlib costs start-up here
-            os.unlink(tmp)
-        except OSError:
-            pass
 
 
 def config_summary(repo: Repo, raw: bytes) -> Summary:
     """(persona, memory.inject, rendered recipes) of the `evolve.yaml` whose bytes are `raw`.
 
     Validated by the configuration model once per distinct file content, and remembered in
-    `.git/evolve-config.cache` keyed by those exact bytes, so an unchanged `evolve.yaml` is not
-    parsed (nor pydantic imported) again.
+    `.git/evolve-config.cache` keyed by those exact bytes (and by the code that read them),
+    so an unchanged `evolve.yaml` is not parsed (nor pydantic imported) again.
 
     Raises:
         Unhandled: the file is not valid (the full command says why).
     """
-    path = os.path.join(repo.git_dir, CONFIG_CACHE)
-    entries = _load_cache(path)
-    for known, summary in entries:
-        if known == raw:
-            return summary
+    from evolve._format._cache import CONFIG_CACHE, DiskCache
+
+    cache = DiskCache(os.path.join(repo.git_dir, CONFIG_CACHE))
+    known = cache.get(("summary", raw))
+    if known is not None and _summary(known):
+        return known  # type: ignore[return-value]
     if b"\r" in raw:
         raise Unhandled("carriage returns in evolve.yaml")
     from evolve.errors import EvolveError
@@ -342,5 +246,5 @@ def config_summary(repo: Repo, raw: bytes) -> Summary:
     except (EvolveError, UnicodeDecodeError) as exc:
         raise Unhandled("invalid evolve.yaml") from exc
     summary = (cfg.persona, cfg.memory.inject, tuple(cfg.rendered_recipes()))
-    _save_cache(path, [*entries, (raw, summary)])
+    cache.put(("summary", raw), summary)
     return summary

@@ -12,7 +12,6 @@ again; anything unusual (an unreadable file, a value the cache cannot hold) just
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,29 +194,12 @@ def persona_data(persona: Persona) -> PersonaData:
 
 # --- remembered ------------------------------------------------------------------------------
 
-_FORMAT = 1
-# The code the validated values depend on besides the files (a change forgets them).
-_SOURCES = (
-    "_evalset.py", "_env.py", "_personas.py", "_procedures.py", "_rules.py", "_values.py",
-    "_world.py", "_yaml.py", "_tasks.py", "_specs.py", "../../_yaml.py",
-)  # fmt: skip
-
 
 def _digest(evalset: Path) -> bytes | None:
     """A digest of every file the evalset is read from (None when one cannot be read)."""
     import hashlib
 
-    here = os.path.dirname(__file__)
-    from evolve import __version__
-
     h = hashlib.blake2b(digest_size=20)
-    h.update(repr((_FORMAT, __version__)).encode())
-    for name in _SOURCES:
-        try:
-            st = os.stat(os.path.join(here, name))
-        except OSError:
-            return None
-        h.update(repr((name, st.st_mtime_ns, st.st_size)).encode())
     names = ["tasks.yaml", "splits.yaml", "procedures.yaml"]
     try:
         folder = evalset / "personas"
@@ -236,16 +218,28 @@ def _digest(evalset: Path) -> bytes | None:
     return h.digest()
 
 
+def _remembered(value: object) -> bool:
+    return (
+        isinstance(value, tuple)
+        and len(value) == 3
+        and isinstance(value[0], list)
+        and isinstance(value[1], dict)
+        and isinstance(value[2], dict)
+    )
+
+
 class EvalsetReader:
     """Reads an evalset (see the module's docstring); `remember`: the cache file, or None."""
 
     def __init__(self, evalset: Path, remember: str | None = None) -> None:
+        from evolve._format._cache import DiskCache
+
         self.evalset = evalset
-        self.path = remember
+        self.cache = DiskCache(remember, size=1, valid=_remembered)
         self.key = _digest(evalset) if remember is not None else None
         self.known: tuple[list[Spec], dict[str, Split], dict[str, dict[str, Any]]] | None = None
-        if remember is not None and self.key is not None:
-            self.known = _load(remember, self.key)
+        if self.key is not None:
+            self.known = self.cache.get(self.key)  # type: ignore[assignment]
         self._specs: tuple[list[Spec], dict[str, Split]] | None = None
         self._personas: dict[str, dict[str, Any]] | None = None
 
@@ -268,48 +262,11 @@ class EvalsetReader:
     def save(self) -> None:
         """Remember what was validated (when it was, and the files did not change meanwhile)."""
         if (
-            self.path is None
-            or self.key is None
+            self.key is None
             or self.known is not None
             or self._specs is None
             or self._personas is None
             or _digest(self.evalset) != self.key
         ):
             return
-        import marshal
-
-        tmp = f"{self.path}.{os.getpid()}.tmp"
-        try:
-            data = marshal.dumps((self.key, (*self._specs, self._personas)))
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self.path)
-        except (OSError, ValueError):  # ValueError: a value marshal cannot hold
-            try:  # noqa: SIM105 - contextlib costs start-up here
-                os.unlink(tmp)
-            except OSError:
-                pass
-
-
-def _load(
-    path: str, key: bytes
-) -> tuple[list[Spec], dict[str, Split], dict[str, dict[str, Any]]] | None:
-    import marshal
-
-    try:
-        with open(path, "rb") as f:
-            data = marshal.loads(f.read())
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    if not (isinstance(data, tuple) and len(data) == 2 and data[0] == key):
-        return None
-    value = data[1]
-    if not (
-        isinstance(value, tuple)
-        and len(value) == 3
-        and isinstance(value[0], list)
-        and isinstance(value[1], dict)
-        and isinstance(value[2], dict)
-    ):
-        return None
-    return value[0], value[1], value[2]
+        self.cache.put(self.key, (*self._specs, self._personas))

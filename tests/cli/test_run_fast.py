@@ -332,7 +332,7 @@ def _loaded(root: Path, argv: list[str]) -> list[str]:
 
 NEVER = (
     "click", "rich", "git", "httpx", "pydantic", "pydantic_core", "yaml", "evolve.workspace",
-    "evolve.store", "evolve.memory", "evolve.envs.persona_world._personas",
+    "evolve.store", "evolve.memory", "evolve.envs.persona_world._specs",
     "evolve.updaters", "evolve.applier", "evolve.skills", "evolve.review", "evolve.recovery",
     "evolve.sim._roles", "evolve.evaluate._setup", "concurrent.futures", "logging",
     "evolve.sim._updater",

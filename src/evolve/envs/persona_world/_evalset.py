@@ -1,121 +1,26 @@
 """The evalset as the persona world holds it: task specs, splits and personas.
 
-The files are validated by the models (`_TaskSpec`, `_Splits`, `_ProcedureSpec` below and the
-persona models of `_personas`, pydantic), in the order and with the errors the environment
-has always given. What they validate to is held as plain values: task specs, and personas as
-the frozen dataclasses below (the judge, the worlds and the sim read these). A caller that
-names a cache file (`evolve run`'s fast path, in `.git/`) gets the validated values
-remembered there, keyed by a digest of every evalset file's bytes and of the validating code's
-source, so an unchanged evalset is neither parsed nor validated (nor pydantic imported)
-again; anything unusual (an unreadable file, a value the cache cannot hold) just validates.
+The files are validated by the models (`_TaskSpec`, `_Splits`, `_ProcedureSpec` of `_specs`,
+and the persona model of `_personas`, through pydantic), in the order and with the errors
+the environment has always given. What they validate to is held as plain values: task specs,
+and personas (`_personas.Persona`, which the judge, the worlds and the sim read). A caller
+that names a cache file (`evolve run`'s fast path, in `.git/`) gets the validated values
+remembered there, keyed by a digest of every evalset file's bytes and by the validating
+code's source (`evolve._format._cache`), so an unchanged evalset is neither parsed nor
+validated (nor pydantic imported) again; anything unusual (an unreadable file, a value the
+cache cannot hold) just validates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evolve.envs._protocol import SPLITS, Split
-from evolve.envs.persona_world._persona_view import PersonaViews
-from evolve.envs.persona_world._rules import RULES_BY_NAME
-from evolve.envs.persona_world._values import Value, value_from_yaml
+from evolve.envs.persona_world._personas import Persona
 from evolve.errors import ConfigError
 
-if TYPE_CHECKING:
-    from evolve.envs.persona_world._personas import Persona
-
 Spec = tuple[str, str, dict[str, Any]]  # task id, family, params
-
-
-def value_at(
-    rule: str, value: Any, changes: Iterable[tuple[int, Any]], episode: int | None
-) -> Value:
-    """The value a preference holds at tick `episode` of the persona's clock (None: now,
-    after every change): its `value`, replaced by each change due by then."""
-    raw = value
-    for at_episode, changed in sorted(changes, key=lambda c: c[0]):
-        if episode is None or at_episode <= episode:
-            raw = changed
-    if raw is None:
-        implied = RULES_BY_NAME[rule].implied_value
-        if implied is None:  # validation rejects this; kept for type narrowing
-            raise ValueError(f"rule {rule!r} needs a value")
-        return implied
-    return value_from_yaml(raw)
-
-
-@dataclass(frozen=True)
-class PreferenceChange:
-    at_episode: int
-    value: Any
-
-
-@dataclass(frozen=True)
-class Preference:
-    """A validated preference (see `_personas.Preference`)."""
-
-    rule: str
-    value: Any = None
-    changes: tuple[PreferenceChange, ...] = ()
-
-    def value_at(self, episode: int | None) -> Value:
-        return value_at(
-            self.rule, self.value, [(c.at_episode, c.value) for c in self.changes], episode
-        )
-
-
-@dataclass(frozen=True)
-class CardSpec:
-    id: int
-    name: str
-
-
-@dataclass(frozen=True)
-class PaymentSpec:
-    contact: str
-    amount: float
-    card: int
-
-
-@dataclass(frozen=True)
-class PersonaData(PersonaViews):
-    """A validated persona (see `_personas.Persona`), as the environment uses it."""
-
-    name: str
-    first_name: str
-    last_name: str
-    email: str
-    phone_number: str
-    venmo_password: str
-    cards: tuple[CardSpec, ...]
-    history: tuple[PaymentSpec, ...]
-    preferences: tuple[Preference, ...]
-
-    @classmethod
-    def of(cls, dump: dict[str, Any]) -> PersonaData:
-        """From `Persona.model_dump()` (what the cache keeps)."""
-        return cls(
-            name=dump["name"],
-            first_name=dump["first_name"],
-            last_name=dump["last_name"],
-            email=dump["email"],
-            phone_number=dump["phone_number"],
-            venmo_password=dump["venmo_password"],
-            cards=tuple(CardSpec(c["id"], c["name"]) for c in dump["cards"]),
-            history=tuple(
-                PaymentSpec(p["contact"], p["amount"], p["card"]) for p in dump["history"]
-            ),
-            preferences=tuple(
-                Preference(
-                    p["rule"],
-                    p["value"],
-                    tuple(PreferenceChange(c["at_episode"], c["value"]) for c in p["changes"]),
-                )
-                for p in dump["preferences"]
-            ),
-        )
 
 
 def read_yaml(path: Path) -> Any:
@@ -188,10 +93,6 @@ def _validated_specs(evalset: Path) -> tuple[list[Spec], dict[str, Split]]:
     return out, split_of
 
 
-def persona_data(persona: Persona) -> PersonaData:
-    return PersonaData.of(persona.model_dump())
-
-
 # --- remembered ------------------------------------------------------------------------------
 
 
@@ -249,15 +150,14 @@ class EvalsetReader:
         self._specs = _validated_specs(self.evalset)
         return self._specs
 
-    def personas(self) -> dict[str, PersonaData]:
+    def personas(self) -> dict[str, Persona]:
         if self.known is not None:
-            return {name: PersonaData.of(dump) for name, dump in self.known[2].items()}
+            return {name: Persona.of(dump) for name, dump in self.known[2].items()}
         from evolve.envs.persona_world._personas import load_personas
 
-        self._personas = {
-            n: p.model_dump() for n, p in load_personas(self.evalset / "personas").items()
-        }
-        return {name: PersonaData.of(dump) for name, dump in self._personas.items()}
+        found = load_personas(self.evalset / "personas")
+        self._personas = {name: p.dump() for name, p in found.items()}
+        return found
 
     def save(self) -> None:
         """Remember what was validated (when it was, and the files did not change meanwhile)."""

@@ -18,11 +18,13 @@ model and not here only sends files that carry it to `parse_unit`.
 
 from __future__ import annotations
 
+import os
+
 from evolve._format import Unhandled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
     from typing import Any, Protocol, TypeVar
 
     class Countable(Protocol):
@@ -286,6 +288,34 @@ def hand_id(rel: str) -> str:
 
     digest = hashlib.sha256(rel.encode("utf-8")).hexdigest()[:8]
     return f"{clean or 'note'}-{digest}"
+
+
+def scan(folder: str, prefix: str = "memory") -> Iterator[tuple[str, os.DirEntry[str], bool]]:
+    """(workspace-relative path, entry, whether it is a counter sidecar) of every unit file
+    (`*.md`, not hidden) and sidecar under `folder` (whose relative path is `prefix`), folders
+    first as the system lists them, links not followed. A file or folder that another writer
+    removes while the walk runs is gone, as a later walk sees it."""
+    try:
+        entries = os.scandir(folder)
+    except (FileNotFoundError, NotADirectoryError):  # none, or removed since its parent was listed
+        return
+    with entries:
+        for entry in entries:
+            try:  # costs nothing unless raised
+                name = entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    yield from scan(entry.path, f"{prefix}/{name}")
+                elif name == COUNTERS_NAME:
+                    if entry.is_file(follow_symlinks=False):
+                        yield f"{prefix}/{name}", entry, True
+                elif (
+                    name.endswith(".md")
+                    and not name.startswith(".")
+                    and entry.is_file(follow_symlinks=False)
+                ):
+                    yield f"{prefix}/{name}", entry, False
+            except FileNotFoundError:
+                continue
 
 
 def parse(path: str, raw: str) -> Unit:

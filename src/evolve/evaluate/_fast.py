@@ -50,19 +50,9 @@ _DEFERRED_ENV = (
 
 def _dirty(raw: bytes) -> list[str]:
     """`GitStore.dirty_paths` of `git status --porcelain=v1 -z` output."""
-    dirty: list[str] = []
-    skip = False
-    for entry in raw.decode("utf-8", "surrogateescape").split("\x00"):
-        if not entry:
-            continue
-        if skip:
-            skip = False
-            continue
-        status, path = entry[:2], entry[3:]
-        if "R" in status or "C" in status:
-            skip = True  # the next entry is the rename source
-        dirty.append(path)
-    return dirty
+    from evolve._format._git import status_paths
+
+    return status_paths(raw.decode("utf-8", "surrogateescape"))
 
 
 def run(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +12,7 @@ from evolve._format._units import (
     Counters,
     overlay,
     parse_values,
+    scan,
     scope_of_counters,
 )
 from evolve._format._units import parse_counters as parse_canonical_counters
@@ -64,67 +64,36 @@ class UnitReader:
 
     def load(self) -> list[MemoryUnit]:
         """The units, with the counters of their scope's sidecar overlaid."""
-        folder = self.root / "memory"
         seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]] = {}
         sidecars: dict[str, tuple[tuple[int, int, int], Counters]] = {}
-        if folder.is_dir():
-            self._walk(folder, "memory", seen, sidecars)
+        for rel, entry, sidecar in scan(str(self.root / "memory")):
+            try:  # a file another writer removes mid-walk is gone, as a later walk sees it
+                if sidecar:
+                    st = entry.stat(follow_symlinks=False)
+                    key = (st.st_mtime_ns, st.st_size, st.st_ino)
+                    known = self._sidecars.get(rel)
+                    if known is not None and known[0] == key:
+                        sidecars[rel] = known
+                    else:
+                        sidecars[rel] = (key, read_counters(rel, _read(entry.path, rel)))
+                    continue
+                if not entry.name.isascii():
+                    _check_name(rel)
+                st = entry.stat(follow_symlinks=False)
+                key = (st.st_mtime_ns, st.st_size, st.st_ino)
+                cached = self._cache.get(rel)
+                if cached is not None and cached[0] == key:
+                    seen[rel] = cached
+                else:
+                    seen[rel] = (key, read_unit(rel, _read(entry.path, rel)))
+            except FileNotFoundError:
+                continue
         self._cache = seen
         self._sidecars = sidecars
         units = [seen[rel][1] for rel in sorted(seen)]
         if not sidecars:
             return units
         return overlay(units, {scope_of_counters(rel): c for rel, (_, c) in sidecars.items()})
-
-    def _walk(
-        self,
-        folder: str | Path,
-        prefix: str,
-        seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]],
-        sidecars: dict[str, tuple[tuple[int, int, int], Counters]],
-    ) -> None:
-        cache = self._cache
-        try:
-            entries = os.scandir(folder)
-        except FileNotFoundError:  # removed since its parent was listed (another writer)
-            return
-        with entries:
-            for entry in entries:
-                # A file or folder another writer removes mid-walk is gone, as a later walk
-                # sees it (the try costs nothing unless raised).
-                try:
-                    name = entry.name
-                    if entry.is_dir(follow_symlinks=False):
-                        self._walk(entry.path, f"{prefix}/{name}", seen, sidecars)
-                        continue
-                    if name == COUNTERS_NAME and entry.is_file(follow_symlinks=False):
-                        rel = f"{prefix}/{name}"
-                        st = entry.stat(follow_symlinks=False)
-                        key = (st.st_mtime_ns, st.st_size, st.st_ino)
-                        known = self._sidecars.get(rel)
-                        if known is not None and known[0] == key:
-                            sidecars[rel] = known
-                        else:
-                            sidecars[rel] = (key, read_counters(rel, _read(entry.path, rel)))
-                        continue
-                    if (
-                        not name.endswith(".md")
-                        or name.startswith(".")
-                        or not entry.is_file(follow_symlinks=False)
-                    ):
-                        continue
-                    rel = f"{prefix}/{name}"
-                    if not name.isascii():
-                        _check_name(rel)
-                    st = entry.stat(follow_symlinks=False)
-                    key = (st.st_mtime_ns, st.st_size, st.st_ino)
-                    cached = cache.get(rel)
-                    if cached is not None and cached[0] == key:
-                        seen[rel] = cached
-                    else:
-                        seen[rel] = (key, read_unit(rel, _read(entry.path, rel)))
-                except FileNotFoundError:
-                    continue
 
 
 def _check_name(rel: str) -> None:

@@ -278,15 +278,9 @@ def _read_unit(repo: Repo, path: str) -> tuple[Unit | None, str | None, Any]:
 
 
 def _status_paths(raw: bytes) -> tuple[list[str], bool]:
-    dirty, ignored = [], False
-    for entry in raw.decode("utf-8", "surrogateescape").split("\x00"):
-        if not entry:
-            continue
-        if entry.startswith("!!"):
-            ignored = True
-        else:
-            dirty.append(entry[3:])
-    return dirty, ignored
+    from evolve._format._git import status_paths_ignored
+
+    return status_paths_ignored(raw.decode("utf-8", "surrogateescape"))
 
 
 def _resolve(repo: Repo, rev: str) -> str:

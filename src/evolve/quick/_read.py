@@ -13,6 +13,7 @@ from evolve._format._units import (
     parse,
     parse_counters,
     parse_values,
+    scan,
     scope_of_counters,
 )
 from evolve.quick._git import CONFIG_NAME, Repo, Unhandled
@@ -122,9 +123,11 @@ def load_worktree(root: str, git_dir: str | None = None) -> list[Unit]:
     cache = UnitsCache(git_dir, time.time_ns())
     units: dict[str, Unit] = {}
     sidecars: dict[str, Counters] = {}
-    folder = os.path.join(root, "memory")
-    if os.path.isdir(folder):
-        _walk(folder, "memory", units, sidecars, cache)
+    for rel, entry, sidecar in scan(os.path.join(root, "memory")):
+        if not sidecar:
+            units[rel] = cache.read(rel, entry.path)
+        elif rel.count("/") <= 2:  # a skill shelf's sidecar: only skills, which need the model
+            sidecars[rel] = parse_counters_or_full(rel, _read_text(entry.path, rel))
     cache.save()
     ordered = [units[rel] for rel in sorted(units)]
     if not sidecars:
@@ -132,60 +135,19 @@ def load_worktree(root: str, git_dir: str | None = None) -> list[Unit]:
     return overlay(ordered, {scope_of_counters(rel): c for rel, c in sidecars.items()})
 
 
-def _walk(
-    folder: str,
-    prefix: str,
-    units: dict[str, Unit],
-    sidecars: dict[str, Counters],
-    cache: UnitsCache,
-) -> None:
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            name = entry.name
-            if entry.is_dir(follow_symlinks=False):
-                _walk(entry.path, f"{prefix}/{name}", units, sidecars, cache)
-                continue
-            rel = f"{prefix}/{name}"
-            if (
-                name == COUNTERS_NAME
-                and prefix.count("/") <= 1
-                and entry.is_file(follow_symlinks=False)
-            ):
-                sidecars[rel] = parse_counters_or_full(rel, _read_text(entry.path, rel))
-                continue
-            if (
-                not name.endswith(".md")
-                or name.startswith(".")
-                or not entry.is_file(follow_symlinks=False)
-            ):
-                continue
-            units[rel] = cache.read(rel, entry.path)
-
-
 def tree_files(repo: Repo, rev: str, prefix: str) -> dict[str, bytes]:
     """`GitStore.read_tree_files`: every file under `prefix` at `rev`."""
+    from evolve._format._git import batch_contents, batch_request, tree_blobs
+
     listing = repo.git("ls-tree", "-r", "-z", "--full-tree", rev, "--", prefix.rstrip("/"))
-    entries = []
-    for item in listing.decode("utf-8", "surrogateescape").split("\x00"):
-        meta, _, path = item.partition("\t")
-        parts = meta.split()
-        if len(parts) == 3 and parts[1] == "blob":
-            entries.append((path, parts[2]))
+    entries = tree_blobs(listing.decode("utf-8", "surrogateescape"))
     if not entries:
         return {}
-    raw = repo.git(
-        "cat-file", "--batch", input="".join(f"{sha}\n" for _, sha in entries).encode("ascii")
-    )
-    out, pos = {}, 0
-    for path, _ in entries:
-        header_end = raw.index(b"\n", pos)
-        header = raw[pos:header_end].split()
-        if len(header) != 3:
-            raise Unhandled("object missing")
-        start = header_end + 1
-        out[path] = raw[start : start + int(header[2])]
-        pos = start + int(header[2]) + 1
-    return out
+    raw = repo.git("cat-file", "--batch", input=batch_request(entries))
+    try:
+        return batch_contents(raw, entries)
+    except LookupError as exc:
+        raise Unhandled("object missing") from exc
 
 
 def load_at(repo: Repo, rev: str) -> list[Unit]:

@@ -1,9 +1,11 @@
-"""What the reading commands print: `evolve log`, `show` and `memory`, as text and as JSON.
+"""What the reading commands and `evolve run` print: `evolve log`, `show` and `memory` as
+text and as JSON, and a split's report as text.
 
-The click commands (`evolve.cli._reading`) and the fast path (`evolve.quick._commands`) build
-their output with these functions, so the two print the same bytes by construction. Text is
-returned as lines; `style` is `click.style` or the fast path's equivalent (the same escape
-codes on a terminal, none elsewhere).
+The click commands (`evolve.cli._reading`, `evolve.cli._run`) and the fast paths
+(`evolve.quick._commands`, `evolve.evaluate._fast`) build their output with these functions,
+so the two print the same bytes by construction. Text is returned as lines; `style` is
+`click.style` or the fast path's equivalent (the same escape codes on a terminal, none
+elsewhere).
 """
 
 from __future__ import annotations
@@ -20,6 +22,23 @@ if TYPE_CHECKING:
     # `click.style`, or the fast path's: called as style(text, fg=...), (text, bold=True) or
     # (text, dim=True), never with a style set to False (click writes a code for that).
     Style = Callable[..., str]
+
+    class RuleRate(Protocol):
+        @property
+        def violations(self) -> int: ...
+        @property
+        def applicable(self) -> int: ...
+        @property
+        def rate(self) -> float: ...
+
+    class Report(Protocol):
+        split: str
+        persona: str
+        model: str
+        runs: int
+
+        def summary(self) -> dict[str, Any]: ...
+        def rule_rates(self) -> Mapping[str, RuleRate]: ...
 
     class ShownCommit(CommitLike, Protocol):
         @property
@@ -197,3 +216,77 @@ def memory_text(
         changed = ", with uncommitted changes" if differs else ""
         header = f"# memory for {scope}{at} (working tree{changed})"
     return [style(header, dim=True), text if text else "(empty)"]
+
+
+# --- run -------------------------------------------------------------------------------------
+
+
+def report_lines(
+    report: Report, title: str | None = None, bold: Callable[[str], str] = str
+) -> tuple[str, str]:
+    """The two lines above a split report's table: what was scored (its title in `bold`, on
+    a terminal), and the scores."""
+    s = report.summary()
+    head = (
+        f"{bold(title or 'split ' + report.split)}  persona={report.persona}  "
+        f"model={report.model}  "
+        f"runs={report.runs}  seed={s['seed']}  episodes={s['episodes']}"
+    )
+    scores = (
+        f"success {s['score']:.3f}  task done {s['task_success_rate']:.3f}  "
+        f"violations {s['violation_rate']:.3f}  tokens/episode {s['tokens_per_episode']:.0f}  "
+        f"cost ${s['cost']:.4f}  time {s['duration_s']:.2f}s"
+    )
+    return head, scores
+
+
+REPORT_HEADER = ("rule", "violations", "applicable", "rate")
+
+
+def report_rows(report: Report) -> list[tuple[str, str, str, str]]:
+    """The table's rows: each rule's violations, how often it applied, and the rate."""
+    return [
+        (rule, str(r.violations), str(r.applicable), f"{r.rate:.2f}")
+        for rule, r in report.rule_rates().items()
+    ]
+
+
+def _plain(*texts: str) -> bool:
+    """Whether rich would print these as they are (no markup, emoji code or control
+    character)."""
+    return all(t.isprintable() and "[" not in t and ":" not in t for t in texts)
+
+
+def report_text(report: Report, title: str | None = None, width: int = 80) -> str | None:
+    """A split's report on a stream that is not a terminal (`width` columns), but its last
+    line (the log folder): its two lines and the table of rules in a heavy-head box; None for
+    what rich lays out instead (no rows, a table wider than `width`, text rich would read as
+    markup), which `evolve.cli._run.print_report` leaves to it."""
+    head, scores = report_lines(report, title)
+    rows = report_rows(report)
+    if not rows or not all(c.isascii() and c.isprintable() for row in rows for c in row):
+        return None
+    if not _plain(report.model, report.persona, title or ""):
+        return None
+    widths = [max(len(row[i]) for row in (REPORT_HEADER, *rows)) for i in range(4)]
+    if sum(widths) + 3 * len(widths) + 1 > width:
+        return None
+
+    def line(cells: tuple[str, ...], bar: str) -> str:
+        padded = [
+            f" {c.ljust(w) if i == 0 else c.rjust(w)} "
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return bar + bar.join(padded) + bar
+
+    def rule(left: str, mid: str, right: str, fill: str) -> str:
+        return left + mid.join(fill * (w + 2) for w in widths) + right
+
+    table = [
+        rule("\u250f", "\u2533", "\u2513", "\u2501"),
+        line(REPORT_HEADER, "\u2503"),
+        rule("\u2521", "\u2547", "\u2529", "\u2501"),
+        *(line(row, "\u2502") for row in rows),
+        rule("\u2514", "\u2534", "\u2518", "\u2500"),
+    ]
+    return "\n".join([head, scores, *table]) + "\n"

@@ -27,7 +27,6 @@ from evolve.quick._git import Repo, Unhandled
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from evolve.envs import Environment
-    from evolve.evaluate._report import SplitReport
     from evolve.evaluate._settings import Settings
     from evolve.quick._commands import Output
     from evolve.quick._git import Finished, Run
@@ -123,6 +122,7 @@ def _score(
     import time
     from pathlib import Path
 
+    from evolve._format._views import report_text
     from evolve.agent._prompt import read_prompt_files
     from evolve.envs.persona_world import PersonaWorldEnv
     from evolve.episode._run import EpisodeSetup
@@ -172,7 +172,7 @@ def _score(
     dirty = _dirty(status.wait())
     if any("\x1b" in path for path in dirty):
         raise Unhandled("an escape sequence click would strip")
-    text = None if as_json else text_report(report)  # before the log: no fallback after it
+    text = None if as_json else report_text(report)  # before the log: no fallback after it
     if not as_json and text is None:
         raise Unhandled("a report rich would lay out otherwise")
     err = ""
@@ -200,59 +200,6 @@ def _utf(stream: object, text: str) -> bool:
     its Unicode boxes)."""
     encoding = str(getattr(stream, "encoding", None) or "utf-8").lower()
     return text.isascii() or encoding.startswith("utf")
-
-
-def _plain(*texts: str) -> bool:
-    """Whether rich prints these as they are (no markup, emoji code or control character)."""
-    return all(t.isprintable() and "[" not in t and ":" not in t for t in texts)
-
-
-def text_report(report: SplitReport) -> str | None:
-    """What `evolve.cli._run.print_report` prints through rich on a stream that is not a
-    terminal (80 columns), but its last line (the log folder): its two lines and the table of
-    rules with rich's heavy-head box; None for what rich would lay out otherwise (no rows, a
-    table too wide, text rich reads as markup)."""
-    s = report.summary()
-    head = (
-        f"split {report.split}  persona={report.persona}  model={report.model}  "
-        f"runs={report.runs}  seed={s['seed']}  episodes={s['episodes']}"
-    )
-    scores = (
-        f"success {s['score']:.3f}  task done {s['task_success_rate']:.3f}  "
-        f"violations {s['violation_rate']:.3f}  tokens/episode {s['tokens_per_episode']:.0f}  "
-        f"cost ${s['cost']:.4f}  time {s['duration_s']:.2f}s"
-    )
-    rows = [
-        (rule, str(r.violations), str(r.applicable), f"{r.rate:.2f}")
-        for rule, r in report.rule_rates().items()
-    ]
-    header = ("rule", "violations", "applicable", "rate")
-    if not rows or not all(c.isascii() and c.isprintable() for row in rows for c in row):
-        return None
-    if not _plain(report.model, report.persona):
-        return None
-    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(4)]
-    if sum(widths) + 3 * len(widths) + 1 > 80:
-        return None
-
-    def line(cells: tuple[str, ...], bar: str) -> str:
-        padded = [
-            f" {c.ljust(w) if i == 0 else c.rjust(w)} "
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return bar + bar.join(padded) + bar
-
-    def rule(left: str, mid: str, right: str, fill: str) -> str:
-        return left + mid.join(fill * (w + 2) for w in widths) + right
-
-    table = [
-        rule("\u250f", "\u2533", "\u2513", "\u2501"),
-        line(header, "\u2503"),
-        rule("\u2521", "\u2547", "\u2529", "\u2501"),
-        *(line(row, "\u2502") for row in rows),
-        rule("\u2514", "\u2534", "\u2518", "\u2500"),
-    ]
-    return "\n".join([head, scores, *table]) + "\n"
 
 
 RACY_NS = 2_000_000_000  # as evolve.quick._read: a file this recent is never remembered

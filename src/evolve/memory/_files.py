@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from evolve._format import Unhandled
 from evolve._format._units import (
@@ -20,9 +20,12 @@ from evolve.memory._counters import parse_counters
 from evolve.memory._unit import MalformedUnit, MemoryUnit, parse_unit
 
 if TYPE_CHECKING:  # reading the working tree needs no git; only as-of reads do
+    import os
+
     from evolve.store import GitStore
 
 MEMORY_PREFIX = "memory/"
+T = TypeVar("T")
 
 
 def read_unit(rel: str, raw: str) -> MemoryUnit:
@@ -69,23 +72,11 @@ class UnitReader:
         for rel, entry, sidecar in scan(str(self.root / "memory")):
             try:  # a file another writer removes mid-walk is gone, as a later walk sees it
                 if sidecar:
-                    st = entry.stat(follow_symlinks=False)
-                    key = (st.st_mtime_ns, st.st_size, st.st_ino)
-                    known = self._sidecars.get(rel)
-                    if known is not None and known[0] == key:
-                        sidecars[rel] = known
-                    else:
-                        sidecars[rel] = (key, read_counters(rel, _read(entry.path, rel)))
+                    sidecars[rel] = _known(self._sidecars, rel, entry, read_counters)
                     continue
                 if not entry.name.isascii():
                     _check_name(rel)
-                st = entry.stat(follow_symlinks=False)
-                key = (st.st_mtime_ns, st.st_size, st.st_ino)
-                cached = self._cache.get(rel)
-                if cached is not None and cached[0] == key:
-                    seen[rel] = cached
-                else:
-                    seen[rel] = (key, read_unit(rel, _read(entry.path, rel)))
+                seen[rel] = _known(self._cache, rel, entry, read_unit)
             except FileNotFoundError:
                 continue
         self._cache = seen
@@ -94,6 +85,22 @@ class UnitReader:
         if not sidecars:
             return units
         return overlay(units, {scope_of_counters(rel): c for rel, (_, c) in sidecars.items()})
+
+
+def _known(
+    old: Mapping[str, tuple[tuple[int, int, int], T]],
+    rel: str,
+    entry: os.DirEntry[str],
+    read: Callable[[str, str], T],
+) -> tuple[tuple[int, int, int], T]:
+    """(stat key, what `read` made of the file): remembered in `old` while its mtime, size
+    and inode are unchanged, else read again."""
+    st = entry.stat(follow_symlinks=False)
+    key = (st.st_mtime_ns, st.st_size, st.st_ino)
+    known = old.get(rel)
+    if known is not None and known[0] == key:
+        return known
+    return key, read(rel, _read(entry.path, rel))
 
 
 def _check_name(rel: str) -> None:

@@ -12,7 +12,7 @@ on PYTHONPATH; the two alternate, so a busy moment of the machine hits both. Pri
 median CPU time (user + system of the process) of each, their ratio, and `python -c pass`;
 with `--demo`, also the wall and CPU time of one `evolve demo` by each.
 
-This code's timed runs find what earlier runs remembered in `.git/` (`evolve-run.cache`,
+This code's timed runs find what earlier runs remembered in `.git/` (`evolve-config.cache`,
 `evolve-evalset.cache`, `evolve-memory.cache`, `evolve-sim.cache`: see the README), as a
 user's second run does; the `cold` column is the median of runs with those files deleted
 first (a run after `evolve.yaml`, the evalset and memory all changed).

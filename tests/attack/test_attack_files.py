@@ -131,7 +131,7 @@ def test_a_unit_saved_with_a_byte_order_mark_keeps_its_front_matter(
     """An editor's UTF-8 signature before `---` must not turn the unit into a hand note whose
     text is the YAML (the agent would be shown `id: n1`, `recipe: hand`, ...)."""
     from evolve.memory import load_units
-    from evolve.quick._units import parse_or_full
+    from evolve.quick._read import parse_or_full
 
     rel = "memory/alex/n1.md"
     body = "---\nid: n1\nrecipe: hand\nkind: note\nscope: user:alex\n---\nPay with the blue card.\n"

@@ -614,17 +614,19 @@ def test_only_computed_rules_imply_a_value() -> None:
 @pytest.mark.parametrize("rule", [r.name for r in RULES if r.implied_value is None])
 def test_a_preference_without_a_value_is_rejected_unless_its_rule_implies_one(rule: str) -> None:
     with pytest.raises(ValidationError, match="needs a value"):
-        Preference(rule=rule)
+        Preference.validate({"rule": rule})
+    with pytest.raises(ValueError, match="needs a value"):
+        Preference(rule=rule)  # built without pydantic: the same check
     with pytest.raises(ValidationError, match="needs a value"):
-        Preference(rule=rule, changes=({"at_episode": 3, "value": "x"},))
+        Preference.validate({"rule": rule, "changes": [{"at_episode": 3, "value": "x"}]})
 
 
 def test_a_change_to_no_value_is_rejected_unless_the_rule_implies_one() -> None:
     with pytest.raises(ValidationError, match="needs a value"):
-        Preference.model_validate(
+        Preference.validate(
             {"rule": "sms_signoff", "value": "B", "changes": [{"at_episode": 3, "value": None}]}
         )
-    held = Preference.model_validate(
+    held = Preference.validate(
         {"rule": "note_checksum", "changes": [{"at_episode": 3, "value": None}]}
     )
     assert held.value_at(5) == Computed("checksum")

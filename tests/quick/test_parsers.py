@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evolve._format import _units
+from evolve._format._message import split_message, trailer_block
 from evolve.memory import MalformedUnit, MemoryUnit, dump_counters, dump_unit, parse_unit
 from evolve.memory._counters import parse_counters
-from evolve.quick import _units
 from evolve.quick._git import Unhandled
-from evolve.quick._message import split_message, trailer_block
+from evolve.quick._read import parse_or_full
 
 # The regex reading of a trailer block that the str-method version replaced (the oracle).
 _LINE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*)$")
@@ -131,7 +132,7 @@ def test_invalid_files_go_to_the_full_parser(raw: str) -> None:
     with pytest.raises(Unhandled):
         _units.parse("memory/u.md", raw)
     with pytest.raises(MalformedUnit):
-        _units.parse_or_full("memory/u.md", raw)
+        parse_or_full("memory/u.md", raw)
 
 
 def test_hand_notes_read_as_parse_unit_reads_them() -> None:
@@ -147,16 +148,16 @@ def test_a_plain_file_on_a_skill_shelf_is_a_skill_read_by_the_full_parser() -> N
     raw = "  A note.\r\n- with a bullet\n"
     with pytest.raises(Unhandled):
         _units.parse(path, raw)
-    unit = _units.parse_or_full(path, raw)
+    unit = parse_or_full(path, raw)
     assert unit.shelf == "general"
     assert unit.dump() == parse_unit(path, raw).model_dump(by_alias=True, exclude_none=True)
 
 
 def test_the_field_table_matches_the_unit_model() -> None:
-    """A field added to MemoryUnit needs a row in evolve.quick._units.FIELDS (until then,
+    """A field added to MemoryUnit needs a row in evolve._format._units.FIELDS (until then,
     files that carry it are read by the full parser; this test says so)."""
     model = MemoryUnit.model_fields
-    assert list(_units.FIELDS) == list(model), "update evolve.quick._units.FIELDS"
+    assert list(_units.FIELDS) == list(model), "update evolve._format._units.FIELDS"
     for name, (key, kind, default) in _units.FIELDS.items():
         info = model[name]
         assert (info.alias or name) == key

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from evolve._format._units import Unit
 from evolve.cli import _fast
 from evolve.cli._group import run as run_click
 from evolve.memory import MemoryUnit
 from evolve.quick._render import RENDERERS
-from evolve.quick._units import Unit
 from evolve.updaters import RECIPES, get_recipe
 from evolve.workspace import Workspace
 
@@ -150,7 +150,7 @@ def test_learned_time_is_the_same_from_its_cache() -> None:
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
-    from evolve.quick._render import learned_time
+    from evolve._format._render import learned_time
 
     cases = {
         "2026-01-03T00:00:00Z": datetime(2026, 1, 3, tzinfo=UTC),

@@ -19,7 +19,7 @@ from conftest import GitRunner, one_sentence, run_cli, workspace_state
 from evolve._yaml import DuplicateKey, load
 from evolve.errors import ConfigError, EvolveError
 from evolve.memory import MalformedUnit, parse_counters, parse_unit
-from evolve.quick._units import parse_counters_or_full, parse_or_full
+from evolve.quick._read import parse_counters_or_full, parse_or_full
 from evolve.skills._failed import FAILED_PATH, parse_failed
 from evolve.skills._staging import STAGING_PATH, parse_staging
 from evolve.skills._strata import STRATA_PATH, parse_strata

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from evolve._format import _render
+from evolve._format._render import render_keyed
 from evolve.applier import MemoryApplier, Op
 from evolve.llm._mock import MockLLM
 from evolve.memory import MemoryUnit, load_units
-from evolve.quick import _render
-from evolve.quick._render import render_keyed
 from evolve.updaters import (
     RECIPES,
     EpisodeView,

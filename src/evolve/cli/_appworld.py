@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from evolve._format._message import KIND
 from evolve._io import atomic_write
 from evolve.cli._common import (
     emit_json,
@@ -96,7 +97,7 @@ def splits_cmd(root: Path | None, dry_run: bool, workspace: Path | None, as_json
                 tx.commit(
                     [rel],
                     "evolve: rebuild the AppWorld splits from the installed tasks",
-                    trailers={"Evolve-Kind": "splits"},
+                    trailers={KIND: "splits"},
                 )
     if as_json:
         emit_json({"splits": splits, "counts": counts, "written": not dry_run})

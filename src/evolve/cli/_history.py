@@ -7,8 +7,9 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
+from evolve._format._views import LOG_TEXT
 from evolve.cli._common import emit_json, json_option, open_workspace, stdout, workspace_option
-from evolve.cli._reading import LOG_TEXT, log_cmd, memory_cmd, show_cmd
+from evolve.cli._reading import log_cmd, memory_cmd, show_cmd
 from evolve.history import revert
 from evolve.report import write_report
 from evolve.review import approve, list_pending, reject

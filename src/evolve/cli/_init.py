@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from evolve._format._message import KIND
 from evolve._io import atomic_write
 from evolve.cli._common import progress_bar, stderr, stdout
 from evolve.cli._evolve import print_result
@@ -42,7 +43,7 @@ def _demo_feedback(ws: Workspace) -> Workspace:
             "demo: train with corrective feedback",
             body="The corrective tier's complaint states the preference; the instance tier's "
             "only names the failure (docs/sim.md, what each tier can teach).",
-            trailers={"Evolve-Kind": "init"},
+            trailers={KIND: "init"},
         )
     return Workspace(ws.root)
 

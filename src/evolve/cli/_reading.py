@@ -16,6 +16,15 @@ from typing import Any
 
 import click
 
+from evolve._format._views import (
+    DEFAULT_COUNT,
+    log_empty,
+    log_entry,
+    memory_json,
+    memory_notes,
+    memory_text,
+    show_text,
+)
 from evolve.cli._common import (
     emit_json,
     json_option,
@@ -24,11 +33,8 @@ from evolve.cli._common import (
     writer_busy,
 )
 from evolve.errors import EvolveError
-from evolve.history._log import LogEntry, clip, history
-from evolve.history._show import commit_kind, show_unit
-
-LOG_TEXT = 200  # characters of a complaint or refusal line in `evolve log` (cut between words)
-DEFAULT_COUNT = 50  # entries `evolve log` shows when -n is not given
+from evolve.history._log import LogEntry, history
+from evolve.history._show import show_unit
 
 
 def _say(text: str = "", **style: Any) -> None:
@@ -131,28 +137,10 @@ def log_cmd(
         _stream_json(entries, lines=False)
         return
     if not entries:
-        # with PATHS, an empty list says so of them: the workspace may well be trained
-        _say(
-            f"no memory or prompt commit changed {', '.join(paths)}."
-            if paths
-            else "no memory or prompt commits yet; run `evolve train`."
-        )
+        _say(log_empty(paths))
     for e in entries:
-        label = click.style(" (refusal record)", fg="red") if e.kind == "refusal" else ""
-        _say(f"{click.style(e.commit[:10], fg='yellow')} {e.time}  {e.subject}{label}")
-        meta = []
-        if e.episode is not None:
-            meta.append(f"episode {e.episode}")
-        if e.task:
-            meta.append(f"task {e.task}")
-        if meta:
-            _say("    " + ", ".join(meta))
-        if e.complaint:
-            _say(f"    complaint: {clip(e.complaint, LOG_TEXT)}")
-        if e.ops:
-            _say("    ops: " + " ".join(f"{op}={ident}" for op, ident in e.ops))
-        for line in e.refused:
-            _say(f"    {clip(line, LOG_TEXT)}")
+        for line in log_entry(e.to_json(), click.style):
+            _say(line)
 
 
 @click.command("show")
@@ -166,42 +154,8 @@ def show_cmd(unit_id: str, as_json: bool, workspace: Path | None) -> None:
     if as_json:
         emit_json(h.to_json())
         return
-    u = h.unit
-    if h.problem is not None:
-        _say(
-            f"{click.style(h.unit_id, bold=True)} ({h.path}) cannot be read as a unit: "
-            f"{h.problem} Its history follows; `evolve revert` the commit that broke it."
-        )
-    elif u is None:
-        _say(
-            f"{click.style(h.unit_id, bold=True)} ({h.path}) no longer exists (evicted or removed)."
-        )
-    else:
-        _say(
-            f"{click.style(u.id, bold=True)} {u.recipe}/{u.kind} [{u.status}] scope {u.scope}  ({h.path})"
-        )
-        _say(f"  {u.text}")
-        held = f"held from {u.valid_from or '?'}" + (
-            f" to {u.valid_to}"
-            if u.valid_to
-            else " (retired, undated)"  # retired before retiring recorded `valid_to`
-            if u.status == "retired"
-            else " (still holds)"
-        )
-        _say(
-            f"  {held}; created at episode {u.created_episode}, updated at episode {u.updated_episode}"
-        )
-        if u.status == "tombstoned":
-            _say(
-                f"  tombstone: {u.reason or ''} (reverted commit {(u.reverted_commit or '-')[:10]})"
-            )
-        if u.revoked_by:
-            _say(f"  revoked by {u.revoked_by} at episode {u.revoked_at}")
-    for info, patch in h.commits:
-        _say(
-            f"\n{click.style(info.sha[:10], fg='yellow')} {info.time} ({commit_kind(info)}) {info.subject}"
-        )
-        _say(patch)
+    for line in show_text(h.unit_id, h.path, h.unit, h.problem, h.commits, click.style):
+        _say(line)
 
 
 @click.command("memory")
@@ -229,51 +183,28 @@ def memory_cmd(
     says so, and --json reports `differs_from_head` and the uncommitted files.
     """
     from evolve.history._asof import memory_as_of, memory_in_worktree
-    from evolve.memory import SCOPE_PATTERN, scope_for
+    from evolve.memory import scope_for, valid_scope
 
     ws = open_workspace(workspace)
     if scope is not None and persona is not None:
         raise EvolveError("give --scope or --persona, not both.")
     chosen = scope or scope_for(persona or ws.config.persona)
-    if not SCOPE_PATTERN.match(chosen):
+    if not valid_scope(chosen):
         raise EvolveError(f"scope {chosen!r} is not valid; use user:<persona> or global.")
     if as_of is not None:
         commit, text = memory_as_of(ws.store, as_of, chosen)
         if as_json:
-            emit_json({"commit": commit, "scope": chosen, "memory": text, "source": "commit"})
+            emit_json(memory_json(commit, chosen, text))
             return
-        _say(f"# memory for {chosen} at {commit[:10]}", dim=True)
-        _say(text if text else "(empty)")
+        for line in memory_text(commit, chosen, text, click.style):
+            _say(line)
         return
     now = memory_in_worktree(ws, chosen)
-    inject = ws.config.memory.inject
-    if inject != "recipe":
-        click.echo(
-            f"note: memory.inject is {inject!r} in evolve.yaml, so `evolve run` gives the agent "
-            "that instead of this memory; `evolve train` always gives it this memory.",
-            err=True,
-        )
-    if now.differs_from_head and not writer_busy(ws):  # else open_workspace named the writer
-        shown = ", ".join(now.uncommitted[:5]) + (" ..." if len(now.uncommitted) > 5 else "")
-        click.echo(
-            f"note: this is the working tree's memory, which differs from HEAD"
-            f"{f' (uncommitted: {shown})' if shown else ''}; "
-            "`evolve run` and `evolve train` use it; commit it, or see HEAD with --as-of HEAD.",
-            err=True,
-        )
+    differs = now.differs_from_head and not writer_busy(ws)  # else open_workspace named it
+    for note in memory_notes(ws.config.memory.inject, differs, now.uncommitted):
+        click.echo(note, err=True)
     if as_json:
-        emit_json(
-            {
-                "commit": now.head,
-                "scope": chosen,
-                "memory": now.text,
-                "source": "working tree",
-                "differs_from_head": now.differs_from_head,
-                "uncommitted": now.uncommitted,
-            }
-        )
+        emit_json(memory_json(now.head, chosen, now.text, now.differs_from_head, now.uncommitted))
         return
-    at = f" at {now.head[:10]}" if now.head else ""
-    changed = ", with uncommitted changes" if now.differs_from_head else ""
-    _say(f"# memory for {chosen}{at} (working tree{changed})", dim=True)
-    _say(now.text if now.text else "(empty)")
+    for line in memory_text(now.head, chosen, now.text, click.style, now.differs_from_head):
+        _say(line)

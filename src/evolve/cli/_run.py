@@ -8,6 +8,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from evolve._format._views import REPORT_HEADER, report_lines, report_rows, report_text
 from evolve.cli._common import (
     ModelChoice,
     emit_json,
@@ -25,24 +26,23 @@ from evolve.executors import EXECUTORS
 
 
 def print_report(report: SplitReport, title: str | None = None) -> None:
-    s = report.summary()
-    stdout.print(
-        f"[bold]{title or 'split ' + report.split}[/bold]  persona={report.persona}  "
-        f"model={report.model}  runs={report.runs}  seed={s['seed']}  episodes={s['episodes']}"
-    )
-    stdout.print(
-        f"success {s['score']:.3f}  task done {s['task_success_rate']:.3f}  "
-        f"violations {s['violation_rate']:.3f}  tokens/episode {s['tokens_per_episode']:.0f}  "
-        f"cost ${s['cost']:.4f}  time {s['duration_s']:.2f}s"
-    )
-    table = Table(show_header=True, header_style="bold")
-    table.add_column("rule")
-    table.add_column("violations", justify="right")
-    table.add_column("applicable", justify="right")
-    table.add_column("rate", justify="right")
-    for rule, r in report.rule_rates().items():
-        table.add_row(rule, str(r.violations), str(r.applicable), f"{r.rate:.2f}")
-    stdout.print(table)
+    """The report as text: drawn by `evolve._format._views.report_text` on a plain stream (as
+    `evolve run`'s fast path prints it), by rich on a terminal or when rich must lay it out."""
+    plain = stdout.color_system is None and not stdout.is_terminal
+    text = report_text(report, title, stdout.width) if plain else None
+    if text is not None and (text.isascii() or stdout.encoding.lower().startswith("utf")):
+        stdout.out(text, end="", highlight=False)
+    else:
+        head, scores = report_lines(report, title, lambda name: f"[bold]{name}[/bold]")
+        stdout.print(head)
+        stdout.print(scores)
+        table = Table(show_header=True, header_style="bold")
+        table.add_column(REPORT_HEADER[0])
+        for column in REPORT_HEADER[1:]:
+            table.add_column(column, justify="right")
+        for row in report_rows(report):
+            table.add_row(*row)
+        stdout.print(table)
     if report.log_dir:
         stdout.print(f"episode logs: {report.log_dir}")
 

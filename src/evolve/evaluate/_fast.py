@@ -21,12 +21,12 @@ from __future__ import annotations
 import os
 import sys
 
+from evolve._format._cache import EVALSET_CACHE, MEMORY_CACHE, SIM_CACHE
 from evolve.quick._git import Repo, Unhandled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from evolve.envs import Environment
-    from evolve.evaluate._report import SplitReport
     from evolve.evaluate._settings import Settings
     from evolve.quick._commands import Output
     from evolve.quick._git import Finished, Run
@@ -49,19 +49,9 @@ _DEFERRED_ENV = (
 
 def _dirty(raw: bytes) -> list[str]:
     """`GitStore.dirty_paths` of `git status --porcelain=v1 -z` output."""
-    dirty: list[str] = []
-    skip = False
-    for entry in raw.decode("utf-8", "surrogateescape").split("\x00"):
-        if not entry:
-            continue
-        if skip:
-            skip = False
-            continue
-        status, path = entry[:2], entry[3:]
-        if "R" in status or "C" in status:
-            skip = True  # the next entry is the rename source
-        dirty.append(path)
-    return dirty
+    from evolve._format._git import status_paths
+
+    return status_paths(raw.decode("utf-8", "surrogateescape"))
 
 
 def run(
@@ -132,6 +122,7 @@ def _score(
     import time
     from pathlib import Path
 
+    from evolve._format._views import report_text
     from evolve.agent._prompt import read_prompt_files
     from evolve.envs.persona_world import PersonaWorldEnv
     from evolve.episode._run import EpisodeSetup
@@ -181,7 +172,7 @@ def _score(
     dirty = _dirty(status.wait())
     if any("\x1b" in path for path in dirty):
         raise Unhandled("an escape sequence click would strip")
-    text = None if as_json else text_report(report)  # before the log: no fallback after it
+    text = None if as_json else report_text(report)  # before the log: no fallback after it
     if not as_json and text is None:
         raise Unhandled("a report rich would lay out otherwise")
     err = ""
@@ -211,72 +202,16 @@ def _utf(stream: object, text: str) -> bool:
     return text.isascii() or encoding.startswith("utf")
 
 
-def _plain(*texts: str) -> bool:
-    """Whether rich prints these as they are (no markup, emoji code or control character)."""
-    return all(t.isprintable() and "[" not in t and ":" not in t for t in texts)
-
-
-def text_report(report: SplitReport) -> str | None:
-    """What `evolve.cli._run.print_report` prints through rich on a stream that is not a
-    terminal (80 columns), but its last line (the log folder): its two lines and the table of
-    rules with rich's heavy-head box; None for what rich would lay out otherwise (no rows, a
-    table too wide, text rich reads as markup)."""
-    s = report.summary()
-    head = (
-        f"split {report.split}  persona={report.persona}  model={report.model}  "
-        f"runs={report.runs}  seed={s['seed']}  episodes={s['episodes']}"
-    )
-    scores = (
-        f"success {s['score']:.3f}  task done {s['task_success_rate']:.3f}  "
-        f"violations {s['violation_rate']:.3f}  tokens/episode {s['tokens_per_episode']:.0f}  "
-        f"cost ${s['cost']:.4f}  time {s['duration_s']:.2f}s"
-    )
-    rows = [
-        (rule, str(r.violations), str(r.applicable), f"{r.rate:.2f}")
-        for rule, r in report.rule_rates().items()
-    ]
-    header = ("rule", "violations", "applicable", "rate")
-    if not rows or not all(c.isascii() and c.isprintable() for row in rows for c in row):
-        return None
-    if not _plain(report.model, report.persona):
-        return None
-    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(4)]
-    if sum(widths) + 3 * len(widths) + 1 > 80:
-        return None
-
-    def line(cells: tuple[str, ...], bar: str) -> str:
-        padded = [
-            f" {c.ljust(w) if i == 0 else c.rjust(w)} "
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return bar + bar.join(padded) + bar
-
-    def rule(left: str, mid: str, right: str, fill: str) -> str:
-        return left + mid.join(fill * (w + 2) for w in widths) + right
-
-    table = [
-        rule("\u250f", "\u2533", "\u2513", "\u2501"),
-        line(header, "\u2503"),
-        rule("\u2521", "\u2547", "\u2529", "\u2501"),
-        *(line(row, "\u2502") for row in rows),
-        rule("\u2514", "\u2534", "\u2518", "\u2500"),
-    ]
-    return "\n".join([head, scores, *table]) + "\n"
-
-
-MEMORY_CACHE = "evolve-memory.cache"
-EVALSET_CACHE = "evolve-evalset.cache"  # evolve.envs.persona_world._evalset
-SIM_CACHE = "evolve-sim.cache"  # what the sim parsed from a prompt (evolve.sim._parse.DiskMemo)
 RACY_NS = 2_000_000_000  # as evolve.quick._read: a file this recent is never remembered
-_MEMORY_SIZE = 8
-# The code the remembered text depends on besides the files (its version and size).
-_MEMORY_SOURCES = (
-    ("quick", "_units.py"),
-    ("quick", "_read.py"),
-    ("quick", "_render.py"),
-    ("memory", "_unit.py"),
-    ("evaluate", "_fast.py"),
-)
+
+
+def _remembered(value: object) -> bool:
+    return (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and isinstance(value[1], bool)
+    )
 
 
 def _memory(
@@ -286,24 +221,27 @@ def _memory(
 
     The text of `recipe` mode is remembered in `.git/evolve-memory.cache`, keyed by the scope,
     the rendered recipes and a digest of every entry under `memory/` (path, type, mtime,
-    ctime, size, inode: no edit leaves them all unchanged), so an unchanged memory of a
-    thousand units is not read and parsed again on every run.
+    ctime, size, inode: no edit leaves them all unchanged), and by the code that read and
+    rendered it, so an unchanged memory of a thousand units is not read and parsed again on
+    every run.
     """
     if mode == "none":
         return ""
     if mode == "oracle":
         return "\n".join(f"- {s}" for s in env.oracle_statements(persona, None))
+    from evolve._format._cache import DiskCache
+
     scope = f"user:{persona}"
     key, racy = _memory_key(repo.root, scope, rendered)
-    path = os.path.join(repo.git_dir, MEMORY_CACHE)
-    entries = _load_memory(path)
-    for known, text, enforced in entries:
-        if known == key:
-            if enforced:
-                raise Unhandled("an enforcing recipe's units: the verifier retries attempts")
-            return text
+    cache = DiskCache(os.path.join(repo.git_dir, MEMORY_CACHE), valid=_remembered)
+    known = cache.get(key)
+    if isinstance(known, tuple):
+        if known[1]:
+            raise Unhandled("an enforcing recipe's units: the verifier retries attempts")
+        return str(known[0])
+    from evolve._format._render import render_memory
     from evolve.quick._read import load_worktree
-    from evolve.quick._render import render_memory, renderers_for
+    from evolve.quick._render import renderers_for
 
     units = load_worktree(repo.root, repo.git_dir)
     enforcing = ENFORCING.intersection(rendered)
@@ -313,7 +251,7 @@ def _memory(
     )
     text = "" if enforced else render_memory(units, scope, renderers_for(rendered))
     if not racy and _memory_key(repo.root, scope, rendered) == (key, racy):
-        _save_memory(path, [*entries, (key, text, enforced)])
+        cache.put(key, (text, enforced))
     if enforced:
         raise Unhandled("an enforcing recipe's units: the verifier retries attempts")
     return text
@@ -345,54 +283,3 @@ def _memory_key(root: str, scope: str, rendered: tuple[str, ...]) -> tuple[bytes
     stats.sort()
     digest = hashlib.blake2b(marshal.dumps((scope, rendered, stats)), digest_size=20).digest()
     return digest, latest >= time.time_ns() - RACY_NS
-
-
-def _memory_stamp() -> tuple[object, ...]:
-    from evolve import __version__
-
-    here = os.path.dirname(os.path.dirname(__file__))
-    out: list[object] = [__version__]
-    for parts in _MEMORY_SOURCES:
-        try:
-            st = os.stat(os.path.join(here, *parts))
-            out += [st.st_mtime_ns, st.st_size]
-        except OSError:
-            out += [0, 0]
-    return tuple(out)
-
-
-def _load_memory(path: str) -> list[tuple[bytes, str, bool]]:
-    import marshal
-
-    try:
-        with open(path, "rb") as f:
-            data = marshal.loads(f.read())
-    except (OSError, EOFError, ValueError, TypeError):
-        return []
-    if not isinstance(data, tuple) or len(data) != 2 or data[0] != _memory_stamp():
-        return []
-    return [
-        item
-        for item in (data[1] if isinstance(data[1], list) else [])
-        if isinstance(item, tuple)
-        and len(item) == 3
-        and isinstance(item[0], bytes)
-        and isinstance(item[1], str)
-        and isinstance(item[2], bool)
-    ]
-
-
-def _save_memory(path: str, entries: list[tuple[bytes, str, bool]]) -> None:
-    """Write the cache atomically; never fails the command."""
-    import marshal
-
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(marshal.dumps((_memory_stamp(), entries[-_MEMORY_SIZE:])))  # type: ignore[arg-type]
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        try:  # noqa: SIM105 - contextlib costs start-up here
-            os.unlink(tmp)
-        except OSError:
-            pass

@@ -4,8 +4,9 @@
 validating `evolve.yaml` with the configuration model (pydantic, PyYAML) costs more than the
 scoring of a dev split. So the settings are computed once per distinct pair of file contents
 by the full model (:func:`compute`: `parse_config`, `max_turns`, the skills settings) and
-remembered in `.git/evolve-run.cache`, keyed by those exact bytes and by the source of the code
-that computed them. A hit is exactly what the full model computed for the same files; a miss,
+remembered in `.git/evolve-config.cache` (beside what `evolve memory` reads of the same file),
+keyed by those exact bytes and by the source of the code that computed them
+(:mod:`evolve._format._cache`). A hit is exactly what the full model computed for the same files; a miss,
 an invalid file or any error leaves the full command to answer (it reports the error in its
 own words). This module imports only the standard library.
 """
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import os
 
+from evolve._format._cache import CONFIG_CACHE, DiskCache
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, TypedDict
+    from typing import TypedDict
 
     from evolve.workspace._config import EvolveConfig
 
@@ -40,20 +43,8 @@ if TYPE_CHECKING:
         skills: bool
 
 
-RUN_CACHE = "evolve-run.cache"
+RUN_CACHE = CONFIG_CACHE  # one file for what is read of evolve.yaml
 PARAMETERS = ("prompts", "parameters.yaml")  # evolve.workspace._parameters.PARAMETERS_FILE
-_FORMAT = 1
-_SIZE = 8
-# The code a remembered answer depends on, besides the two files (a change of any of these
-# files, or of evolve's version, forgets every answer).
-_SOURCES = (
-    ("workspace", "_config.py"),
-    ("workspace", "_parameters.py"),
-    ("", "_yaml.py"),  # the strict loader both files are read with
-    ("evaluate", "_settings.py"),
-    ("skills", "_select.py"),
-    ("llm", "_cost.py"),
-)
 
 
 class Invalid(Exception):  # noqa: N818 - a signal: the full command reports the problem
@@ -100,20 +91,6 @@ _KEYS = {
 }  # fmt: skip
 
 
-def _stamp() -> tuple[object, ...]:
-    from evolve import __version__
-
-    here = os.path.dirname(os.path.dirname(__file__))
-    out: list[object] = [_FORMAT, __version__]
-    for parts in _SOURCES:
-        try:
-            st = os.stat(os.path.join(here, *parts))
-            out += [st.st_mtime_ns, st.st_size]
-        except OSError:
-            out += [0, 0]
-    return tuple(out)
-
-
 def _read(path: str) -> bytes | None:
     """The bytes of the file at `path` (following links, as `Path.is_file` does), or None."""
     if not os.path.isfile(path):
@@ -122,50 +99,8 @@ def _read(path: str) -> bytes | None:
         return f.read()
 
 
-def _load(
-    path: str, stamp: tuple[object, ...]
-) -> list[tuple[tuple[bytes, bytes | None], Settings]]:
-    import marshal
-
-    try:
-        with open(path, "rb") as f:
-            data = marshal.loads(f.read())
-    except (OSError, EOFError, ValueError, TypeError):
-        return []
-    if not isinstance(data, tuple) or len(data) != 2 or data[0] != stamp:
-        return []
-    items = data[1] if isinstance(data[1], list) else []
-    return [((item[0], item[1]), item[2]) for item in items if _valid(item)]
-
-
-def _valid(item: Any) -> bool:
-    return (
-        isinstance(item, tuple)
-        and len(item) == 3
-        and isinstance(item[0], bytes)
-        and isinstance(item[1], bytes | None)
-        and isinstance(item[2], dict)
-        and set(item[2]) == _KEYS
-    )
-
-
-def _save(
-    path: str, stamp: tuple[object, ...], entries: list[tuple[tuple[bytes, bytes | None], Settings]]
-) -> None:
-    """Write the cache atomically; never fails the command (a read-only `.git/`: no cache)."""
-    import marshal
-
-    data = (stamp, [(key[0], key[1], value) for key, value in entries[-_SIZE:]])
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(marshal.dumps(data))  # type: ignore[arg-type]
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        try:  # noqa: SIM105 - contextlib costs start-up here
-            os.unlink(tmp)
-        except OSError:
-            pass
+def _valid(value: object) -> bool:
+    return isinstance(value, dict) and set(value) == _KEYS
 
 
 def load(root: str, git_dir: str, config_name: str = "evolve.yaml") -> Settings:
@@ -179,12 +114,11 @@ def load(root: str, git_dir: str, config_name: str = "evolve.yaml") -> Settings:
     if raw is None:
         raise Invalid("no evolve.yaml")
     params = _read(os.path.join(root, *PARAMETERS))
-    path = os.path.join(git_dir, RUN_CACHE)
-    stamp = _stamp()
-    entries = _load(path, stamp)
-    for key, value in entries:
-        if key[0] == raw and key[1] == params:
-            return value
+    cache = DiskCache(os.path.join(git_dir, RUN_CACHE))
+    key = ("run", raw, params)
+    known = cache.get(key)
+    if known is not None and _valid(known):
+        return known  # type: ignore[return-value]
     from evolve.errors import EvolveError
     from evolve.workspace._config import parse_config
 
@@ -195,5 +129,5 @@ def load(root: str, git_dir: str, config_name: str = "evolve.yaml") -> Settings:
     except (EvolveError, UnicodeDecodeError) as exc:
         raise Invalid(str(exc)) from exc
     if _read(os.path.join(root, *PARAMETERS)) == params:  # unchanged while it was read
-        _save(path, stamp, [*entries, ((raw, params), value)])
+        cache.put(key, value)
     return value

@@ -6,10 +6,11 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from evolve._format._dates import is_date
+from evolve._format._dates import parse_when as _parse_when
+from evolve._format._git import status_paths_ignored
 from evolve.errors import EvolveError
 from evolve.memory import load_units, load_units_at
-from evolve.quick._dates import is_date
-from evolve.quick._dates import parse_when as _parse_when
 from evolve.store import GitFailed, GitStore
 from evolve.workspace import Workspace
 
@@ -69,15 +70,7 @@ class WorkingMemory:
 def _status_with_ignored(collect: Callable[[], str]) -> tuple[list[str], bool]:
     """(paths with uncommitted changes, whether any ignored file is there) from the output of
     `git status -z --ignored` that `collect` waits for."""
-    dirty, ignored = [], False
-    for entry in collect().split("\x00"):
-        if not entry:
-            continue
-        if entry.startswith("!!"):
-            ignored = True
-        else:
-            dirty.append(entry[3:])
-    return dirty, ignored
+    return status_paths_ignored(collect())
 
 
 def memory_in_worktree(ws: Workspace, scope: str) -> WorkingMemory:

@@ -12,15 +12,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from evolve._format._message import GIT_REVERT as GIT_REVERT  # re-exported
+from evolve._format._message import REVERTS as REVERTS  # re-exported
 from evolve.history._content import is_counters_file, same_content, unit_of
 from evolve.history._lines import added_lines, is_document
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import normalize
 from evolve.store import KIND, CommitInfo, GitStore
 
-REVERTS = "Evolve-Reverts"
-# Set on the commit that adds the tombstones a plain `git revert` did not write.
-GIT_REVERT = "Evolve-Git-Revert"
 REVERT_KINDS = ("revert", "cascade revert")
 TRACKED = ["memory", "prompts"]
 TAUGHT = ("active", "pending")  # statuses in which a unit teaches (a revert tombstones it)

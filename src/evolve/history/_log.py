@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evolve.quick._message import clip as clip  # re-exported (evolve.history.clip)
-from evolve.quick._message import commit_kind as commit_kind
-from evolve.quick._message import complaint_line as complaint_line
-from evolve.quick._message import refused_lines
+from evolve._format._message import BASE as BASE  # re-exported
+from evolve._format._message import clip as clip  # re-exported (evolve.history.clip)
+from evolve._format._message import commit_kind as commit_kind
+from evolve._format._message import complaint_line as complaint_line
+from evolve._format._message import refused_lines
 from evolve.store import (
     EPISODE,
     KIND,
@@ -38,7 +39,6 @@ from evolve.store import (
 TRACKED = ("memory", "prompts")
 TRAIN_REF = "refs/evolve/train"
 REFUSAL_KIND = "refusal"
-BASE = "Evolve-Base"
 
 
 @dataclass(frozen=True)

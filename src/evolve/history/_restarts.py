@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from evolve._format._message import RESTARTS
 from evolve.history._changes import is_revert, uncancelled
 from evolve.history._content import is_counters_file, is_unit_path, unit_of
 from evolve.memory import MemoryUnit, counter_key, counters_path, dump_counters, parse_counters
 from evolve.store import CommitInfo, GitStore
 
-RESTARTS = "Evolve-Restarts"  # as evolve.history._unretire
 STRATA = "memory/skills/_strata.yaml"  # evolve.skills._strata.STRATA_PATH
 SKILLS = "memory/skills"
 SKILL_COUNTERS = ("injected", "injected_pass", "held_out", "held_out_pass")

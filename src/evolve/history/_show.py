@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from evolve._format._message import commit_kind as commit_kind  # re-exported
+from evolve._format._views import show_json
 from evolve.errors import EvolveError
-from evolve.quick._message import commit_kind as commit_kind  # re-exported
 from evolve.store import CommitInfo
 
 if TYPE_CHECKING:  # `evolve log` imports this module for commit_kind, without pydantic
@@ -28,23 +29,8 @@ class UnitHistory:
     problem: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.unit_id,
-            "path": self.path,
-            "unit": self.unit.model_dump(by_alias=True, exclude_none=True) if self.unit else None,
-            "problem": self.problem,
-            "commits": [
-                {
-                    "commit": c.sha,
-                    "time": c.time,
-                    "subject": c.subject,
-                    "kind": commit_kind(c),
-                    "trailers": c.trailers,
-                    "diff": patch,
-                }
-                for c, patch in self.commits
-            ],
-        }
+        unit = self.unit.model_dump(by_alias=True, exclude_none=True) if self.unit else None
+        return show_json(self.unit_id, self.path, unit, self.problem, self.commits)
 
 
 def _find_path(ws: Workspace, unit_id: str) -> str | None:

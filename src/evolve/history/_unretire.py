@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+# RESTARTS: the skills whose scoreboard record a revert restarted (space-separated ids).
+from evolve._format._message import RESTARTS as RESTARTS  # re-exported
 from evolve.history._content import is_unit_path, unit_of
 from evolve.memory import (
     MemoryUnit,
@@ -34,8 +36,6 @@ from evolve.memory import (
 )
 from evolve.store import KIND, CommitInfo, GitStore
 
-# The skills whose scoreboard record a revert restarted (space-separated ids).
-RESTARTS = "Evolve-Restarts"
 STRATA = "memory/skills/_strata.yaml"  # evolve.skills._strata.STRATA_PATH
 SKILL_COUNTERS = ("injected", "injected_pass", "held_out", "held_out_pass")
 

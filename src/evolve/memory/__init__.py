@@ -26,7 +26,6 @@ from evolve.memory._render import (
 )
 from evolve.memory._unit import (
     GLOBAL_SCOPE,
-    SCOPE_PATTERN,
     SKILLS_FOLDER,
     TOPIC_PATTERN,
     UNIT_SCHEMA,
@@ -39,6 +38,7 @@ from evolve.memory._unit import (
     skill_path,
     skill_shelf_of,
     unit_path,
+    valid_scope,
 )
 
 __all__ = [
@@ -48,7 +48,6 @@ __all__ = [
     "GLOBAL_SCOPE",
     "HAND",
     "MEMORY_PREFIX",
-    "SCOPE_PATTERN",
     "SKILLS_FOLDER",
     "TOPIC_PATTERN",
     "UNIT_SCHEMA",
@@ -79,5 +78,6 @@ __all__ = [
     "skill_shelf_of",
     "tagged",
     "unit_path",
+    "valid_scope",
     "without_counters",
 ]

@@ -25,44 +25,52 @@ reverts (`evolve.history._countback`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
 
+from evolve._format._units import (
+    COUNTER_FIELDS,
+    COUNTERS_NAME,
+    Counters,
+    counter_key,
+    overlay,
+    scope_of_counters,
+)
+from evolve._format._units import INT_COUNTERS as _INT_FIELDS
 from evolve._yaml import load as load_yaml
-from evolve.memory._unit import GLOBAL_SCOPE, SKILLS_FOLDER, MalformedUnit, MemoryUnit
+from evolve.memory._unit import GLOBAL_SCOPE, MalformedUnit, MemoryUnit
 
-COUNTERS_NAME = "_counters.yaml"
-COUNTER_FIELDS: tuple[str, ...] = (
-    "helpful", "harmful", "alpha", "beta",
-    # the skills scoreboard (evolve.skills._scoreboard)
-    "injected", "injected_pass", "held_out", "held_out_pass",
-)  # fmt: skip
+__all__ = [
+    "COUNTERS_NAME",
+    "COUNTER_DEFAULTS",
+    "COUNTER_FIELDS",
+    "MAX_COUNT",
+    "Counters",
+    "arms_fault",
+    "counter_key",
+    "counters_of",
+    "counters_path",
+    "dump_counters",
+    "is_counters_path",
+    "moved_counters",
+    "overlay",
+    "parse_counters",
+    "scope_of_counters",
+    "without_counters",
+]
 # What an unset counter means; the sidecar records only counters that moved off it.
 COUNTER_DEFAULTS: dict[str, float | int] = {
     "helpful": 0, "harmful": 0, "alpha": 1.0, "beta": 1.0,
     "injected": 0, "injected_pass": 0, "held_out": 0, "held_out_pass": 0,
 }  # fmt: skip
-_INT_FIELDS = frozenset(
-    {"helpful", "harmful", "injected", "injected_pass", "held_out", "held_out_pass"}
-)
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 # A scoreboard count above this is a hand edit, not episodes: the scoreboard's floats could
 # not hold it (shared with the per-task record, `evolve.skills._strata`).
 MAX_COUNT = 10**15
 _ARMS = ("injected", "injected_pass", "held_out", "held_out_pass")  # as `arms_fault` takes them
-
-Counters = dict[str, dict[str, float | int]]
-
-
-def counter_key(unit: MemoryUnit) -> str:
-    """Which sidecar holds `unit`'s counters: its scope, or for a skill its shelf folder
-    (`memory/skills/general`, `memory/skills/topics/<topic>`), which holds them beside it."""
-    if unit.shelf is not None:
-        return str(unit.path().parent)
-    return unit.scope
 
 
 def counters_path(scope: str) -> PurePosixPath:
@@ -174,24 +182,3 @@ def dump_counters(counters: Mapping[str, Mapping[str, float | int]]) -> str:
     if not data:
         return ""
     return str(yaml.dump(data, Dumper=_DUMPER, sort_keys=True, width=10_000))
-
-
-def overlay(units: Iterable[MemoryUnit], sidecars: Mapping[str, Counters]) -> list[MemoryUnit]:
-    """Units with the counters of their scope's sidecar (`sidecars` maps scope -> counters).
-
-    The sidecar wins over counters still in an old unit file; a unit the sidecar does not
-    mention keeps what its file says.
-    """
-    out = []
-    for unit in units:
-        entry = sidecars.get(counter_key(unit), {}).get(unit.id)
-        out.append(unit.with_(**entry) if entry else unit)
-    return out
-
-
-def scope_of_counters(path: str) -> str:
-    """The scope a sidecar path belongs to (a skill shelf's sidecar: its folder)."""
-    parts = PurePosixPath(path).parts
-    if len(parts) > 3 or (len(parts) == 3 and parts[1] == SKILLS_FOLDER):
-        return str(PurePosixPath(path).parent)
-    return GLOBAL_SCOPE if len(parts) == 2 else f"user:{parts[1]}"

@@ -2,32 +2,35 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from evolve.memory._counters import (
+from evolve._format import Unhandled
+from evolve._format._units import (
     COUNTERS_NAME,
     Counters,
     overlay,
-    parse_counters,
+    parse_values,
+    scan,
     scope_of_counters,
 )
+from evolve._format._units import parse_counters as parse_canonical_counters
+from evolve.memory._counters import parse_counters
 from evolve.memory._unit import MalformedUnit, MemoryUnit, parse_unit
-from evolve.quick._git import Unhandled
-from evolve.quick._units import parse_counters as parse_canonical_counters
-from evolve.quick._units import parse_values
 
 if TYPE_CHECKING:  # reading the working tree needs no git; only as-of reads do
+    import os
+
     from evolve.store import GitStore
 
 MEMORY_PREFIX = "memory/"
+T = TypeVar("T")
 
 
 def read_unit(rel: str, raw: str) -> MemoryUnit:
     """`parse_unit(rel, raw)`, four times faster for a file in evolve's canonical form: its
-    fields are read and checked by the reading commands' parser (`evolve.quick._units`),
+    fields are read and checked by the canonical reader (`evolve._format._units`),
     which proves them valid, and the model is built from them without validating again."""
     try:
         values = parse_values(rel, raw)
@@ -64,11 +67,18 @@ class UnitReader:
 
     def load(self) -> list[MemoryUnit]:
         """The units, with the counters of their scope's sidecar overlaid."""
-        folder = self.root / "memory"
         seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]] = {}
         sidecars: dict[str, tuple[tuple[int, int, int], Counters]] = {}
-        if folder.is_dir():
-            self._walk(folder, "memory", seen, sidecars)
+        for rel, entry, sidecar in scan(str(self.root / "memory")):
+            try:  # a file another writer removes mid-walk is gone, as a later walk sees it
+                if sidecar:
+                    sidecars[rel] = _known(self._sidecars, rel, entry, read_counters)
+                    continue
+                if not entry.name.isascii():
+                    _check_name(rel)
+                seen[rel] = _known(self._cache, rel, entry, read_unit)
+            except FileNotFoundError:
+                continue
         self._cache = seen
         self._sidecars = sidecars
         units = [seen[rel][1] for rel in sorted(seen)]
@@ -76,55 +86,21 @@ class UnitReader:
             return units
         return overlay(units, {scope_of_counters(rel): c for rel, (_, c) in sidecars.items()})
 
-    def _walk(
-        self,
-        folder: str | Path,
-        prefix: str,
-        seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]],
-        sidecars: dict[str, tuple[tuple[int, int, int], Counters]],
-    ) -> None:
-        cache = self._cache
-        try:
-            entries = os.scandir(folder)
-        except FileNotFoundError:  # removed since its parent was listed (another writer)
-            return
-        with entries:
-            for entry in entries:
-                # A file or folder another writer removes mid-walk is gone, as a later walk
-                # sees it (the try costs nothing unless raised).
-                try:
-                    name = entry.name
-                    if entry.is_dir(follow_symlinks=False):
-                        self._walk(entry.path, f"{prefix}/{name}", seen, sidecars)
-                        continue
-                    if name == COUNTERS_NAME and entry.is_file(follow_symlinks=False):
-                        rel = f"{prefix}/{name}"
-                        st = entry.stat(follow_symlinks=False)
-                        key = (st.st_mtime_ns, st.st_size, st.st_ino)
-                        known = self._sidecars.get(rel)
-                        if known is not None and known[0] == key:
-                            sidecars[rel] = known
-                        else:
-                            sidecars[rel] = (key, read_counters(rel, _read(entry.path, rel)))
-                        continue
-                    if (
-                        not name.endswith(".md")
-                        or name.startswith(".")
-                        or not entry.is_file(follow_symlinks=False)
-                    ):
-                        continue
-                    rel = f"{prefix}/{name}"
-                    if not name.isascii():
-                        _check_name(rel)
-                    st = entry.stat(follow_symlinks=False)
-                    key = (st.st_mtime_ns, st.st_size, st.st_ino)
-                    cached = cache.get(rel)
-                    if cached is not None and cached[0] == key:
-                        seen[rel] = cached
-                    else:
-                        seen[rel] = (key, read_unit(rel, _read(entry.path, rel)))
-                except FileNotFoundError:
-                    continue
+
+def _known(
+    old: Mapping[str, tuple[tuple[int, int, int], T]],
+    rel: str,
+    entry: os.DirEntry[str],
+    read: Callable[[str, str], T],
+) -> tuple[tuple[int, int, int], T]:
+    """(stat key, what `read` made of the file): remembered in `old` while its mtime, size
+    and inode are unchanged, else read again."""
+    st = entry.stat(follow_symlinks=False)
+    key = (st.st_mtime_ns, st.st_size, st.st_ino)
+    known = old.get(rel)
+    if known is not None and known[0] == key:
+        return known
+    return key, read(rel, _read(entry.path, rel))
 
 
 def _check_name(rel: str) -> None:

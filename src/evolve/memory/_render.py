@@ -20,11 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from evolve.memory._unit import MemoryUnit
-
 # The rendering itself lives with the reading commands' fast path (no pydantic, no `re`), so
 # that `evolve memory` and the trainer render with the very same functions.
-from evolve.quick._render import (
+from evolve._format._render import (
     HAND,
     by_learned,
     learned_key,
@@ -33,6 +31,7 @@ from evolve.quick._render import (
     render_memory,
     tagged,
 )
+from evolve.memory._unit import MemoryUnit
 
 __all__ = [
     "HAND",

@@ -10,7 +10,6 @@ as it is, which is how a person adds a fact without learning the format.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import PurePosixPath
 from typing import Any, Literal
@@ -25,6 +24,10 @@ from pydantic import (
     model_validator,
 )
 
+from evolve._format._units import GLOBAL_SCOPE as GLOBAL_SCOPE  # re-exported
+from evolve._format._units import SKILLS_FOLDER as SKILLS_FOLDER  # re-exported
+from evolve._format._units import folder_scope, hand_id, skill_folder, valid_id
+from evolve._format._units import valid_scope as valid_scope  # re-exported
 from evolve._text import describe_char, unsafe_char
 from evolve._yaml import load as load_yaml
 from evolve.errors import EvolveError
@@ -34,12 +37,6 @@ UNIT_SCHEMA = 1
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 # `retired`: a skill the scoreboard found harmful (not rendered, not injected, like revoked).
 Status = Literal["active", "revoked", "pending", "tombstoned", "retired"]
-GLOBAL_SCOPE = "global"
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-SCOPE_PATTERN = re.compile(r"^(global|user:[a-z0-9][a-z0-9_-]{0,39})$")
-# Skills (issue 13) live in their own folder, whatever their scope:
-# memory/skills/general/<id>.md and memory/skills/topics/<topic>/<id>.md.
-SKILLS_FOLDER = "skills"
 TOPIC_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 TOPIC_RULE = "1-32 lower-case letters, digits or '_', starting with a letter"  # TOPIC_PATTERN
 Shelf = Literal["general", "topic"]
@@ -114,14 +111,14 @@ class MemoryUnit(BaseModel):
     @field_validator("id")
     @classmethod
     def _id(cls, v: str) -> str:
-        if not _ID.match(v):
+        if not valid_id(v):
             raise ValueError("must be 1-64 letters, digits, '.', '_' or '-'")
         return v
 
     @field_validator("scope")
     @classmethod
     def _scope(cls, v: str) -> str:
-        if not SCOPE_PATTERN.match(v):
+        if not valid_scope(v):
             raise ValueError("must be 'global' or 'user:<name>'")
         return v
 
@@ -169,10 +166,7 @@ def unit_path(scope: str, unit_id: str) -> PurePosixPath:
 
 
 def skill_path(shelf: str, topic: str | None, unit_id: str) -> PurePosixPath:
-    base = PurePosixPath("memory") / SKILLS_FOLDER
-    if shelf == "general":
-        return base / "general" / f"{unit_id}.md"
-    return base / "topics" / str(topic) / f"{unit_id}.md"
+    return PurePosixPath(skill_folder(shelf, topic)) / f"{unit_id}.md"
 
 
 def skill_shelf_of(rel: PurePosixPath) -> tuple[Shelf, str | None] | None:
@@ -257,7 +251,7 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
         try:
             if shelved is not None:  # a skill a person wrote as plain text: a lesson, no trigger
                 return MemoryUnit(
-                    id=_hand_id(rel),
+                    id=hand_id(str(rel)),
                     recipe="hand",
                     kind="skill",
                     shelf=shelved[0],
@@ -265,10 +259,10 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
                     text=raw.strip(),
                 )
             return MemoryUnit(
-                id=_hand_id(rel),
+                id=hand_id(str(rel)),
                 recipe="hand",
                 kind="note",
-                scope=_folder_scope(rel) or GLOBAL_SCOPE,
+                scope=folder_scope(list(rel.parts)) or GLOBAL_SCOPE,
                 text=raw.strip(),
             )
         except ValidationError as exc:
@@ -313,28 +307,9 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
         raise MalformedUnit(f"{path}: a skill (shelf {unit.shelf}) belongs under memory/skills/.")
     elif len(rel.parts) > 3:
         raise MalformedUnit(f"{path}: units live in memory/ or memory/<user>/, not deeper.")
-    folder = _folder_scope(rel) if shelved is None else None
+    folder = folder_scope(list(rel.parts)) if shelved is None else None
     if folder is not None and folder != unit.scope:
         raise MalformedUnit(f"{path}: scope '{unit.scope}' does not match its folder ({folder}).")
     if rel.stem != unit.id:
         raise MalformedUnit(f"{path}: the file name does not match the unit id '{unit.id}'.")
     return unit
-
-
-def _folder_scope(rel: PurePosixPath) -> str | None:
-    """The scope a path's folder gives: memory/x.md is global, memory/<user>/... is the user's."""
-    parts = rel.parts
-    if len(parts) == 2:
-        return GLOBAL_SCOPE
-    if len(parts) >= 3:
-        return f"user:{parts[1]}"
-    return None
-
-
-def _hand_id(rel: PurePosixPath) -> str:
-    """An id for a hand-written note, always valid whatever the file is called."""
-    stem = re.sub(r"[^A-Za-z0-9_.-]", "-", rel.stem).lstrip("_.-")[:48]
-    if stem and stem == rel.stem:
-        return stem
-    digest = hashlib.sha256(str(rel).encode("utf-8")).hexdigest()[:8]
-    return f"{stem or 'note'}-{digest}"

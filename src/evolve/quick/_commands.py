@@ -10,19 +10,26 @@ from __future__ import annotations
 import os
 import sys
 
+from evolve._format._views import (
+    DEFAULT_COUNT,
+    log_empty,
+    log_entry,
+    memory_json,
+    memory_notes,
+    memory_text,
+    show_json,
+    show_text,
+)
 from evolve.quick._git import CONFIG_NAME, Repo, Unhandled
-from evolve.quick._message import clip, commit_kind
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TextIO
 
+    from evolve._format._units import Unit
     from evolve.quick._log import Commit
-    from evolve.quick._units import Unit
 
-LOG_TEXT = 200  # as evolve.cli._reading
-DEFAULT_COUNT = 50
 _CODES = {"yellow": "\x1b[33m", "red": "\x1b[31m"}
 
 
@@ -116,14 +123,10 @@ def run_log(
     count = DEFAULT_COUNT if max_count is None else max_count
     shown = entries(count or None)
     if not shown:
-        # with PATHS, an empty list says so of them: the workspace may well be trained
-        out.say(
-            f"no memory or prompt commit changed {', '.join(paths)}."
-            if paths
-            else "no memory or prompt commits yet; run `evolve train`."
-        )
+        out.say(log_empty(paths))
     for c in shown:
-        _say_entry(out, to_json(c))
+        for line in log_entry(to_json(c), out.style):
+            out.say(line)
     return [(sys.stdout, out.text())]
 
 
@@ -155,24 +158,6 @@ def _all_lines(repo: Repo) -> list[str]:
     shas = {c.sha for c in walked}
     known = remember(repo, walked, {c.sha for c in entries if c.sha in shas}, esc)
     return [known[c.sha][2] if c.sha in known else json_line(c, esc) for c in entries]
-
-
-def _say_entry(out: Out, e: dict[str, Any]) -> None:
-    label = out.style(" (refusal record)", fg="red") if e["kind"] == "refusal" else ""
-    out.say(f"{out.style(e['commit'][:10], fg='yellow')} {e['time']}  {e['subject']}{label}")
-    meta = []
-    if e["episode"] is not None:
-        meta.append(f"episode {e['episode']}")
-    if e["task"]:
-        meta.append(f"task {e['task']}")
-    if meta:
-        out.say("    " + ", ".join(meta))
-    if e["complaint"]:
-        out.say(f"    complaint: {clip(e['complaint'], LOG_TEXT)}")
-    if e["ops"]:
-        out.say("    ops: " + " ".join(f"{op['op']}={op['id']}" for op in e["ops"]))
-    for line in e["refused"]:
-        out.say(f"    {clip(line, LOG_TEXT)}")
 
 
 # --- show ------------------------------------------------------------------------------------
@@ -258,65 +243,16 @@ def run_show(repo: Repo, unit_id: str, as_json: bool) -> Output:
             if unit
             else None
         )
-        doc: dict[str, Any] = {
-            "id": unit_id,
-            "path": path,
-            "unit": dumped,
-            "problem": problem,
-            "commits": [
-                {
-                    "commit": c.sha,
-                    "time": c.time,
-                    "subject": c.subject,
-                    "kind": commit_kind(c),
-                    "trailers": c.trailers,
-                    "diff": patch,
-                }
-                for c, patch in commits
-            ],
-        }
-        return [(sys.stdout, emit_json(doc))]
+        return [(sys.stdout, emit_json(show_json(unit_id, path, dumped, problem, commits)))]
     out = Out(sys.stdout)
-    u = unit
-    if problem is not None:
-        out.say(
-            f"{out.style(unit_id, bold=True)} ({path}) cannot be read as a unit: "
-            f"{problem} Its history follows; `evolve revert` the commit that broke it."
-        )
-    elif u is None:
-        out.say(f"{out.style(unit_id, bold=True)} ({path}) no longer exists (evicted or removed).")
-    else:
-        out.say(
-            f"{out.style(u.id, bold=True)} {u.recipe}/{u.kind} [{u.status}] scope {u.scope}  ({path})"
-        )
-        out.say(f"  {u.text}")
-        held = f"held from {u.valid_from or '?'}" + (
-            f" to {u.valid_to}"
-            if u.valid_to
-            else " (retired, undated)"  # retired before retiring recorded `valid_to`
-            if u.status == "retired"
-            else " (still holds)"
-        )
-        out.say(
-            f"  {held}; created at episode {u.created_episode}, updated at episode {u.updated_episode}"
-        )
-        if u.status == "tombstoned":
-            out.say(
-                f"  tombstone: {u.reason or ''} (reverted commit {(u.reverted_commit or '-')[:10]})"
-            )
-        if u.revoked_by:
-            out.say(f"  revoked by {u.revoked_by} at episode {u.revoked_at}")
-    for info, patch in commits:
-        out.say(
-            f"\n{out.style(info.sha[:10], fg='yellow')} {info.time} ({commit_kind(info)}) {info.subject}"
-        )
-        out.say(patch)
+    for line in show_text(unit_id, path, unit, problem, commits, out.style):
+        out.say(line)
     return [(sys.stdout, out.text())]
 
 
 def _read_unit(repo: Repo, path: str) -> tuple[Unit | None, str | None, Any]:
     """(the unit now, why it cannot be read, the `MemoryUnit` when the full parser read it)."""
-    from evolve.quick._units import Unit, parse
+    from evolve._format._units import Unit, parse
 
     full = os.path.join(repo.root, *path.split("/"))
     if not os.path.isfile(full):
@@ -342,15 +278,9 @@ def _read_unit(repo: Repo, path: str) -> tuple[Unit | None, str | None, Any]:
 
 
 def _status_paths(raw: bytes) -> tuple[list[str], bool]:
-    dirty, ignored = [], False
-    for entry in raw.decode("utf-8", "surrogateescape").split("\x00"):
-        if not entry:
-            continue
-        if entry.startswith("!!"):
-            ignored = True
-        else:
-            dirty.append(entry[3:])
-    return dirty, ignored
+    from evolve._format._git import status_paths_ignored
+
+    return status_paths_ignored(raw.decode("utf-8", "surrogateescape"))
 
 
 def _resolve(repo: Repo, rev: str) -> str:
@@ -360,7 +290,7 @@ def _resolve(repo: Repo, rev: str) -> str:
         Unhandled: no such commit (the full command says so).
     """
     if rev[:1].isdigit():  # maybe a date; `re` and datetime only then
-        from evolve.quick._dates import is_date, parse_when
+        from evolve._format._dates import is_date, parse_when
 
         if is_date(rev):
             when = parse_when(rev.strip())
@@ -377,9 +307,10 @@ def _resolve(repo: Repo, rev: str) -> str:
 def run_memory(
     repo: Repo, as_of: str | None, scope: str | None, persona: str | None, as_json: bool
 ) -> Output:
+    from evolve._format._render import render_memory
+    from evolve._format._units import valid_scope
     from evolve.quick._read import config_summary, load_at, load_worktree
-    from evolve.quick._render import render_memory, renderers_for
-    from evolve.quick._units import valid_scope
+    from evolve.quick._render import renderers_for
 
     if scope is not None and persona is not None:
         raise Unhandled("both --scope and --persona")
@@ -403,10 +334,9 @@ def run_memory(
         _, _, recipes_then = config_summary(repo, rest[:size])
         text = render_memory(load_at(repo, commit), chosen, renderers_for(recipes_then))
         if as_json:
-            then = {"commit": commit, "scope": chosen, "memory": text, "source": "commit"}
-            return [(sys.stdout, emit_json(then))]
-        out.say(f"# memory for {chosen} at {commit[:10]}", dim=True)
-        out.say(text if text else "(empty)")
+            return [(sys.stdout, emit_json(memory_json(commit, chosen, text)))]
+        for line in memory_text(commit, chosen, text, out.style):
+            out.say(line)
         return [(sys.stdout, out.text())]
     status = repo.start(
         "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching",
@@ -425,30 +355,11 @@ def run_memory(
     else:
         head_text = text
     differs = text != head_text
-    if inject != "recipe":
-        err.say(
-            f"note: memory.inject is {inject!r} in evolve.yaml, so `evolve run` gives the agent "
-            "that instead of this memory; `evolve train` always gives it this memory."
-        )
-    if differs:
-        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
-        err.say(
-            f"note: this is the working tree's memory, which differs from HEAD"
-            f"{f' (uncommitted: {shown})' if shown else ''}; "
-            "`evolve run` and `evolve train` use it; commit it, or see HEAD with --as-of HEAD."
-        )
+    for note in memory_notes(inject, differs, dirty):
+        err.say(note)
     if as_json:
-        doc: dict[str, Any] = {
-            "commit": head,
-            "scope": chosen,
-            "memory": text,
-            "source": "working tree",
-            "differs_from_head": differs,
-            "uncommitted": dirty,
-        }
+        doc = memory_json(head, chosen, text, differs, dirty)
         return [(sys.stderr, err.text()), (sys.stdout, emit_json(doc))]
-    at = f" at {head[:10]}" if head else ""
-    changed = ", with uncommitted changes" if differs else ""
-    out.say(f"# memory for {chosen}{at} (working tree{changed})", dim=True)
-    out.say(text if text else "(empty)")
+    for line in memory_text(head, chosen, text, out.style, differs):
+        out.say(line)
     return [(sys.stderr, err.text()), (sys.stdout, out.text())]

@@ -9,13 +9,11 @@ from __future__ import annotations
 import os
 import select
 
+from evolve._format import Unhandled as Unhandled  # re-exported: the fast path raises it
+
 CONFIG_NAME = "evolve.yaml"  # as evolve.workspace._paths
 GENERATION_JOURNAL = "evolve-generation.json"  # as evolve.workspace._paths
 APPLY_JOURNAL = "evolve-journal.json"  # as evolve.workspace._paths
-
-
-class Unhandled(Exception):  # noqa: N818 - a signal, not an error a user sees
-    """The fast path cannot answer this case exactly; the full command answers it."""
 
 
 class GitError(Unhandled):

@@ -7,8 +7,8 @@ history simplification decides what a pathspec walk shows) is :class:`Unhandled`
 
 from __future__ import annotations
 
-from evolve.quick._git import Repo, Run, Unhandled
-from evolve.quick._message import (
+from evolve._format._message import (
+    BASE,
     EPISODE,
     KIND,
     OPS,
@@ -20,6 +20,7 @@ from evolve.quick._message import (
     refused_lines,
     split_message,
 )
+from evolve.quick._git import Repo, Run, Unhandled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ LOG_OPTIONS = ("--encoding=UTF-8", "--no-show-signature")
 TRACKED = ("memory", "prompts")
 TRAIN_REF = "refs/evolve/train"
 REFUSAL_KIND = "refusal"
-BASE = "Evolve-Base"
 # as evolve.history._log.EVOLVE_KINDS
 EVOLVE_KINDS = frozenset(
     {"train", "learned", "reflector", "revert", "cascade revert", "cascade-revert", "review"}

@@ -5,17 +5,39 @@ from __future__ import annotations
 
 import os
 
-from evolve.quick._git import CONFIG_NAME, Repo, Unhandled
-from evolve.quick._units import (
+from evolve._format._units import (
     COUNTERS_NAME,
     Counters,
     Unit,
     overlay,
-    parse_counters_or_full,
-    parse_or_full,
+    parse,
+    parse_counters,
     parse_values,
+    scan,
     scope_of_counters,
 )
+from evolve.quick._git import CONFIG_NAME, Repo, Unhandled
+
+
+def parse_or_full(path: str, raw: str) -> Unit:
+    """The canonical reader's unit, or `evolve.memory.parse_unit`'s for a file it does not
+    handle (which raises `MalformedUnit`, naming the path, for a malformed one)."""
+    try:
+        return parse(path, raw)
+    except Unhandled:
+        from evolve.memory import parse_unit
+
+        return Unit.of(parse_unit(path, raw))
+
+
+def parse_counters_or_full(path: str, raw: str) -> Counters:
+    """The canonical reader's sidecar, or `evolve.memory.parse_counters`'s."""
+    try:
+        return parse_counters(raw)
+    except Unhandled:
+        from evolve.memory import parse_counters as full
+
+        return full(path, raw)
 
 
 def _read_text(path: str, rel: str) -> str:
@@ -29,41 +51,32 @@ def _read_text(path: str, rel: str) -> str:
         raise MalformedUnit(not_utf8(rel)) from None
 
 
-UNITS_CACHE = "evolve-units.cache"
 # A file changed this recently may change again within the file system's time resolution
 # without its times moving (git's "racy" case): it is read, never remembered.
 RACY_NS = 2_000_000_000
-_UNITS_FORMAT = 1
 
 Stat = tuple[int, int, int, int]  # mtime_ns, ctime_ns, size, inode
+
+
+def _entry(value: object) -> bool:
+    return isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict)
 
 
 class UnitsCache:
     """Unit files the canonical parser does not read (hand-edited YAML, a layout it leaves to
     `parse_unit`), as the full parser read them, in `.git/evolve-units.cache`: keyed by path
     and the file's mtime, ctime (which no edit can set back), size and inode, so such a file
-    costs the full parser (and its import) once, not on every `evolve memory`."""
+    costs the full parser (and its import) once, not on every `evolve memory`; and by the
+    code that parsed them (`evolve._format._cache`)."""
 
     def __init__(self, git_dir: str | None, now_ns: int) -> None:
-        self.path = os.path.join(git_dir, UNITS_CACHE) if git_dir else None
+        from evolve._format._cache import UNITS_CACHE, DiskCache
+
+        path = os.path.join(git_dir, UNITS_CACHE) if git_dir else None
+        self.file = DiskCache(path, size=None, valid=_entry)
         self.now_ns = now_ns
-        self.old: dict[str, tuple[Stat, dict[str, object]]] = self._load()
-        self.new: dict[str, tuple[Stat, dict[str, object]]] = {}
-
-    def _load(self) -> dict[str, tuple[Stat, dict[str, object]]]:
-        import marshal
-
-        if self.path is None or not os.path.exists(self.path):
-            return {}
-        try:
-            with open(self.path, "rb") as f:
-                data = marshal.loads(f.read())
-        except (OSError, EOFError, ValueError, TypeError):
-            return {}
-        if not isinstance(data, tuple) or len(data) != 2 or data[0] != _units_stamp():
-            return {}
-        entries = data[1]
-        return entries if isinstance(entries, dict) else {}
+        self.old = self.file.entries() if self.file.exists() else {}
+        self.new: dict[object, object] = {}
 
     def read(self, rel: str, full: str) -> Unit:
         known = self.old.get(rel)
@@ -75,7 +88,8 @@ class UnitsCache:
                 return self._full(rel, full, raw)
         st = os.stat(full, follow_symlinks=False)
         key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
-        if known[0] == key and isinstance(known[1], dict):
+        assert isinstance(known, tuple)  # `_entry` checked it
+        if known[0] == key:
             self.new[rel] = known
             return Unit(known[1])
         return self._full(rel, full, _read_text(full, rel))
@@ -96,37 +110,9 @@ class UnitsCache:
 
     def save(self) -> None:
         """Keep what this read found (atomically; never fails the command)."""
-        if self.path is None or self.new == self.old:
+        if self.new == self.old or (not self.new and not self.file.exists()):
             return
-        if not self.new and not os.path.exists(self.path):
-            return
-        import marshal
-
-        tmp = f"{self.path}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(marshal.dumps((_units_stamp(), self.new)))  # type: ignore[arg-type]
-            os.replace(tmp, self.path)
-        except (OSError, ValueError):
-            try:  # noqa: SIM105 - contextlib costs start-up here
-                os.unlink(tmp)
-            except OSError:
-                pass
-
-
-def _units_stamp() -> tuple[object, ...]:
-    """What a remembered unit depends on besides its file: evolve and the unit model."""
-    from evolve import __version__
-
-    here = os.path.dirname(os.path.dirname(__file__))
-    out: list[object] = [_UNITS_FORMAT, __version__]
-    for name in (("memory", "_unit.py"), ("quick", "_units.py"), ("", "_yaml.py")):
-        try:
-            st = os.stat(os.path.join(here, *name))
-            out += [st.st_mtime_ns, st.st_size]
-        except OSError:
-            out += [0, 0]
-    return tuple(out)
+        self.file.save(self.new)
 
 
 def load_worktree(root: str, git_dir: str | None = None) -> list[Unit]:
@@ -137,9 +123,11 @@ def load_worktree(root: str, git_dir: str | None = None) -> list[Unit]:
     cache = UnitsCache(git_dir, time.time_ns())
     units: dict[str, Unit] = {}
     sidecars: dict[str, Counters] = {}
-    folder = os.path.join(root, "memory")
-    if os.path.isdir(folder):
-        _walk(folder, "memory", units, sidecars, cache)
+    for rel, entry, sidecar in scan(os.path.join(root, "memory")):
+        if not sidecar:
+            units[rel] = cache.read(rel, entry.path)
+        elif rel.count("/") <= 2:  # a skill shelf's sidecar: only skills, which need the model
+            sidecars[rel] = parse_counters_or_full(rel, _read_text(entry.path, rel))
     cache.save()
     ordered = [units[rel] for rel in sorted(units)]
     if not sidecars:
@@ -147,60 +135,19 @@ def load_worktree(root: str, git_dir: str | None = None) -> list[Unit]:
     return overlay(ordered, {scope_of_counters(rel): c for rel, c in sidecars.items()})
 
 
-def _walk(
-    folder: str,
-    prefix: str,
-    units: dict[str, Unit],
-    sidecars: dict[str, Counters],
-    cache: UnitsCache,
-) -> None:
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            name = entry.name
-            if entry.is_dir(follow_symlinks=False):
-                _walk(entry.path, f"{prefix}/{name}", units, sidecars, cache)
-                continue
-            rel = f"{prefix}/{name}"
-            if (
-                name == COUNTERS_NAME
-                and prefix.count("/") <= 1
-                and entry.is_file(follow_symlinks=False)
-            ):
-                sidecars[rel] = parse_counters_or_full(rel, _read_text(entry.path, rel))
-                continue
-            if (
-                not name.endswith(".md")
-                or name.startswith(".")
-                or not entry.is_file(follow_symlinks=False)
-            ):
-                continue
-            units[rel] = cache.read(rel, entry.path)
-
-
 def tree_files(repo: Repo, rev: str, prefix: str) -> dict[str, bytes]:
     """`GitStore.read_tree_files`: every file under `prefix` at `rev`."""
+    from evolve._format._git import batch_contents, batch_request, tree_blobs
+
     listing = repo.git("ls-tree", "-r", "-z", "--full-tree", rev, "--", prefix.rstrip("/"))
-    entries = []
-    for item in listing.decode("utf-8", "surrogateescape").split("\x00"):
-        meta, _, path = item.partition("\t")
-        parts = meta.split()
-        if len(parts) == 3 and parts[1] == "blob":
-            entries.append((path, parts[2]))
+    entries = tree_blobs(listing.decode("utf-8", "surrogateescape"))
     if not entries:
         return {}
-    raw = repo.git(
-        "cat-file", "--batch", input="".join(f"{sha}\n" for _, sha in entries).encode("ascii")
-    )
-    out, pos = {}, 0
-    for path, _ in entries:
-        header_end = raw.index(b"\n", pos)
-        header = raw[pos:header_end].split()
-        if len(header) != 3:
-            raise Unhandled("object missing")
-        start = header_end + 1
-        out[path] = raw[start : start + int(header[2])]
-        pos = start + int(header[2]) + 1
-    return out
+    raw = repo.git("cat-file", "--batch", input=batch_request(entries))
+    try:
+        return batch_contents(raw, entries)
+    except LookupError as exc:
+        raise Unhandled("object missing") from exc
 
 
 def load_at(repo: Repo, rev: str) -> list[Unit]:
@@ -221,96 +168,36 @@ def load_at(repo: Repo, rev: str) -> list[Unit]:
 
 # --- the configuration `evolve memory` reads ---------------------------------------------------
 
-CONFIG_CACHE = "evolve-config.cache"
-_CACHE_VERSION = 1
-_CACHE_SIZE = 8
-
 Summary = tuple[str, str, tuple[str, ...]]  # persona, memory.inject, rendered recipes
 
 
-def _model_stamp() -> tuple[str | int, ...]:
-    """What the cached answers depend on besides the file: evolve's version and the
-    configuration model's source (a changed model or default invalidates the cache)."""
-    from evolve import __version__
-
-    here = os.path.dirname(os.path.dirname(__file__))
-    out: list[str | int] = [__version__]
-    for parts in (("workspace", "_config.py"), ("", "_yaml.py")):  # _yaml: the strict loader
-        try:
-            st = os.stat(os.path.join(here, *parts))
-            out += [st.st_mtime_ns, st.st_size]
-        except OSError:
-            out += [0, 0]
-    return tuple(out)
-
-
-def _load_cache(path: str) -> list[tuple[bytes, Summary]]:
-    import marshal
-
-    try:
-        with open(path, "rb") as f:
-            data = marshal.loads(f.read())
-    except (OSError, EOFError, ValueError, TypeError):
-        return []
-    if (
-        not isinstance(data, tuple)
-        or len(data) != 2
-        or data[0] != (_CACHE_VERSION, *_model_stamp())
-    ):
-        return []
-    out = []
-    for item in data[1] if isinstance(data[1], list) else []:
-        try:
-            raw, persona, inject, recipes = item
-        except (TypeError, ValueError):
-            return []
-        if (
-            isinstance(raw, bytes)
-            and isinstance(persona, str)
-            and isinstance(inject, str)
-            and isinstance(recipes, tuple)
-            and all(isinstance(r, str) for r in recipes)
-        ):
-            out.append((raw, (persona, inject, recipes)))
-    return out
-
-
-def _save_cache(path: str, entries: list[tuple[bytes, Summary]]) -> None:
-    """Write the cache atomically (a reader sees the old file or the new one); never fails a
-    command (a read-only `.git/` just means no cache)."""
-    import marshal
-
-    data = (
-        (_CACHE_VERSION, *_model_stamp()),
-        [(raw, *summary) for raw, summary in entries[-_CACHE_SIZE:]],
+def _summary(value: object) -> bool:
+    return (
+        isinstance(value, tuple)
+        and len(value) == 3
+        and isinstance(value[0], str)
+        and isinstance(value[1], str)
+        and isinstance(value[2], tuple)
+        and all(isinstance(r, str) for r in value[2])
     )
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(marshal.dumps(data))
-        os.replace(tmp, path)
-    except OSError:
-        try:  # noqa: SIM105 - contextlib costs start-up here
-            os.unlink(tmp)
-        except OSError:
-            pass
 
 
 def config_summary(repo: Repo, raw: bytes) -> Summary:
     """(persona, memory.inject, rendered recipes) of the `evolve.yaml` whose bytes are `raw`.
 
     Validated by the configuration model once per distinct file content, and remembered in
-    `.git/evolve-config.cache` keyed by those exact bytes, so an unchanged `evolve.yaml` is not
-    parsed (nor pydantic imported) again.
+    `.git/evolve-config.cache` keyed by those exact bytes (and by the code that read them),
+    so an unchanged `evolve.yaml` is not parsed (nor pydantic imported) again.
 
     Raises:
         Unhandled: the file is not valid (the full command says why).
     """
-    path = os.path.join(repo.git_dir, CONFIG_CACHE)
-    entries = _load_cache(path)
-    for known, summary in entries:
-        if known == raw:
-            return summary
+    from evolve._format._cache import CONFIG_CACHE, DiskCache
+
+    cache = DiskCache(os.path.join(repo.git_dir, CONFIG_CACHE))
+    known = cache.get(("summary", raw))
+    if known is not None and _summary(known):
+        return known  # type: ignore[return-value]
     if b"\r" in raw:
         raise Unhandled("carriage returns in evolve.yaml")
     from evolve.errors import EvolveError
@@ -321,5 +208,5 @@ def config_summary(repo: Repo, raw: bytes) -> Summary:
     except (EvolveError, UnicodeDecodeError) as exc:
         raise Unhandled("invalid evolve.yaml") from exc
     summary = (cfg.persona, cfg.memory.inject, tuple(cfg.rendered_recipes()))
-    _save_cache(path, [*entries, (raw, summary)])
+    cache.put(("summary", raw), summary)
     return summary

@@ -19,7 +19,6 @@ Both are least-recently-used with a fixed number of entries; a sentence longer t
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -77,39 +76,16 @@ class PromptCache(Generic[T]):
 
 # What a remembered parse depends on besides the prompt: the code that parses (its size and
 # modification time; any change forgets every answer).
-_PARSERS = (
-    ("sim", "_agent.py"),
-    ("sim", "_parse.py"),
-    ("agent", "_prompt.py"),
-    ("envs", "persona_world", "_rules.py"),
-    ("envs", "persona_world", "_values.py"),
-    ("envs", "persona_world", "_world.py"),
-    ("envs", "persona_world", "_tasks.py"),
-    ("envs", "persona_world", "_procedures.py"),
-)
 DISK_ENTRIES = 16
-
-
-def _parsers_stamp() -> tuple[object, ...]:
-    from evolve import __version__
-
-    here = os.path.dirname(os.path.dirname(__file__))
-    out: list[object] = [1, __version__]
-    for parts in _PARSERS:
-        try:
-            st = os.stat(os.path.join(here, *parts))
-            out += [st.st_mtime_ns, st.st_size]
-        except OSError:
-            out += [0, 0]
-    return tuple(out)
 
 
 class DiskMemo(Generic[T]):
     """`get(text, parse)`: `parse(text)`, kept in the file at `path` across processes, keyed by
-    a digest of `text` and by the source of the parsing code; at most `DISK_ENTRIES` answers
-    (the most recent). `dump` turns an answer into plain values (`marshal`'s), `load` turns
-    them back (raising ValueError for anything it did not write). The file is replaced
-    atomically; a file that cannot be read or written only means parsing again."""
+    a digest of `text` and by the source of the parsing code (`evolve._format._cache`); at
+    most `DISK_ENTRIES` answers (the most recent). `dump` turns an answer into plain values
+    (`marshal`'s), `load` turns them back (raising ValueError for anything it did not write).
+    The file is replaced atomically; a file that cannot be read or written only means parsing
+    again."""
 
     def __init__(self, path: str, dump: Callable[[T], object], load: Callable[[object], T]):
         self.path = path
@@ -119,10 +95,12 @@ class DiskMemo(Generic[T]):
         self.parsed = 0  # how many times `parse` ran (tests read it)
 
     def get(self, text: str, parse: Callable[[str], T]) -> T:
+        from evolve._format._cache import DiskCache
+
         key = digest(text)
         with self._lock:
-            entries = self._read()
-            raw = entries.get(key)
+            cache = DiskCache(self.path, size=DISK_ENTRIES)  # read afresh: other processes
+            raw = cache.get(key)
             if raw is not None:
                 try:
                     return self.load(raw)
@@ -130,43 +108,8 @@ class DiskMemo(Generic[T]):
                     pass
             found = parse(text)
             self.parsed += 1
-            entries.pop(key, None)
-            entries[key] = self.dump(found)
-            while len(entries) > DISK_ENTRIES:
-                del entries[next(iter(entries))]
-            self._write(entries)
+            cache.put(key, self.dump(found))
             return found
-
-    def _read(self) -> dict[bytes, object]:
-        import marshal
-
-        try:
-            with open(self.path, "rb") as f:
-                data = marshal.loads(f.read())
-        except (OSError, EOFError, ValueError, TypeError):
-            return {}
-        if (
-            not isinstance(data, tuple)
-            or len(data) != 2
-            or data[0] != _parsers_stamp()
-            or not isinstance(data[1], dict)
-        ):
-            return {}
-        return {k: v for k, v in data[1].items() if isinstance(k, bytes)}
-
-    def _write(self, entries: dict[bytes, object]) -> None:
-        import marshal
-
-        tmp = f"{self.path}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(marshal.dumps((_parsers_stamp(), entries)))  # type: ignore[arg-type]
-            os.replace(tmp, self.path)
-        except (OSError, ValueError):
-            try:  # noqa: SIM105 - contextlib costs start-up here
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 @lru_cache(maxsize=16_384)

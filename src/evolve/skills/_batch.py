@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from evolve._format._message import BATCH as BATCH  # re-exported
+from evolve._format._message import EPISODES as EPISODES  # re-exported
 from evolve.llm import LLM
 from evolve.memory import MemoryUnit
 from evolve.ops import Refusal
@@ -34,8 +36,6 @@ from evolve.skills._reflect import Candidate
 from evolve.skills._staging import Staging
 from evolve.workspace import ShelfCaps
 
-EPISODES = "Evolve-Episodes"
-BATCH = "Evolve-Batch"
 BATCH_KIND = "skills batch"
 CONSOLIDATE_KIND = "skills consolidate"
 

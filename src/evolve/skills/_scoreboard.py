@@ -523,7 +523,7 @@ def retired_at(unit: Any, now: datetime | None = None) -> str:
     """The end of a retired skill's validity (`valid_to`), as a revoke records it: `now`
     to the second, or the skill's own `valid_from` when a clock behind it would put the end
     before the start (`evolve show` prints "held from ... to ...")."""
-    from evolve.quick._render import learned_time
+    from evolve._format._render import learned_time
 
     when = (now or datetime.now(UTC)).replace(microsecond=0)
     if unit.valid_from and when < learned_time(unit):

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:  # GitPython is imported only by `GitStore.repo` (code not yet moved off it)
     import git
 
+from evolve._format._git import batch_contents, batch_request, status_paths, tree_blobs
 from evolve.errors import EvolveError
 from evolve.store._index import Change, Declined, update_index
 from evolve.store._trailers import Trailers, format_message, split_message
@@ -464,18 +465,7 @@ class GitStore:
     def dirty_paths(self, paths: Sequence[str] = ()) -> list[str]:
         """Paths with uncommitted changes (staged, unstaged or untracked), ignoring ignored files."""
         out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
-        entries = [e for e in out.split("\x00") if e]
-        dirty: list[str] = []
-        skip = False
-        for entry in entries:
-            if skip:
-                skip = False
-                continue
-            status, path = entry[:2], entry[3:]
-            if "R" in status or "C" in status:
-                skip = True  # the next entry is the rename source
-            dirty.append(path)
-        return dirty
+        return status_paths(out)
 
     def _entry_at(self, rev: str, path: str) -> tuple[int, bytes] | None:
         """(mode, binary id) of `path` in the tree of commit `rev`, or None."""
@@ -529,30 +519,17 @@ class GitStore:
         """Every file under `prefix` at `rev`, read with two git processes (ls-tree and one
         `cat-file --batch`), however many files there are."""
         listing = self.git("ls-tree", "-r", "-z", "--full-tree", rev, "--", prefix.rstrip("/"))
-        entries = []
-        for item in listing.split("\x00"):
-            meta, _, path = item.partition("\t")
-            parts = meta.split()
-            if len(parts) == 3 and parts[1] == "blob":
-                entries.append((path, parts[2]))
+        entries = tree_blobs(listing)
         if not entries:
             return {}
         proc = subprocess.run(
             ["git", "cat-file", "--batch"],
             cwd=self.root,
-            input="".join(f"{sha}\n" for _, sha in entries).encode("ascii"),
+            input=batch_request(entries),
             capture_output=True,
             check=True,
         )
-        out, pos = {}, 0
-        raw = proc.stdout
-        for path, _ in entries:
-            header_end = raw.index(b"\n", pos)
-            size = int(raw[pos:header_end].split()[2])
-            start = header_end + 1
-            out[path] = raw[start : start + size]
-            pos = start + size + 1
-        return out
+        return batch_contents(proc.stdout, entries)
 
     def start(self, *args: str) -> Callable[[], str]:
         """Start `git ARGS` and return the call that waits for it and returns its stdout (as

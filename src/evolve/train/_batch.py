@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from evolve._format._message import STREAM
 from evolve._io import derive_seed
 from evolve.applier import ApplyResult
 from evolve.envs import Environment, Task
@@ -46,8 +47,6 @@ from evolve.txn import joined
 from evolve.updaters import Update, summarize_actions
 from evolve.updaters._skills import SkillsUpdate
 from evolve.workspace import Workspace
-
-STREAM = "Evolve-Stream"  # as evolve.train._train (not imported: it imports this module)
 
 
 @dataclass

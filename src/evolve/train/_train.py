@@ -36,6 +36,8 @@ from datetime import UTC, datetime
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
+from evolve._format._message import SKILLS_SEEN
+from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve._io import canonical_json, derive_seed
 from evolve.agent import read_prompt_files
 from evolve.applier import ApplyResult
@@ -85,9 +87,8 @@ from evolve.updaters import (
 from evolve.workspace import Workspace, max_turns
 
 if TYPE_CHECKING:
-    from evolve.skills import SkillsBatches
+    from evolve.train._batch import SkillsBatches
 
-STREAM = "Evolve-Stream"
 Progress = Callable[[int, int], None]
 
 
@@ -355,12 +356,10 @@ def score_episodes(
     )
 
 
-# An episode's scoreboard outcome, carried by its memory commit when a count commit follows
-# (`pass|fail <injected ids>|- <held-out ids>|-`): a stream stopped between the two replays
-# the count on resume (`_rescore`), since the memory commit already moved the resume point.
-SKILLS_SEEN = "Evolve-Skills-Seen"
-
-
+# An episode's scoreboard outcome (`SKILLS_SEEN`), carried by its memory commit when a count
+# commit follows (`pass|fail <injected ids>|- <held-out ids>|-`): a stream stopped between the
+# two replays the count on resume (`_rescore`), since the memory commit already moved the
+# resume point.
 def seen_trailer(seen: tuple[list[str], list[str]], passed: bool) -> str:
     return " ".join(
         ["pass" if passed else "fail", ",".join(seen[0]) or "-", ",".join(seen[1]) or "-"]

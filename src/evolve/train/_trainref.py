@@ -25,12 +25,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from evolve._format._message import CLOCK
 from evolve.errors import EvolveError
 from evolve.history import REFUSAL_KIND, TRAIN_REF, side_ref_sha
 from evolve.history._log import BASE
 from evolve.store import KIND, GitStore
 
-CLOCK = "Evolve-Clock"  # the persona's clock at an episode (a trailer on episode commits)
 __all__ = [
     "BASE",
     "CLOCK",

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
+from evolve._format._message import PREFIX
 from evolve._io import atomic_write
 from evolve.errors import EvolveError
 from evolve.gate import index_flags, sweep
@@ -198,7 +199,7 @@ def _commit_summary(store: GitStore, sha: str) -> tuple[str, dict[str, str]]:
     trailers: dict[str, str] = {}
     for line in message.strip().split("\n\n")[-1].splitlines():
         key, sep, value = line.partition(": ")
-        if sep and key.startswith("Evolve-"):
+        if sep and key.startswith(PREFIX):
             trailers[key] = value.strip()
     return subject, trailers
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from evolve._format._render import render_plain
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import Similarity, conflicts, normalize, trigram_cosine
 from evolve.ops import Op, Refusal
-from evolve.quick._render import render_plain
 from evolve.updaters._base import (
     MAX_STATEMENT,
     RecipeContext,

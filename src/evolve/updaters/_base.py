@@ -17,6 +17,7 @@ from importlib import resources
 from string import Template
 from typing import Any, Protocol
 
+from evolve._format._render import active_by_age as _active_by_age
 from evolve._io import sha256_hex
 from evolve._text import fragment
 from evolve.envs import ApiCall
@@ -27,7 +28,6 @@ from evolve.ops import Op, Refusal
 from evolve.ops._reply import BadReply as BadReply
 from evolve.ops._reply import items as items
 from evolve.ops._reply import parse_json_reply as parse_json_reply
-from evolve.quick._render import active_by_age as _active_by_age
 from evolve.redact import redact
 
 _TICK = timedelta(microseconds=1)

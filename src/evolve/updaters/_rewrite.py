@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from evolve._format._render import render_document
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
 from evolve.ops import Op, Refusal
-from evolve.quick._render import render_document
 from evolve.updaters._base import RecipeContext, Update, ask, load_prompt
 
 SCHEMA = JsonSchema(

@@ -19,12 +19,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from operator import itemgetter
 
+from evolve._format._render import learned_key, tagged
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import normalize
 from evolve.ops import Op, Refusal
-from evolve.quick._render import learned_key, tagged
 from evolve.updaters._base import (
     MAX_STATEMENT,
     RecipeContext,
@@ -130,7 +130,7 @@ _by_key = itemgetter(1)
 
 
 def render_precedents(units: Sequence[MemoryUnit]) -> str:
-    """`evolve.quick._render.render_keyed(units)`, byte for byte, reusing each unit's line."""
+    """`evolve._format._render.render_keyed(units)`, byte for byte, reusing each unit's line."""
     cache = _LINES
     used: dict[int, _Row] = {}
     rows: list[_Row] = []

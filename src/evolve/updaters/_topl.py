@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from evolve._format._render import TOPL_TOP, ranked_by_posterior, render_top
+from evolve._format._render import posterior_mean as posterior_mean  # re-exported
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import conflicts, normalize, trigram_cosine
 from evolve.ops import Op, Refusal
-from evolve.quick._render import TOPL_TOP, ranked_by_posterior, render_top
-from evolve.quick._render import posterior_mean as posterior_mean  # re-exported
 from evolve.updaters._base import (
     MAX_STATEMENT,
     RecipeContext,

@@ -7,6 +7,7 @@ import shutil
 from importlib import resources
 from pathlib import Path
 
+from evolve._format._message import KIND
 from evolve._io import atomic_write
 from evolve.errors import EvolveError
 from evolve.store import GitStore
@@ -185,7 +186,7 @@ def init_workspace(
             for p in target.rglob("*")
             if p.is_file() and ".git" not in p.relative_to(target).parts
         )
-        store.commit(paths, "evolve: initialize workspace", trailers={"Evolve-Kind": "init"})
+        store.commit(paths, "evolve: initialize workspace", trailers={KIND: "init"})
     except BaseException:
         if created is not None:
             shutil.rmtree(created, ignore_errors=True)

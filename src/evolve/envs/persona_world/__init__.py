@@ -1,8 +1,8 @@
 """`persona_world`: apps, tasks, personas and preference rules, all offline.
 
-The persona models (`Persona`, `Preference`, `load_personas`: pydantic) are imported on
-first use (PEP 562): the environment validates with them only when its evalset is not
-remembered (see `_evalset`).
+The persona model (`Persona`, `Preference`, `load_personas`, which validates persona files
+with pydantic) is imported on first use (PEP 562): the environment validates only when its
+evalset is not remembered (see `_evalset`).
 """
 
 from __future__ import annotations

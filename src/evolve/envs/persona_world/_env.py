@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from evolve.envs._protocol import SPLITS, Feedback, Judgement, Split, Task, Tier, Violation
-from evolve.envs.persona_world._evalset import EvalsetReader, PersonaData, read_yaml
+from evolve.envs.persona_world._evalset import EvalsetReader, read_yaml
+from evolve.envs.persona_world._personas import Persona
 from evolve.envs.persona_world._procedures import procedure_failure
 from evolve.envs.persona_world._rules import (
     RULES,
@@ -109,7 +110,7 @@ class PersonaWorldEnv:
     def personas(self) -> list[str]:
         return sorted(self._personas)
 
-    def persona(self, name: str) -> PersonaData:
+    def persona(self, name: str) -> Persona:
         try:
             return self._personas[name]
         except KeyError:

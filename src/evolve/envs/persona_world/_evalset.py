@@ -1,104 +1,26 @@
 """The evalset as the persona world holds it: task specs, splits and personas.
 
-The files are validated by the models (`_TaskSpec`, `_Splits`, `_ProcedureSpec` below and the
-persona models of `_personas`, pydantic), in the order and with the errors the environment
-has always given. What they validate to is held as plain values: task specs, and personas as
-the frozen dataclasses below (the judge, the worlds and the sim read these). A caller that
-names a cache file (`evolve run`'s fast path, in `.git/`) gets the validated values
-remembered there, keyed by a digest of every evalset file's bytes and of the validating code's
-source, so an unchanged evalset is neither parsed nor validated (nor pydantic imported)
-again; anything unusual (an unreadable file, a value the cache cannot hold) just validates.
+The files are validated by the models (`_TaskSpec`, `_Splits`, `_ProcedureSpec` of `_specs`,
+and the persona model of `_personas`, through pydantic), in the order and with the errors
+the environment has always given. What they validate to is held as plain values: task specs,
+and personas (`_personas.Persona`, which the judge, the worlds and the sim read). A caller
+that names a cache file (`evolve run`'s fast path, in `.git/`) gets the validated values
+remembered there, keyed by a digest of every evalset file's bytes and by the validating
+code's source (`evolve._format._cache`), so an unchanged evalset is neither parsed nor
+validated (nor pydantic imported) again; anything unusual (an unreadable file, a value the
+cache cannot hold) just validates.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evolve.envs._protocol import SPLITS, Split
-from evolve.envs.persona_world._drift import value_at
-from evolve.envs.persona_world._persona_view import PersonaViews
-from evolve.envs.persona_world._values import Value
+from evolve.envs.persona_world._personas import Persona
 from evolve.errors import ConfigError
 
-if TYPE_CHECKING:
-    from evolve.envs.persona_world._personas import Persona
-
 Spec = tuple[str, str, dict[str, Any]]  # task id, family, params
-
-
-@dataclass(frozen=True)
-class PreferenceChange:
-    at_episode: int
-    value: Any
-
-
-@dataclass(frozen=True)
-class Preference:
-    """A validated preference (see `_personas.Preference`)."""
-
-    rule: str
-    value: Any = None
-    changes: tuple[PreferenceChange, ...] = ()
-
-    def value_at(self, episode: int | None) -> Value:
-        return value_at(
-            self.rule, self.value, [(c.at_episode, c.value) for c in self.changes], episode
-        )
-
-
-@dataclass(frozen=True)
-class CardSpec:
-    id: int
-    name: str
-
-
-@dataclass(frozen=True)
-class PaymentSpec:
-    contact: str
-    amount: float
-    card: int
-
-
-@dataclass(frozen=True)
-class PersonaData(PersonaViews):
-    """A validated persona (see `_personas.Persona`), as the environment uses it."""
-
-    name: str
-    first_name: str
-    last_name: str
-    email: str
-    phone_number: str
-    venmo_password: str
-    cards: tuple[CardSpec, ...]
-    history: tuple[PaymentSpec, ...]
-    preferences: tuple[Preference, ...]
-
-    @classmethod
-    def of(cls, dump: dict[str, Any]) -> PersonaData:
-        """From `Persona.model_dump()` (what the cache keeps)."""
-        return cls(
-            name=dump["name"],
-            first_name=dump["first_name"],
-            last_name=dump["last_name"],
-            email=dump["email"],
-            phone_number=dump["phone_number"],
-            venmo_password=dump["venmo_password"],
-            cards=tuple(CardSpec(c["id"], c["name"]) for c in dump["cards"]),
-            history=tuple(
-                PaymentSpec(p["contact"], p["amount"], p["card"]) for p in dump["history"]
-            ),
-            preferences=tuple(
-                Preference(
-                    p["rule"],
-                    p["value"],
-                    tuple(PreferenceChange(c["at_episode"], c["value"]) for c in p["changes"]),
-                )
-                for p in dump["preferences"]
-            ),
-        )
 
 
 def read_yaml(path: Path) -> Any:
@@ -171,35 +93,14 @@ def _validated_specs(evalset: Path) -> tuple[list[Spec], dict[str, Split]]:
     return out, split_of
 
 
-def persona_data(persona: Persona) -> PersonaData:
-    return PersonaData.of(persona.model_dump())
-
-
 # --- remembered ------------------------------------------------------------------------------
-
-_FORMAT = 1
-# The code the validated values depend on besides the files (a change forgets them).
-_SOURCES = (
-    "_evalset.py", "_env.py", "_personas.py", "_procedures.py", "_rules.py", "_values.py",
-    "_world.py", "_yaml.py", "_tasks.py", "_specs.py", "../../_yaml.py",
-)  # fmt: skip
 
 
 def _digest(evalset: Path) -> bytes | None:
     """A digest of every file the evalset is read from (None when one cannot be read)."""
     import hashlib
 
-    here = os.path.dirname(__file__)
-    from evolve import __version__
-
     h = hashlib.blake2b(digest_size=20)
-    h.update(repr((_FORMAT, __version__)).encode())
-    for name in _SOURCES:
-        try:
-            st = os.stat(os.path.join(here, name))
-        except OSError:
-            return None
-        h.update(repr((name, st.st_mtime_ns, st.st_size)).encode())
     names = ["tasks.yaml", "splits.yaml", "procedures.yaml"]
     try:
         folder = evalset / "personas"
@@ -218,16 +119,28 @@ def _digest(evalset: Path) -> bytes | None:
     return h.digest()
 
 
+def _remembered(value: object) -> bool:
+    return (
+        isinstance(value, tuple)
+        and len(value) == 3
+        and isinstance(value[0], list)
+        and isinstance(value[1], dict)
+        and isinstance(value[2], dict)
+    )
+
+
 class EvalsetReader:
     """Reads an evalset (see the module's docstring); `remember`: the cache file, or None."""
 
     def __init__(self, evalset: Path, remember: str | None = None) -> None:
+        from evolve._format._cache import DiskCache
+
         self.evalset = evalset
-        self.path = remember
+        self.cache = DiskCache(remember, size=1, valid=_remembered)
         self.key = _digest(evalset) if remember is not None else None
         self.known: tuple[list[Spec], dict[str, Split], dict[str, dict[str, Any]]] | None = None
-        if remember is not None and self.key is not None:
-            self.known = _load(remember, self.key)
+        if self.key is not None:
+            self.known = self.cache.get(self.key)  # type: ignore[assignment]
         self._specs: tuple[list[Spec], dict[str, Split]] | None = None
         self._personas: dict[str, dict[str, Any]] | None = None
 
@@ -237,61 +150,23 @@ class EvalsetReader:
         self._specs = _validated_specs(self.evalset)
         return self._specs
 
-    def personas(self) -> dict[str, PersonaData]:
+    def personas(self) -> dict[str, Persona]:
         if self.known is not None:
-            return {name: PersonaData.of(dump) for name, dump in self.known[2].items()}
+            return {name: Persona.of(dump) for name, dump in self.known[2].items()}
         from evolve.envs.persona_world._personas import load_personas
 
-        self._personas = {
-            n: p.model_dump() for n, p in load_personas(self.evalset / "personas").items()
-        }
-        return {name: PersonaData.of(dump) for name, dump in self._personas.items()}
+        found = load_personas(self.evalset / "personas")
+        self._personas = {name: p.dump() for name, p in found.items()}
+        return found
 
     def save(self) -> None:
         """Remember what was validated (when it was, and the files did not change meanwhile)."""
         if (
-            self.path is None
-            or self.key is None
+            self.key is None
             or self.known is not None
             or self._specs is None
             or self._personas is None
             or _digest(self.evalset) != self.key
         ):
             return
-        import marshal
-
-        tmp = f"{self.path}.{os.getpid()}.tmp"
-        try:
-            data = marshal.dumps((self.key, (*self._specs, self._personas)))
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self.path)
-        except (OSError, ValueError):  # ValueError: a value marshal cannot hold
-            try:  # noqa: SIM105 - contextlib costs start-up here
-                os.unlink(tmp)
-            except OSError:
-                pass
-
-
-def _load(
-    path: str, key: bytes
-) -> tuple[list[Spec], dict[str, Split], dict[str, dict[str, Any]]] | None:
-    import marshal
-
-    try:
-        with open(path, "rb") as f:
-            data = marshal.loads(f.read())
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    if not (isinstance(data, tuple) and len(data) == 2 and data[0] == key):
-        return None
-    value = data[1]
-    if not (
-        isinstance(value, tuple)
-        and len(value) == 3
-        and isinstance(value[0], list)
-        and isinstance(value[1], dict)
-        and isinstance(value[2], dict)
-    ):
-        return None
-    return value[0], value[1], value[2]
+        self.cache.put(self.key, (*self._specs, self._personas))

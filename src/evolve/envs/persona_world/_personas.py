@@ -6,42 +6,68 @@ do: `at_episode: N` counts the training episodes the workspace has run for this 
 across every stream (recipe, seed, feedback tier), so a second stream started after the change
 sees the changed preference. `evolve train` keeps that clock (evolve.train._trainref) and
 passes it to the judge as the `episode`; see docs/sim.md, "Drift".
+
+One model, frozen dataclasses of the standard library: the checks that need the world (a
+known rule, a value it can state, a known contact, a card the persona holds) run whenever one
+is built. A persona file is validated into it by pydantic (:meth:`Persona.validate`, imported
+only then: types, unknown fields); `evolve run`'s fast path rebuilds it from the values it
+remembered (:meth:`Persona.of`) without importing pydantic.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-from evolve.envs.persona_world._drift import value_at
-from evolve.envs.persona_world._persona_view import PersonaViews
 from evolve.envs.persona_world._rules import RULES_BY_NAME
 from evolve.envs.persona_world._values import Value, value_from_yaml
-from evolve.envs.persona_world._world import CONTACTS_BY_KEY
-from evolve.envs.persona_world._yaml import load_yaml
+from evolve.envs.persona_world._world import CONTACTS_BY_KEY, Card, Payment, Profile
 from evolve.errors import ConfigError
 
+T = TypeVar("T")
+# Unknown fields are refused when a file is validated (pydantic reads this of a dataclass).
+_STRICT = {"extra": "forbid"}
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+
+def value_at(
+    rule: str, value: Any, changes: Iterable[tuple[int, Any]], episode: int | None
+) -> Value:
+    """The value a preference holds at tick `episode` of the persona's clock (None: now,
+    after every change): its `value`, replaced by each change due by then."""
+    raw = value
+    for at_episode, changed in sorted(changes, key=lambda c: c[0]):
+        if episode is None or at_episode <= episode:
+            raw = changed
+    if raw is None:
+        implied = RULES_BY_NAME[rule].implied_value
+        if implied is None:  # validation rejects this; kept for type narrowing
+            raise ValueError(f"rule {rule!r} needs a value")
+        return implied
+    return value_from_yaml(raw)
 
 
-class PreferenceChange(_Model):
+@dataclass(frozen=True)
+class PreferenceChange:
     # The persona's clock (episodes seen for this persona across streams), not a stream's index.
-    at_episode: int = Field(ge=0)
+    at_episode: int
     value: Any
+    __pydantic_config__ = _STRICT
+
+    def __post_init__(self) -> None:
+        if self.at_episode < 0:
+            raise ValueError(f"at_episode must be 0 or more, not {self.at_episode}")
 
 
-class Preference(_Model):
+@dataclass(frozen=True)
+class Preference:
     rule: str
     value: Any = None
     changes: tuple[PreferenceChange, ...] = ()
+    __pydantic_config__ = _STRICT
 
-    @model_validator(mode="after")
-    def _known(self) -> Preference:
+    def __post_init__(self) -> None:
         rule = RULES_BY_NAME.get(self.rule)
         if rule is None:
             raise ValueError(
@@ -52,7 +78,6 @@ class Preference(_Model):
                 rule.statement(value_from_yaml(raw))  # raises on a value the rule cannot state
             elif rule.implied_value is None:
                 raise ValueError(f"rule {self.rule!r} needs a value")
-        return self
 
     def value_at(self, episode: int | None) -> Value:
         """The value held at tick `episode` of the persona's clock; None means now (after
@@ -61,44 +86,127 @@ class Preference(_Model):
             self.rule, self.value, [(c.at_episode, c.value) for c in self.changes], episode
         )
 
+    @classmethod
+    def validate(cls, data: Any) -> Preference:
+        """A preference from a mapping, as a persona file gives it.
 
-class CardSpec(_Model):
+        Raises:
+            pydantic.ValidationError: a wrong type, an unknown field, or a failed check.
+        """
+        return _validated(cls, data)
+
+
+@dataclass(frozen=True)
+class CardSpec:
     id: int
     name: str
+    __pydantic_config__ = _STRICT
 
 
-class PaymentSpec(_Model):
+@dataclass(frozen=True)
+class PaymentSpec:
     contact: str
-    amount: float = Field(gt=0)
+    amount: float
     card: int
+    __pydantic_config__ = _STRICT
 
-    @model_validator(mode="after")
-    def _contact(self) -> PaymentSpec:
+    def __post_init__(self) -> None:
+        if not self.amount > 0:
+            raise ValueError(f"amount must be more than 0, not {self.amount}")
         if self.contact not in CONTACTS_BY_KEY:
             raise ValueError(f"unknown contact {self.contact!r}")
-        return self
 
 
-class Persona(_Model, PersonaViews):
+@dataclass(frozen=True)
+class Persona:
     name: str
     first_name: str
     last_name: str
     email: str
     phone_number: str
     venmo_password: str
-    cards: tuple[CardSpec, ...] = Field(min_length=1)
-    history: tuple[PaymentSpec, ...] = ()
+    cards: tuple[CardSpec, ...]
     preferences: tuple[Preference, ...]
+    history: tuple[PaymentSpec, ...] = ()
+    __pydantic_config__ = _STRICT
 
-    @model_validator(mode="after")
-    def _cards(self) -> Persona:
+    def __post_init__(self) -> None:
+        if not self.cards:
+            raise ValueError("a persona needs at least one card")
         ids = {c.id for c in self.cards}
         for p in self.history:
             if p.card not in ids:
                 raise ValueError(
                     f"history uses card {p.card}, which is not among the persona's cards"
                 )
-        return self
+
+    # --- what the persona is to the world ---------------------------------------------------
+
+    @property
+    def profile(self) -> Profile:
+        return Profile(
+            self.first_name, self.last_name, self.email, self.phone_number, self.venmo_password
+        )
+
+    @property
+    def card_objects(self) -> tuple[Card, ...]:
+        return tuple(Card(c.id, c.name) for c in self.cards)
+
+    @property
+    def initial_history(self) -> tuple[Payment, ...]:
+        return tuple(Payment(p.contact, p.amount, p.card) for p in self.history)
+
+    # --- reading and remembering ------------------------------------------------------------
+
+    @classmethod
+    def validate(cls, data: Any) -> Persona:
+        """A persona from a persona file's document.
+
+        Raises:
+            pydantic.ValidationError: a wrong type, an unknown field, or a failed check.
+        """
+        return _validated(cls, data)
+
+    def dump(self) -> dict[str, Any]:
+        """The persona as plain values (what `evolve run`'s fast path remembers)."""
+        return asdict(self)
+
+    @classmethod
+    def of(cls, dump: dict[str, Any]) -> Persona:
+        """From :meth:`dump` (the values were validated when they were remembered)."""
+        return cls(
+            name=dump["name"],
+            first_name=dump["first_name"],
+            last_name=dump["last_name"],
+            email=dump["email"],
+            phone_number=dump["phone_number"],
+            venmo_password=dump["venmo_password"],
+            cards=tuple(CardSpec(c["id"], c["name"]) for c in dump["cards"]),
+            history=tuple(
+                PaymentSpec(p["contact"], p["amount"], p["card"]) for p in dump["history"]
+            ),
+            preferences=tuple(
+                Preference(
+                    p["rule"],
+                    p["value"],
+                    tuple(PreferenceChange(c["at_episode"], c["value"]) for c in p["changes"]),
+                )
+                for p in dump["preferences"]
+            ),
+        )
+
+
+_ADAPTERS: dict[type, Any] = {}
+
+
+def _validated(cls: type[T], data: Any) -> T:
+    from pydantic import TypeAdapter
+
+    adapter = _ADAPTERS.get(cls)
+    if adapter is None:
+        adapter = _ADAPTERS[cls] = TypeAdapter(cls)
+    found: T = adapter.validate_python(data)
+    return found
 
 
 def load_personas(folder: Path) -> dict[str, Persona]:
@@ -107,11 +215,16 @@ def load_personas(folder: Path) -> dict[str, Persona]:
     Raises:
         ConfigError: naming the file and the problem.
     """
+    import yaml
+    from pydantic import ValidationError
+
+    from evolve.envs.persona_world._yaml import load_yaml
+
     personas: dict[str, Persona] = {}
     for path in sorted(folder.glob("*.yaml")):
         try:
             data = load_yaml(path)
-            persona = Persona.model_validate(data)
+            persona = Persona.validate(data)
         except (yaml.YAMLError, ValidationError) as exc:
             detail = str(exc).splitlines()
             brief = detail[2].strip() if len(detail) > 2 else (detail[0] if detail else "")

@@ -1,16 +1,21 @@
-"""Commit messages read with `str` methods only: subject, body, trailers, and what `evolve log`
+"""Commit messages (DESIGN.md §8, contract): every `Evolve-*` trailer name, writing a message,
+reading one back with `str` methods only (subject, body, trailers), and what `evolve log`
 shows of them (the complaint's first line, the refusals, the kind of change).
 
-`evolve.store` (trailers), `evolve.history._log` and `evolve.history._show` use these
-functions; they live here, with no `re` import, so that the fast path of the reading commands
-shares them without loading the store.
+A training episode's commit carries `Evolve-Episode`, `Evolve-Recipe`, `Evolve-Task`,
+`Evolve-Ops` and, inside a generation, `Evolve-Generation`. Other `Evolve-*` trailers may be
+added (here, and nowhere else); readers ignore the ones they do not know.
+
+The store writes with :func:`format_message`; the store, `evolve.history` and the reading
+commands' fast path read with :func:`split_message`. No `re` at import: the fast path of the
+reading commands shares this module without loading the store.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
     from typing import Protocol
 
     class CommitLike(Protocol):
@@ -22,13 +27,23 @@ if TYPE_CHECKING:
         def trailers(self) -> Mapping[str, str]: ...
 
 
-EPISODE = "Evolve-Episode"
+PREFIX = "Evolve-"  # every trailer evolve writes starts so
+EPISODE = "Evolve-Episode"  # the episode number (a skills batch: its last episode)
 RECIPE = "Evolve-Recipe"
 TASK = "Evolve-Task"
-OPS = "Evolve-Ops"
+OPS = "Evolve-Ops"  # `op=id` pairs (`format_ops`, `parse_ops`)
 GENERATION = "Evolve-Generation"
 PERSONA = "Evolve-Persona"
-KIND = "Evolve-Kind"
+KIND = "Evolve-Kind"  # what a commit is: init, splits, train, revert, skills batch, ...
+STREAM = "Evolve-Stream"  # the training stream an episode belongs to
+CLOCK = "Evolve-Clock"  # the persona's clock at an episode
+SKILLS_SEEN = "Evolve-Skills-Seen"  # skills an episode's outcome was counted for
+EPISODES = "Evolve-Episodes"  # the episodes of a skills batch
+BATCH = "Evolve-Batch"  # a skills batch's number
+RESTARTS = "Evolve-Restarts"  # skills a revert brought back from retirement
+REVERTS = "Evolve-Reverts"  # the commit a revert takes back
+GIT_REVERT = "Evolve-Git-Revert"  # a plain `git revert` answered through the applier
+BASE = "Evolve-Base"  # the commit a generation or review started from
 
 
 _KEYS: dict[str, bool] = {}  # key -> whether it is a trailer key (keys repeat: a memo)
@@ -72,7 +87,7 @@ def trailer_block(paragraph: str) -> dict[str, str] | None:
                     keys[key] = ok
             if ok:
                 pairs.append([key, value.strip()])
-                known = known or key.startswith(("Evolve-", "Signed-off-by"))
+                known = known or key.startswith((PREFIX, "Signed-off-by"))
                 continue
         if not line.strip():
             continue
@@ -112,6 +127,74 @@ def parse_ops(value: str) -> list[tuple[str, str]]:
         if sep:
             ops.append((op, ident))
     return ops
+
+
+def format_ops(ops: Iterable[tuple[str, str]]) -> str:
+    """An `Evolve-Ops` value from (op, unit id) pairs (what :func:`parse_ops` reads back)."""
+    return " ".join(f"{op}={ident}" for op, ident in ops)
+
+
+def _unsafe(ch: str) -> bool:
+    """Control characters other than tab and newline (C0, DEL and C1), Unicode line and
+    paragraph separators, and lone surrogates: a commit message is text a person reads in a
+    terminal and tools split into lines, so they are written as escapes."""
+    code = ord(ch)
+    return (
+        code < 0x20
+        and ch not in "\t\n"
+        or 0x7F <= code <= 0x9F
+        or code in (0x2028, 0x2029)
+        or 0xD800 <= code <= 0xDFFF
+    )
+
+
+def clean_text(text: str) -> str:
+    """`text` with control characters (other than tab and newline) and lone surrogates
+    written as visible escapes such as ``\\x1f``, so no commit message carries them."""
+    if text.isascii() and text.replace("\n", "").replace("\t", "").isprintable():
+        return text
+    return "".join(
+        (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") if _unsafe(ch) else ch
+        for ch in text
+    )
+
+
+def _pairs(trailers: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    if hasattr(trailers, "items"):
+        return [(str(k), str(v)) for k, v in trailers.items()]
+    return [(str(k), str(v)) for k, v in trailers]
+
+
+def format_message(
+    subject: str, body: str = "", trailers: Mapping[str, str] | Iterable[tuple[str, str]] = ()
+) -> str:
+    """Build a commit message: a one-line subject, an optional body, then the trailer block."""
+    subject = " ".join(clean_text(subject).split())
+    if not subject:
+        raise ValueError("a commit needs a subject line")
+    parts = [subject]
+    if body.strip():
+        parts.append(clean_text(body.strip("\n")))
+    lines = []
+    for key, value in _pairs(trailers):
+        if not _is_key(key):
+            raise ValueError(f"invalid trailer key {key!r}")
+        flat = " ".join(clean_text(value).split())
+        if flat:
+            lines.append(f"{key}: {flat}")
+    if lines:
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+def parse_trailers(block: str) -> dict[str, str]:
+    """Parse `Key: value` lines (as `git log --format=%(trailers:only,unfold)` prints them)."""
+    out: dict[str, str] = {}
+    for line in block.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and _is_key(key.strip()):
+            out[key.strip()] = value.strip()
+    return out
 
 
 def clip(text: str, limit: int) -> str:
@@ -183,7 +266,7 @@ def commit_kind(info: CommitLike) -> str:
         label = _KIND_LABELS.get(kind.strip().lower(), kind.strip().lower())
     elif EPISODE in info.trailers:
         label = "learned"
-    elif any(key.startswith("Evolve-") for key in info.trailers):
+    elif any(key.startswith(PREFIX) for key in info.trailers):
         label = "generation" if GENERATION in info.trailers else "evolve"
     elif "This reverts commit" in info.body:
         label = "revert"

@@ -1,4 +1,5 @@
-"""Unit files read without pydantic or PyYAML: a parser for the canonical form only.
+"""Unit files and counter sidecars: their layout, their fields, and a reader of the canonical
+form in the standard library (no pydantic, no PyYAML).
 
 evolve writes unit files canonically (`evolve.memory.dump_unit`: fixed key order, one
 `key: value` line per field, strings plain or quoted on one line). For such a file this
@@ -7,20 +8,42 @@ module produces exactly the values `evolve.memory.parse_unit` produces, as a lig
 it cannot prove valid, any error) is :class:`Unhandled`, and the caller parses that one file
 with `parse_unit` itself, which also reports a malformed file with its path, in its words.
 
+What both readers share is defined here once: where a unit lives (scope from its folder, the
+skills folder, a hand note's id), the rules of ids and scopes (`MemoryUnit` validates with
+them), the sidecar's name and fields, and the overlay of counters onto units.
+
 The field table below mirrors `MemoryUnit`; a test compares the two, so a field added to the
 model and not here only sends files that carry it to `parse_unit`.
 """
 
 from __future__ import annotations
 
-from evolve.quick._git import Unhandled
+import os
+
+from evolve._format import Unhandled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
-    from typing import Any
+    from collections.abc import Iterable, Iterator, Mapping
+    from typing import Any, Protocol, TypeVar
+
+    class Countable(Protocol):
+        @property
+        def id(self) -> str: ...
+        @property
+        def scope(self) -> str: ...
+        @property
+        def shelf(self) -> str | None: ...
+        @property
+        def topic(self) -> str | None: ...
+        def with_(self, **changes: Any) -> Any: ...
+
+    C = TypeVar("C", bound=Countable)
 
 GLOBAL_SCOPE = "global"
+# Skills (issue 13) live in their own folder, whatever their scope:
+# memory/skills/general/<id>.md and memory/skills/topics/<topic>/<id>.md.
+SKILLS_FOLDER = "skills"
 STATUSES = frozenset({"active", "revoked", "pending", "tombstoned", "retired"})
 # name -> (key in the file, kind, default). kinds: str, int, uint (>= 0), float (> 0), and
 # `skill` for the skill fields whose checks need the model (shelf and path agree, list values):
@@ -244,6 +267,8 @@ def _checked(name: str, kind: str, value: str | int) -> Any:
 
 
 def folder_scope(parts: list[str]) -> str | None:
+    """The scope a path's folder gives (`parts`: the path split at "/"): memory/x.md is
+    global, memory/<user>/... is the user's."""
     if len(parts) == 2:
         return GLOBAL_SCOPE
     if len(parts) >= 3:
@@ -252,7 +277,7 @@ def folder_scope(parts: list[str]) -> str | None:
 
 
 def hand_id(rel: str) -> str:
-    """`evolve.memory._unit._hand_id` (a valid id for a note whatever its file is called)."""
+    """An id for a hand-written note at `rel`, always valid whatever the file is called."""
     name = rel.rsplit("/", 1)[-1]
     dot = name.rfind(".")
     stem = name[:dot] if dot > 0 else name
@@ -263,6 +288,34 @@ def hand_id(rel: str) -> str:
 
     digest = hashlib.sha256(rel.encode("utf-8")).hexdigest()[:8]
     return f"{clean or 'note'}-{digest}"
+
+
+def scan(folder: str, prefix: str = "memory") -> Iterator[tuple[str, os.DirEntry[str], bool]]:
+    """(workspace-relative path, entry, whether it is a counter sidecar) of every unit file
+    (`*.md`, not hidden) and sidecar under `folder` (whose relative path is `prefix`), folders
+    first as the system lists them, links not followed. A file or folder that another writer
+    removes while the walk runs is gone, as a later walk sees it."""
+    try:
+        entries = os.scandir(folder)
+    except (FileNotFoundError, NotADirectoryError):  # none, or removed since its parent was listed
+        return
+    with entries:
+        for entry in entries:
+            try:  # costs nothing unless raised
+                name = entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    yield from scan(entry.path, f"{prefix}/{name}")
+                elif name == COUNTERS_NAME:
+                    if entry.is_file(follow_symlinks=False):
+                        yield f"{prefix}/{name}", entry, True
+                elif (
+                    name.endswith(".md")
+                    and not name.startswith(".")
+                    and entry.is_file(follow_symlinks=False)
+                ):
+                    yield f"{prefix}/{name}", entry, False
+            except FileNotFoundError:
+                continue
 
 
 def parse(path: str, raw: str) -> Unit:
@@ -283,7 +336,7 @@ def parse_values(path: str, raw: str) -> dict[str, Any]:
     """
     raw = raw.replace("\r\n", "\n")
     parts = path.split("/")
-    if len(parts) > 2 and parts[0] == "memory" and parts[1] == "skills":
+    if len(parts) > 2 and parts[0] == "memory" and parts[1] == SKILLS_FOLDER:
         raise Unhandled("skill")  # memory/skills/ holds skills, hand-written ones too
     if not raw.startswith("---\n"):
         scope = folder_scope(parts) or GLOBAL_SCOPE
@@ -317,24 +370,23 @@ def parse_values(path: str, raw: str) -> dict[str, Any]:
     return values
 
 
-def parse_or_full(path: str, raw: str) -> Unit:
-    """:func:`parse`, or `evolve.memory.parse_unit` for a file it does not handle (which
-    raises `MalformedUnit`, naming the path, for a malformed one)."""
-    try:
-        return parse(path, raw)
-    except Unhandled:
-        from evolve.memory import parse_unit
-
-        return Unit.of(parse_unit(path, raw))
-
-
 # --- counters sidecars (`evolve.memory._counters`) -------------------------------------------
 
 COUNTERS_NAME = "_counters.yaml"
+COUNTER_FIELDS: tuple[str, ...] = (
+    "helpful", "harmful", "alpha", "beta",
+    # the skills scoreboard (evolve.skills._scoreboard)
+    "injected", "injected_pass", "held_out", "held_out_pass",
+)  # fmt: skip
+INT_COUNTERS = frozenset(
+    {"helpful", "harmful", "injected", "injected_pass", "held_out", "held_out_pass"}
+)
+# The counters the canonical reader takes; a skill's scoreboard counts have checks of their
+# own (`arms_fault`), so a sidecar that holds them goes to `evolve.memory.parse_counters`.
 _INT_COUNTERS = ("helpful", "harmful")
 _FLOAT_COUNTERS = ("alpha", "beta")
 
-Counters = dict[str, dict[str, float]]  # int counters are ints
+Counters = dict[str, dict[str, float | int]]  # unit id -> counter -> value
 
 
 def _number(v: str) -> int | float:
@@ -378,24 +430,37 @@ def parse_counters(raw: str) -> Counters:
     return out
 
 
-def parse_counters_or_full(path: str, raw: str) -> Counters:
-    try:
-        return parse_counters(raw)
-    except Unhandled:
-        from evolve.memory import parse_counters as full
+def skill_folder(shelf: str, topic: str | None) -> str:
+    """The folder of a skill's shelf: `memory/skills/general` or `.../topics/<topic>`."""
+    if shelf == "general":
+        return f"memory/{SKILLS_FOLDER}/general"
+    return f"memory/{SKILLS_FOLDER}/topics/{topic}"
 
-        return full(path, raw)
+
+def counter_key(unit: Countable) -> str:
+    """Which sidecar holds `unit`'s counters: its scope, or for a skill its shelf folder
+    (`memory/skills/general`, `memory/skills/topics/<topic>`), which holds them beside it."""
+    if unit.shelf is not None:
+        return skill_folder(unit.shelf, unit.topic)
+    return unit.scope
 
 
 def scope_of_counters(path: str) -> str:
+    """The scope a sidecar path belongs to (a skill shelf's sidecar: its folder)."""
     parts = path.split("/")
+    if len(parts) > 3 or (len(parts) == 3 and parts[1] == SKILLS_FOLDER):
+        return path.rsplit("/", 1)[0]
     return GLOBAL_SCOPE if len(parts) == 2 else f"user:{parts[1]}"
 
 
-def overlay(units: Iterable[Unit], sidecars: Mapping[str, Counters]) -> list[Unit]:
-    """`evolve.memory._counters.overlay`."""
+def overlay(units: Iterable[C], sidecars: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[C]:
+    """Units with the counters of their scope's sidecar (`sidecars` maps scope -> counters).
+
+    The sidecar wins over counters still in an old unit file; a unit the sidecar does not
+    mention keeps what its file says.
+    """
     out = []
     for unit in units:
-        entry = sidecars.get(unit.scope, {}).get(unit.id)
+        entry = sidecars.get(counter_key(unit), {}).get(unit.id)
         out.append(unit.with_(**entry) if entry else unit)
     return out

@@ -1,0 +1,72 @@
+"""git's machine-readable outputs that evolve reads: `status --porcelain=v1 -z`,
+`ls-tree -r -z` and `cat-file --batch`. The store and the reading commands' fast path run git
+each in their own way (GitPython's `git`, a spawned process) and read its answer here."""
+
+from __future__ import annotations
+
+
+def status_paths(out: str) -> list[str]:
+    """Paths with changes in `git status --porcelain=v1 -z` output (a rename's source, the
+    entry after it, is not listed)."""
+    dirty: list[str] = []
+    skip = False
+    for entry in out.split("\x00"):
+        if not entry:
+            continue
+        if skip:
+            skip = False
+            continue
+        status, path = entry[:2], entry[3:]
+        if "R" in status or "C" in status:
+            skip = True  # the next entry is the rename source
+        dirty.append(path)
+    return dirty
+
+
+def status_paths_ignored(out: str) -> tuple[list[str], bool]:
+    """(paths with changes, whether any ignored file is there) in the output of
+    `git status --porcelain=v1 -z --ignored --no-renames`."""
+    dirty, ignored = [], False
+    for entry in out.split("\x00"):
+        if not entry:
+            continue
+        if entry.startswith("!!"):
+            ignored = True
+        else:
+            dirty.append(entry[3:])
+    return dirty, ignored
+
+
+def tree_blobs(listing: str) -> list[tuple[str, str]]:
+    """(path, blob id) of every file in `git ls-tree -r -z` output."""
+    entries = []
+    for item in listing.split("\x00"):
+        meta, _, path = item.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob":
+            entries.append((path, parts[2]))
+    return entries
+
+
+def batch_request(entries: list[tuple[str, str]]) -> bytes:
+    """What `git cat-file --batch` reads to answer `entries` (path, object id)."""
+    return "".join(f"{sha}\n" for _, sha in entries).encode("ascii")
+
+
+def batch_contents(raw: bytes, entries: list[tuple[str, str]]) -> dict[str, bytes]:
+    """Each entry's content (by path) in `git cat-file --batch` output for `entries`.
+
+    Raises:
+        LookupError: an object git did not find.
+    """
+    out, pos = {}, 0
+    for path, _ in entries:
+        header_end = raw.index(b"\n", pos)
+        header = raw[pos:header_end].split()
+        if len(header) != 3:
+            raise LookupError(f"git has no object for {path}")
+        start = header_end + 1
+        size = int(header[2])
+        out[path] = raw[start : start + size]
+        pos = start + size + 1
+    return out

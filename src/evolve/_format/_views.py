@@ -1,0 +1,292 @@
+"""What the reading commands and `evolve run` print: `evolve log`, `show` and `memory` as
+text and as JSON, and a split's report as text.
+
+The click commands (`evolve.cli._reading`, `evolve.cli._run`) and the fast paths
+(`evolve.quick._commands`, `evolve.evaluate._fast`) build their output with these functions,
+so the two print the same bytes by construction. Text is returned as lines; `style` is
+`click.style` or the fast path's equivalent (the same escape codes on a terminal, none
+elsewhere).
+"""
+
+from __future__ import annotations
+
+from evolve._format._message import clip, commit_kind
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from typing import Any, Protocol
+
+    from evolve._format._message import CommitLike
+
+    # `click.style`, or the fast path's: called as style(text, fg=...), (text, bold=True) or
+    # (text, dim=True), never with a style set to False (click writes a code for that).
+    Style = Callable[..., str]
+
+    class RuleRate(Protocol):
+        @property
+        def violations(self) -> int: ...
+        @property
+        def applicable(self) -> int: ...
+        @property
+        def rate(self) -> float: ...
+
+    class Report(Protocol):
+        split: str
+        persona: str
+        model: str
+        runs: int
+
+        def summary(self) -> dict[str, Any]: ...
+        def rule_rates(self) -> Mapping[str, RuleRate]: ...
+
+    class ShownCommit(CommitLike, Protocol):
+        @property
+        def sha(self) -> str: ...
+        @property
+        def time(self) -> str: ...
+        @property
+        def subject(self) -> str: ...
+
+
+LOG_TEXT = 200  # characters of a complaint or refusal line in `evolve log` (cut between words)
+DEFAULT_COUNT = 50  # entries `evolve log` shows when -n is not given
+
+
+# --- log -------------------------------------------------------------------------------------
+
+
+def log_empty(paths: Sequence[str]) -> str:
+    """The line for an empty history (with PATHS it says so of them: the workspace may well
+    be trained)."""
+    if paths:
+        return f"no memory or prompt commit changed {', '.join(paths)}."
+    return "no memory or prompt commits yet; run `evolve train`."
+
+
+def log_entry(e: Mapping[str, Any], style: Style) -> list[str]:
+    """The lines of one `evolve log` entry, from its JSON form (`LogEntry.to_json`)."""
+    label = style(" (refusal record)", fg="red") if e["kind"] == "refusal" else ""
+    lines = [f"{style(e['commit'][:10], fg='yellow')} {e['time']}  {e['subject']}{label}"]
+    meta = []
+    if e["episode"] is not None:
+        meta.append(f"episode {e['episode']}")
+    if e["task"]:
+        meta.append(f"task {e['task']}")
+    if meta:
+        lines.append("    " + ", ".join(meta))
+    if e["complaint"]:
+        lines.append(f"    complaint: {clip(e['complaint'], LOG_TEXT)}")
+    if e["ops"]:
+        lines.append("    ops: " + " ".join(f"{op['op']}={op['id']}" for op in e["ops"]))
+    lines += [f"    {clip(line, LOG_TEXT)}" for line in e["refused"]]
+    return lines
+
+
+# --- show ------------------------------------------------------------------------------------
+
+
+def show_json(
+    unit_id: str,
+    path: str,
+    unit: Mapping[str, Any] | None,
+    problem: str | None,
+    commits: Iterable[tuple[ShownCommit, str]],
+) -> dict[str, Any]:
+    """`evolve show --json`: the unit as its fields (by their names in the file), why it
+    cannot be read if it cannot, and every commit that touched it with its diff."""
+    return {
+        "id": unit_id,
+        "path": path,
+        "unit": unit,
+        "problem": problem,
+        "commits": [
+            {
+                "commit": c.sha,
+                "time": c.time,
+                "subject": c.subject,
+                "kind": commit_kind(c),
+                "trailers": c.trailers,
+                "diff": patch,
+            }
+            for c, patch in commits
+        ],
+    }
+
+
+def show_text(
+    unit_id: str,
+    path: str,
+    unit: Any,
+    problem: str | None,
+    commits: Iterable[tuple[ShownCommit, str]],
+    style: Style,
+) -> list[str]:
+    """`evolve show`: the unit (or why it cannot be read, or that it is gone), then each
+    commit that touched it with its diff."""
+    u = unit
+    if problem is not None:
+        lines = [
+            f"{style(unit_id, bold=True)} ({path}) cannot be read as a unit: "
+            f"{problem} Its history follows; `evolve revert` the commit that broke it."
+        ]
+    elif u is None:
+        lines = [f"{style(unit_id, bold=True)} ({path}) no longer exists (evicted or removed)."]
+    else:
+        lines = [
+            f"{style(u.id, bold=True)} {u.recipe}/{u.kind} [{u.status}] scope {u.scope}  ({path})",
+            f"  {u.text}",
+        ]
+        held = f"held from {u.valid_from or '?'}" + (
+            f" to {u.valid_to}"
+            if u.valid_to
+            else " (retired, undated)"  # retired before retiring recorded `valid_to`
+            if u.status == "retired"
+            else " (still holds)"
+        )
+        lines.append(
+            f"  {held}; created at episode {u.created_episode}, "
+            f"updated at episode {u.updated_episode}"
+        )
+        if u.status == "tombstoned":
+            lines.append(
+                f"  tombstone: {u.reason or ''} (reverted commit {(u.reverted_commit or '-')[:10]})"
+            )
+        if u.revoked_by:
+            lines.append(f"  revoked by {u.revoked_by} at episode {u.revoked_at}")
+    for info, patch in commits:
+        lines.append(
+            f"\n{style(info.sha[:10], fg='yellow')} {info.time} ({commit_kind(info)}) "
+            f"{info.subject}"
+        )
+        lines.append(patch)
+    return lines
+
+
+# --- memory ----------------------------------------------------------------------------------
+
+
+def memory_notes(inject: str, differs: bool, uncommitted: Sequence[str]) -> list[str]:
+    """The notes `evolve memory` writes on stderr about the working tree's memory (`differs`:
+    it differs from HEAD and no writer is at work, which would explain it)."""
+    notes = []
+    if inject != "recipe":
+        notes.append(
+            f"note: memory.inject is {inject!r} in evolve.yaml, so `evolve run` gives the agent "
+            "that instead of this memory; `evolve train` always gives it this memory."
+        )
+    if differs:
+        shown = ", ".join(uncommitted[:5]) + (" ..." if len(uncommitted) > 5 else "")
+        notes.append(
+            f"note: this is the working tree's memory, which differs from HEAD"
+            f"{f' (uncommitted: {shown})' if shown else ''}; "
+            "`evolve run` and `evolve train` use it; commit it, or see HEAD with --as-of HEAD."
+        )
+    return notes
+
+
+def memory_json(
+    commit: str | None,
+    scope: str,
+    text: str,
+    differs: bool | None = None,
+    uncommitted: Sequence[str] = (),
+) -> dict[str, Any]:
+    """`evolve memory --json`: at a commit (`differs` None), or of the working tree."""
+    if differs is None:
+        return {"commit": commit, "scope": scope, "memory": text, "source": "commit"}
+    return {
+        "commit": commit,
+        "scope": scope,
+        "memory": text,
+        "source": "working tree",
+        "differs_from_head": differs,
+        "uncommitted": list(uncommitted),
+    }
+
+
+def memory_text(
+    commit: str | None, scope: str, text: str, style: Style, differs: bool | None = None
+) -> list[str]:
+    """`evolve memory`: a dim header, then the memory (at a commit when `differs` is None)."""
+    if differs is None:
+        header = f"# memory for {scope} at {(commit or '')[:10]}"
+    else:
+        at = f" at {commit[:10]}" if commit else ""
+        changed = ", with uncommitted changes" if differs else ""
+        header = f"# memory for {scope}{at} (working tree{changed})"
+    return [style(header, dim=True), text if text else "(empty)"]
+
+
+# --- run -------------------------------------------------------------------------------------
+
+
+def report_lines(
+    report: Report, title: str | None = None, bold: Callable[[str], str] = str
+) -> tuple[str, str]:
+    """The two lines above a split report's table: what was scored (its title in `bold`, on
+    a terminal), and the scores."""
+    s = report.summary()
+    head = (
+        f"{bold(title or 'split ' + report.split)}  persona={report.persona}  "
+        f"model={report.model}  "
+        f"runs={report.runs}  seed={s['seed']}  episodes={s['episodes']}"
+    )
+    scores = (
+        f"success {s['score']:.3f}  task done {s['task_success_rate']:.3f}  "
+        f"violations {s['violation_rate']:.3f}  tokens/episode {s['tokens_per_episode']:.0f}  "
+        f"cost ${s['cost']:.4f}  time {s['duration_s']:.2f}s"
+    )
+    return head, scores
+
+
+REPORT_HEADER = ("rule", "violations", "applicable", "rate")
+
+
+def report_rows(report: Report) -> list[tuple[str, str, str, str]]:
+    """The table's rows: each rule's violations, how often it applied, and the rate."""
+    return [
+        (rule, str(r.violations), str(r.applicable), f"{r.rate:.2f}")
+        for rule, r in report.rule_rates().items()
+    ]
+
+
+def _plain(*texts: str) -> bool:
+    """Whether rich would print these as they are (no markup, emoji code or control
+    character)."""
+    return all(t.isprintable() and "[" not in t and ":" not in t for t in texts)
+
+
+def report_text(report: Report, title: str | None = None, width: int = 80) -> str | None:
+    """A split's report on a stream that is not a terminal (`width` columns), but its last
+    line (the log folder): its two lines and the table of rules in a heavy-head box; None for
+    what rich lays out instead (no rows, a table wider than `width`, text rich would read as
+    markup), which `evolve.cli._run.print_report` leaves to it."""
+    head, scores = report_lines(report, title)
+    rows = report_rows(report)
+    if not rows or not all(c.isascii() and c.isprintable() for row in rows for c in row):
+        return None
+    if not _plain(report.model, report.persona, title or ""):
+        return None
+    widths = [max(len(row[i]) for row in (REPORT_HEADER, *rows)) for i in range(4)]
+    if sum(widths) + 3 * len(widths) + 1 > width:
+        return None
+
+    def line(cells: tuple[str, ...], bar: str) -> str:
+        padded = [
+            f" {c.ljust(w) if i == 0 else c.rjust(w)} "
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return bar + bar.join(padded) + bar
+
+    def rule(left: str, mid: str, right: str, fill: str) -> str:
+        return left + mid.join(fill * (w + 2) for w in widths) + right
+
+    table = [
+        rule("\u250f", "\u2533", "\u2513", "\u2501"),
+        line(REPORT_HEADER, "\u2503"),
+        rule("\u2521", "\u2547", "\u2529", "\u2501"),
+        *(line(row, "\u2502") for row in rows),
+        rule("\u2514", "\u2534", "\u2518", "\u2500"),
+    ]
+    return "\n".join([head, scores, *table]) + "\n"

@@ -7,9 +7,11 @@ from evolve.executors._base import (
     SPAWNING,
     EpisodeFailed,
     Executor,
+    ExecutorFactory,
     Progress,
     choose_executor,
     executor_session,
+    executors,
     get_executor,
 )
 
@@ -18,8 +20,10 @@ __all__ = [
     "SPAWNING",
     "EpisodeFailed",
     "Executor",
+    "ExecutorFactory",
     "Progress",
     "choose_executor",
     "executor_session",
+    "executors",
     "get_executor",
 ]

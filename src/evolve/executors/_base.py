@@ -29,7 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
-from evolve.errors import EvolveError, UnknownName
+from evolve._registry import Registry
+from evolve.errors import EvolveError
 from evolve.executors._slots import Slots, holding_work_slot
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ Progress = Callable[[int, int], None]
 Label = Callable[[int], str]
 
 ExecutorName = Literal["serial", "threads", "asyncio", "process", "ray"]
+# `auto` and evolve's own executors; `executors` below also holds installed ones.
 EXECUTORS: tuple[str, ...] = ("auto", "serial", "threads", "asyncio", "process", "ray")
 # Executors whose jobs run in other processes: a job must be picklable and rebuild its model
 # by name (a live model object cannot travel).
@@ -82,6 +84,12 @@ class Executor(Protocol):
     ) -> list[R]: ...
 
 
+ExecutorFactory = Callable[[int], "Executor"]
+"""Makes an executor of a concurrency (an executor class is one)."""
+
+executors: Registry[ExecutorFactory] = Registry("executor", "evolve.executors")
+
+
 def _failure(exc: BaseException, index: int, total: int, label: Label | None) -> BaseException:
     if isinstance(exc, EvolveError):
         return exc
@@ -90,6 +98,7 @@ def _failure(exc: BaseException, index: int, total: int, label: Label | None) ->
     return EpisodeFailed(f"{what} failed with {type(exc).__name__}: {detail}.")
 
 
+@executors.register("serial")
 class SerialExecutor:
     name = "serial"
 
@@ -158,6 +167,7 @@ class _PoolExecutor:
         return [results[i] for i in range(len(items))]
 
 
+@executors.register("threads")
 class ThreadsExecutor:
     """Threads that each take the next item as soon as their last job is done; at most C
     jobs compute at once (each holds a work slot, see `evolve.executors._slots`).
@@ -246,6 +256,7 @@ class ThreadsExecutor:
         return results  # type: ignore[return-value]
 
 
+@executors.register("process")
 class ProcessExecutor(_PoolExecutor):
     name = "process"
 
@@ -258,6 +269,7 @@ class ProcessExecutor(_PoolExecutor):
         return cf.ProcessPoolExecutor(max_workers=self.concurrency, mp_context=context)
 
 
+@executors.register("asyncio")
 class AsyncioExecutor:
     name = "asyncio"
 
@@ -320,19 +332,11 @@ class AsyncioExecutor:
             raise
 
 
-def _ray(concurrency: int) -> Executor:
+@executors.register("ray")
+def ray_executor(concurrency: int) -> Executor:
     from evolve.executors._ray import RayExecutor  # imports no Ray until a map runs
 
     return RayExecutor(concurrency)
-
-
-_REGISTRY: dict[str, Callable[[int], Executor]] = {
-    "serial": SerialExecutor,
-    "threads": ThreadsExecutor,
-    "asyncio": AsyncioExecutor,
-    "process": ProcessExecutor,
-    "ray": _ray,
-}
 
 
 @contextmanager
@@ -349,15 +353,13 @@ def executor_session(name: str) -> Iterator[None]:
 
 
 def get_executor(name: str, concurrency: int) -> Executor:
-    """The executor registered as `name` with `concurrency` workers.
+    """The executor registered as `name` (or an installed one, or an import path) with
+    `concurrency` workers.
 
     Raises:
-        UnknownName: for a name no executor answers to.
+        UnknownName: for a name no executor answers to (one sentence listing the choices).
     """
-    if name not in _REGISTRY:
-        choices = ", ".join(n for n in EXECUTORS if n != "auto")
-        raise UnknownName(f"unknown executor {name!r}; choose one of {choices}.")
-    return _REGISTRY[name](concurrency)
+    return executors.lookup(name)(concurrency)
 
 
 # Models answered inside this process in about a millisecond per turn.

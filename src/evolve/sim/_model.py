@@ -14,8 +14,9 @@ from typing import Any
 
 from evolve._io import derive_seed
 from evolve.envs import Environment
-from evolve.errors import ModelError
-from evolve.llm import Completion, JsonSchema, Message, Usage, estimate_tokens
+from evolve.errors import ModelError, UnknownName
+from evolve.llm import LLM, Completion, JsonSchema, Message, Usage, estimate_tokens
+from evolve.llm._registry import models
 from evolve.sim._agent import SimAgent
 from evolve.sim._rates import SimRates
 
@@ -86,3 +87,11 @@ class SimLLM:
         text = json.dumps(payload, ensure_ascii=False)
         prompt = sum(estimate_tokens(m.content) for m in messages)
         return Completion(text=text, usage=Usage(prompt, estimate_tokens(text)), model=self.name)
+
+
+@models.register("sim", "sim:")
+def sim_model(variant: str, /, *, env: Environment | None = None, **options: Any) -> LLM:
+    """The `sim` backend (`sim:<variant>` too) over the workspace's environment."""
+    if env is None:
+        raise UnknownName("the sim model needs an environment; run it inside a workspace.")
+    return SimLLM(env, **options)

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from evolve.errors import UnknownName
 from evolve.memory import MemoryUnit, Renderer, render_memory
 from evolve.updaters._ace import AceRecipe
 from evolve.updaters._base import (
     EpisodeView,
     Recipe,
     RecipeContext,
+    RecipeFactory,
     Update,
     parse_json_reply,
+    recipe_caps,
+    recipes,
     summarize_actions,
 )
 from evolve.updaters._reflexion import ReflexionRecipe
@@ -33,29 +35,18 @@ from evolve.updaters._tepa import TepaRecipe
 from evolve.updaters._topl import TopLRecipe
 from evolve.updaters._trace import MAX_ATTEMPTS, TraceRecipe
 
-RECIPES: dict[str, type] = {
-    "ace": AceRecipe,
-    "tepa": TepaRecipe,
-    "trace": TraceRecipe,
-    "reflexion": ReflexionRecipe,
-    "rewrite": RewriteRecipe,
-    "topl": TopLRecipe,
-    "skills": SkillsRecipe,
-}
+# Every recipe by name: evolve's (each registered in its own module, found by scanning this
+# package) and installed packages' (`evolve.recipes` entry points).
+RECIPES = recipes
 
 
 def get_recipe(name: str) -> Recipe:
-    """The recipe `name`.
+    """The recipe `name` (registered, an installed entry point, or an import path).
 
     Raises:
         UnknownName: one sentence listing the recipes.
     """
-    try:
-        cls = RECIPES[name]
-    except KeyError:
-        raise UnknownName(f"unknown recipe {name!r}; choose one of {', '.join(RECIPES)}.") from None
-    recipe: Recipe = cls()
-    return recipe
+    return recipes.lookup(name)()
 
 
 def renderers_for(names: Iterable[str]) -> dict[str, Renderer]:
@@ -83,6 +74,7 @@ __all__ = [
     "EpisodeView",
     "Recipe",
     "RecipeContext",
+    "RecipeFactory",
     "ReflexionRecipe",
     "RewriteRecipe",
     "SkillsRecipe",
@@ -91,6 +83,8 @@ __all__ = [
     "TraceRecipe",
     "Update",
     "get_recipe",
+    "recipe_caps",
+    "recipes",
     "render_for",
     "renderers_for",
     "parse_json_reply",

@@ -127,10 +127,8 @@ def init_workspace(
         )
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise EvolveError(f"{target} exists and is not empty; pick a new or empty folder.")
-    if env is not None:
-        from evolve.envs import environments
-
-        environments.lookup(env)  # an unknown name: one sentence listing the environments
+    if env not in (None, "persona_world", "appworld"):
+        raise EvolveError(f"unknown environment {env!r}; choose persona_world or appworld.")
     source = harness_root()
     created = _first_missing(target)
     try:

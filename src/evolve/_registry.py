@@ -166,7 +166,7 @@ class Registry(Mapping[str, T]):
 
     def _match(self, name: str) -> tuple[T, str] | None:
         found = self._objects.get(name)
-        if found is not None:
+        if found is not None and name[-1:] not in SEPARATORS:  # a prefix needs its rest
             return found, ""
         for index, char in enumerate(name):
             if char in SEPARATORS:

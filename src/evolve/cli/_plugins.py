@@ -109,7 +109,7 @@ def plugins_cmd(as_json: bool, workspace: Path | None) -> None:
             click.echo(f"  {e.name.ljust(width)}  {source}: {e.where}")
 
 
-class Registered(click.ParamType):
+class Registered(click.ParamType[str, str]):
     """A name that the registry of `group` resolves; `also` names pass as they are (`auto`)."""
 
     name = "name"
@@ -118,11 +118,11 @@ class Registered(click.ParamType):
         self.group = group
         self.also = also
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(self, value: str, param: click.Parameter | None, ctx: click.Context | None) -> str:
         if value in self.also:
             return value
         try:
-            registry(self.group).lookup(str(value))
+            registry(self.group).lookup(value)
         except UnknownName as exc:
             self.fail(str(exc), param, ctx)
         return value

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from evolve._registry import IMPORT_PATH, Entry, is_import_path
 from evolve.memory import MemoryUnit, Renderer, render_memory
 from evolve.updaters._ace import AceRecipe
 from evolve.updaters._base import (
@@ -43,10 +44,17 @@ RECIPES = recipes
 def get_recipe(name: str) -> Recipe:
     """The recipe `name` (registered, an installed entry point, or an import path).
 
+    A recipe named by its import path answers to its own `name` from then on too: its units
+    carry that name, and the applier finds its caps by it.
+
     Raises:
         UnknownName: one sentence listing the recipes.
     """
-    return recipes.lookup(name)()
+    factory = recipes.lookup(name)
+    recipe = factory()
+    if recipe.name != name.strip() and is_import_path(name) and recipes.find(recipe.name) is None:
+        recipes.add(recipe.name, factory, entry=Entry(recipe.name, IMPORT_PATH, name.strip()))
+    return recipe
 
 
 def renderers_for(names: Iterable[str]) -> dict[str, Renderer]:
@@ -55,7 +63,11 @@ def renderers_for(names: Iterable[str]) -> dict[str, Renderer]:
     Raises:
         UnknownName: a name that is not a recipe.
     """
-    return {name: get_recipe(name).render for name in dict.fromkeys(names)}
+    out: dict[str, Renderer] = {}
+    for name in dict.fromkeys(names):
+        recipe = get_recipe(name)
+        out[recipe.name] = recipe.render  # its units carry its own name (an import path's too)
+    return out
 
 
 def render_for(units: Iterable[MemoryUnit], scope: str, recipes: Iterable[str]) -> str:

@@ -89,12 +89,11 @@ def test_every_extension_point_refuses_an_unknown_name_in_one_sentence(
 
 
 def test_the_built_ins_are_found_where_they_are_defined() -> None:
-    assert sorted(RECIPES) == ["ace", "reflexion", "rewrite", "skills", "tepa", "topl", "trace"]
-    assert sorted(environments) == ["appworld", "persona_world"]
-    assert sorted(executors) == ["asyncio", "process", "ray", "serial", "threads"]
-    assert [e.name for e in models.entries()] == [
-        "anthropic/<model>", "mock", "openai/<model>", "sim",
-    ]  # fmt: skip
+    # (at least these: a new built-in needs no edit here)
+    assert {"ace", "reflexion", "rewrite", "skills", "tepa", "topl", "trace"} <= set(RECIPES)
+    assert {"appworld", "persona_world"} <= set(environments)
+    assert {"asyncio", "process", "ray", "serial", "threads"} <= set(executors)
+    assert {"anthropic/<model>", "mock", "openai/<model>", "sim"} <= set(models.choices())
     for registry in (recipes, environments, executors, models):
         for entry in registry.entries():
             assert entry.source == BUILT_IN and entry.where.startswith("evolve.")
@@ -273,4 +272,4 @@ def test_train_takes_any_registered_recipe_and_refuses_others_as_usage(
     assert code == 0, err
     code, _, err = run_cli(capsys, "train", "--recipe", "nosuch", "--episodes", "2")
     assert code == 2
-    assert "unknown recipe 'nosuch'; choose one of ace, reflexion," in err
+    assert "unknown recipe 'nosuch'; choose one of ace, " in err and "reflexion" in err

@@ -167,5 +167,5 @@ def test_an_unknown_name_lists_the_installed_ones_too(python: Path, tmp_path: Pa
     assert done.returncode == 0, done.stderr
     done = _evolve(python, tmp_path / "ws", "train", "--recipe", "nosuch", "--episodes", "1")
     assert done.returncode == 2
-    assert "unknown recipe 'nosuch'; choose one of ace, reflexion, rewrite, skills, tepa, topl, " \
-        "toy, trace." in done.stderr  # fmt: skip
+    (line,) = [ln for ln in done.stderr.splitlines() if "nosuch" in ln]
+    assert "unknown recipe 'nosuch'; choose one of ace, " in line and ", toy, " in line

@@ -16,5 +16,5 @@ PLACES: dict[str, tuple[str, ...]] = {
     "evolve.models": ("evolve.llm._registry", "evolve.sim._model"),
     "evolve.recipes": ("evolve.updaters.*",),
     "evolve.environments": ("evolve.envs.persona_world", "evolve.envs.appworld"),
-    "evolve.executors": ("evolve.executors._base",),
+    "evolve.executors": ("evolve.executors._base", "evolve.executors._ray"),
 }

@@ -12,7 +12,7 @@
 - ``process``: a pool of C processes for CPU-bound local models (``sim``); the job and the
   items must be picklable (a job rebuilds what it needs by name, see `evolve.evaluate`);
 - ``ray``: a Ray cluster (`RAY_ADDRESS`, or a local one started and stopped around the map;
-  `pip install 'evolve[ray]'`), with the same picklable jobs as ``process``; see
+  `pip install 'evolve[ray]'`), with the same picklable jobs as ``process``; registered by
   `evolve.executors._ray`. `auto` never picks it.
 
 A job that raises stops the run: the jobs not started are cancelled, the ones in flight are
@@ -26,7 +26,7 @@ import gc
 import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from evolve._registry import Registry
@@ -332,23 +332,17 @@ class AsyncioExecutor:
             raise
 
 
-@executors.register("ray")
-def ray_executor(concurrency: int) -> Executor:
-    from evolve.executors._ray import RayExecutor  # imports no Ray until a map runs
-
-    return RayExecutor(concurrency)
-
-
 @contextmanager
 def executor_session(name: str) -> Iterator[None]:
-    """Hold what executor `name` needs across many maps: for `ray`, one cluster session (a
-    local cluster starts once per command, not once per scoring); nothing for the others."""
-    if name != "ray":
+    """Hold what executor `name` needs across many maps: its `session()`, if it has one (for
+    `ray`, one cluster session: a local cluster starts once per command, not once per
+    scoring); nothing for the others, `auto` and an unknown name (refused when it maps)."""
+    factory = None if name == "auto" else executors.find(name)
+    session: Callable[[], AbstractContextManager[object]] | None = getattr(factory, "session", None)
+    if session is None:
         yield
         return
-    from evolve.executors._ray import import_ray, ray_session
-
-    with ray_session(import_ray()):
+    with session():
         yield
 
 

@@ -40,6 +40,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from evolve.errors import ConfigError
+from evolve.executors._base import EpisodeFailed, _failure, executors
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -219,11 +220,19 @@ def ray_session(ray: Any) -> Iterator[None]:
             shutil.rmtree(temp, ignore_errors=True)
 
 
+@executors.register("ray")
 class RayExecutor:
     name = "ray"
 
     def __init__(self, concurrency: int) -> None:
         self.concurrency = max(1, concurrency)
+
+    @staticmethod
+    @contextmanager
+    def session() -> Iterator[None]:
+        """One Ray session across the maps of a command (`executor_session`)."""
+        with ray_session(import_ray()):
+            yield
 
     def map(
         self,
@@ -247,7 +256,6 @@ class RayExecutor:
         progress: Progress | None,
         label: Label | None,
     ) -> list[R]:
-        from evolve.executors._base import EpisodeFailed, _failure
 
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         width = min(self.concurrency, cpus, len(items))

@@ -218,13 +218,7 @@ class Registry(Mapping[str, T]):
         found: T = obj
         return found
 
-    def resolve(self, name: str) -> tuple[T, str]:
-        """The object `name` stands for, and the rest of the name after a prefix ("" if none).
-
-        Raises:
-            UnknownName: one sentence listing the choices; or an import path or entry point
-                that cannot be imported.
-        """
+    def _find(self, name: str) -> tuple[T, str] | None:
         name = name.strip()
         found = self._match(name)
         if found is None:
@@ -234,9 +228,19 @@ class Registry(Mapping[str, T]):
             return self._import(name), ""
         if found is None:
             found = self._from_entry_point(name)
+        return found
+
+    def resolve(self, name: str) -> tuple[T, str]:
+        """The object `name` stands for, and the rest of the name after a prefix ("" if none).
+
+        Raises:
+            UnknownName: one sentence listing the choices; or an import path or entry point
+                that cannot be imported.
+        """
+        found = self._find(name)
         if found is None:
             raise UnknownName(
-                f"unknown {self.kind} {name!r}; choose one of {', '.join(self.choices())}."
+                f"unknown {self.kind} {name.strip()!r}; choose one of {', '.join(self.choices())}."
             )
         return found
 
@@ -249,17 +253,14 @@ class Registry(Mapping[str, T]):
         return self.resolve(name)[0]
 
     def find(self, name: str) -> T | None:
-        """The object `name` stands for, or None when nothing answers to it.
+        """The object `name` stands for, or None when nothing answers to it (a cheap miss:
+        `"hand" in recipes` is asked for every hand note).
 
         Raises:
             UnknownName: an import path or entry point that cannot be imported.
         """
-        try:
-            return self.resolve(name)[0]
-        except UnknownName:
-            if is_import_path(name) or self._match(name.strip()) is not None:
-                raise
-            return None
+        found = self._find(name)
+        return found[0] if found is not None else None
 
     # --- listing -------------------------------------------------------------------------
 

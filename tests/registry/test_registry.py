@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import GitRunner as RunGit
 from conftest import run_cli
 from evolve._builtins import PLACES
 from evolve._registry import BUILT_IN, ENTRY_POINT, IMPORT_PATH, Registry
@@ -18,6 +19,7 @@ from evolve.envs import environments, make_env
 from evolve.errors import UnknownName
 from evolve.executors import executors, get_executor
 from evolve.llm import make_llm, models
+from evolve.memory import load_units
 from evolve.updaters import RECIPES, get_recipe, recipes
 from evolve.workspace import Workspace
 
@@ -273,3 +275,25 @@ def test_train_takes_any_registered_recipe_and_refuses_others_as_usage(
     code, _, err = run_cli(capsys, "train", "--recipe", "nosuch", "--episodes", "2")
     assert code == 2
     assert "unknown recipe 'nosuch'; choose one of ace, " in err and "reflexion" in err
+
+
+def test_evolve_yaml_may_name_import_paths(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = ws.root / "evolve.yaml"
+    text = config.read_text("utf-8").replace(
+        "environment: persona_world", "environment: evolve.envs.persona_world:PersonaWorldEnv"
+    )
+    config.write_text(
+        text.replace("  recipe: ace", "  recipe: evolve.updaters._reflexion:ReflexionRecipe"),
+        "utf-8",
+    )
+    run_git(ws.root, "commit", "-q", "-am", "name the environment and the recipe by import path")
+    code, out, err = run_cli(capsys, "train", "--episodes", "4", "--json")
+    assert code == 0, err
+    assert json.loads(out)["commits"]
+    units = load_units(ws.root)
+    assert units and {u.recipe for u in units} == {"reflexion"}  # the recipe's own name
+    code, out, err = run_cli(capsys, "run", "--split", "dev", "--json")
+    assert code == 0, err
+    assert json.loads(out)["episodes"]

@@ -73,7 +73,7 @@ def print_report(report: SplitReport, title: str | None = None) -> None:
     show_default=True,
     help="How episodes run in parallel; auto: serial at concurrency 1 and for sim (its "
     "episodes take about a millisecond), threads for HTTP models, a process pool for other "
-    "local models.",
+    "local models; `evolve plugins` lists the executors.",
 )
 @click.option("--persona", help="Whose preferences to score (default: persona in evolve.yaml).")
 @click.option(

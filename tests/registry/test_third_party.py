@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+import evolve
+
 pytestmark = pytest.mark.slow
 
 DIST = "evolve_toy-0.1.dist-info"
@@ -103,9 +105,11 @@ def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
-    ours = sysconfig.get_paths()["purelib"]  # where evolve is installed (editable) with its deps
+    deps = sysconfig.get_paths()["purelib"]  # evolve's dependencies (and evolve, installed)
+    ours = str(Path(evolve.__file__).parent.parent)  # the evolve under test, first
     Path(site, "evolve_here.pth").write_text(
-        f"import site; site.addsitedir({ours!r})\n", encoding="utf-8"
+        f"import sys, site; site.addsitedir({deps!r}); sys.path.insert(0, {ours!r})\n",
+        encoding="utf-8",
     )
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",

@@ -13,7 +13,7 @@ from evolve.errors import ConfigError
 from evolve.llm import JsonSchema, Message, MockLLM
 from evolve.memory import MemoryUnit, load_units
 from evolve.train import train
-from evolve.workspace import Workspace, parse_config
+from evolve.workspace import RecipeCaps, Workspace, parse_config
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
@@ -53,25 +53,29 @@ def _apply(ws: Workspace, ops: Sequence[Op]) -> tuple[list[str], list[str]]:
 
 
 def test_the_defaults_are_the_recipes_own_caps() -> None:
-    from evolve.updaters import AceRecipe, ReflexionRecipe, TopLRecipe, TraceRecipe
+    from evolve.updaters import AceRecipe, ReflexionRecipe, TopLRecipe, TraceRecipe, recipe_caps
     from evolve.updaters._base import MAX_STATEMENT
-    from evolve.workspace import DEFAULT_CAPS
 
     config = parse_config("")
-    assert config.caps_for("ace").units == AceRecipe.cap
-    assert config.caps_for("ace").chars == MAX_STATEMENT
-    assert config.caps_for("trace").units == TraceRecipe.cap
-    assert config.caps_for("reflexion").units == ReflexionRecipe.keep
-    assert config.caps_for("topl").units == TopLRecipe.pool_cap
-    assert config.caps_for("rewrite").chars == config.memory.max_memory_chars
-    assert config.caps_for("hand").units is None  # a person's notes are not capped
-    assert set(DEFAULT_CAPS) == {"ace", "tepa", "trace", "reflexion", "rewrite", "topl", "skills"}
+    assert recipe_caps(config, "ace").units == AceRecipe.cap
+    assert recipe_caps(config, "ace").chars == MAX_STATEMENT
+    assert recipe_caps(config, "trace").units == TraceRecipe.cap
+    assert recipe_caps(config, "reflexion").units == ReflexionRecipe.keep
+    assert recipe_caps(config, "topl").units == TopLRecipe.pool_cap
+    assert recipe_caps(config, "rewrite").chars == config.memory.max_memory_chars
+    assert recipe_caps(config, "tepa").chars == recipe_caps(config, "topl").chars == 300
+    assert recipe_caps(config, "skills").chars == 400
+    assert recipe_caps(config, "hand").units is None  # a person's notes are not capped
+    assert recipe_caps(config, "hand").chars is None
+    assert config.caps_for("ace") == RecipeCaps()  # the config alone knows no recipe
 
 
 def test_caps_in_evolve_yaml_override_one_field_at_a_time() -> None:
+    from evolve.updaters import recipe_caps
+
     config = parse_config("caps:\n  ace: {units: 4}\n  topl: {chars: null}\n")
-    assert config.caps_for("ace").units == 4 and config.caps_for("ace").chars == 300
-    assert config.caps_for("topl").chars is None and config.caps_for("topl").units == 60
+    assert recipe_caps(config, "ace").units == 4 and recipe_caps(config, "ace").chars == 300
+    assert recipe_caps(config, "topl").chars is None and recipe_caps(config, "topl").units == 60
     with pytest.raises(ConfigError, match="caps.ace.size"):
         parse_config("caps:\n  ace: {size: 4}\n")
     with pytest.raises(ConfigError, match="caps.ace.units"):

@@ -193,4 +193,4 @@ def test_evolve_run_refuses_an_unknown_executor(
     ws: Workspace, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _out, err = run_cli(capsys, "run", "--split", "dev", "--executor", "dask")
-    assert code != 0 and "'dask' is not one of" in err
+    assert code == 2 and "unknown executor 'dask'; choose one of" in err and "serial" in err

@@ -27,6 +27,7 @@ from evolve.errors import PathRefused
 from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, parse_unit, without_counters
 from evolve.memory._similarity import normalize
 from evolve.ops import TEXT_OPS, Op, Refusal
+from evolve.updaters._base import recipe_caps
 from evolve.workspace import RecipeCaps, Workspace
 
 
@@ -62,9 +63,13 @@ class MemoryApplier:
         # The file text `check` serialized for a unit, written as is when the op is applied
         # (serializing is most of an op's check). Keyed by the unit object, kept for one apply.
         self._dumped: dict[int, tuple[MemoryUnit, str]] = {}
+        self._caps: dict[str, RecipeCaps] = {}  # each recipe's, as `recipe_caps` says
 
     def caps(self, recipe: str) -> RecipeCaps:
-        return self.ws.config.caps_for(recipe)
+        caps = self._caps.get(recipe)
+        if caps is None:
+            caps = self._caps[recipe] = recipe_caps(self.ws.config, recipe)
+        return caps
 
     def check(
         self, op: Op, existing: dict[str, MemoryUnit], tombstones: Sequence[MemoryUnit]

@@ -19,7 +19,7 @@ from evolve.cli._common import (
     stdout,
     workspace_option,
 )
-from evolve.executors import EXECUTORS
+from evolve.cli._plugins import Registered
 from evolve.generations import EvolveResult, GenerationRecord, evolve
 
 
@@ -93,7 +93,7 @@ class _Interrupted(click.ClickException):
 )
 @click.option(
     "--executor",
-    type=click.Choice(EXECUTORS),
+    type=Registered("executors", also=("auto",)),
     default="auto",
     show_default=True,
     help="How scoring episodes run in parallel, as for `evolve run`.",

@@ -20,9 +20,9 @@ from evolve.cli._common import (
     workspace_option,
     writer_busy,
 )
+from evolve.cli._plugins import Registered
 from evolve.envs import SPLITS
 from evolve.evaluate import INJECT_MODES, SplitReport, run_split
-from evolve.executors import EXECUTORS
 
 
 def print_report(report: SplitReport, title: str | None = None) -> None:
@@ -68,12 +68,12 @@ def print_report(report: SplitReport, title: str | None = None) -> None:
 )
 @click.option(
     "--executor",
-    type=click.Choice(EXECUTORS),
+    type=Registered("executors", also=("auto",)),
     default="auto",
     show_default=True,
     help="How episodes run in parallel; auto: serial at concurrency 1 and for sim (its "
     "episodes take about a millisecond), threads for HTTP models, a process pool for other "
-    "local models.",
+    "local models; `evolve plugins` lists the executors.",
 )
 @click.option("--persona", help="Whose preferences to score (default: persona in evolve.yaml).")
 @click.option(

@@ -18,13 +18,15 @@ from evolve.cli._common import (
     stdout,
     workspace_option,
 )
+from evolve.cli._plugins import Registered
 from evolve.train import train
-from evolve.updaters import RECIPES
 
 
 @click.command("train")
 @click.option(
-    "--recipe", type=click.Choice(sorted(RECIPES)), help="Update recipe (default: train.recipe)."
+    "--recipe",
+    type=Registered("recipes"),
+    help="Update recipe (default: train.recipe; `evolve plugins` lists them).",
 )
 @click.option(
     "--episodes",

@@ -1,8 +1,7 @@
-"""Environments: the protocol, and `make_env` to open one by name over a workspace."""
+"""Environments: the protocol, and `make_env` to open one by name (the `environments`
+registry) over a workspace's evalset."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from evolve.envs._protocol import (
     SPLITS,
@@ -16,21 +15,7 @@ from evolve.envs._protocol import (
     Violation,
     World,
 )
-from evolve.errors import UnknownName
-
-
-def make_env(name: str, evalset: Path) -> Environment:
-    """Open the environment `name` over an evalset folder."""
-    if name == "persona_world":
-        from evolve.envs.persona_world import PersonaWorldEnv
-
-        return PersonaWorldEnv(evalset)
-    if name == "appworld":
-        from evolve.envs.appworld import AppWorldEnv
-
-        return AppWorldEnv(evalset)
-    raise UnknownName(f"unknown environment {name!r}; choose persona_world or appworld.")
-
+from evolve.envs._registry import EnvFactory, environments, make_env
 
 __all__ = [
     "SPLITS",
@@ -43,5 +28,7 @@ __all__ = [
     "Tier",
     "Violation",
     "World",
+    "EnvFactory",
+    "environments",
     "make_env",
 ]

@@ -6,9 +6,11 @@ from evolve.executors._base import (
     EXECUTORS,
     SPAWNING,
     Executor,
+    ExecutorFactory,
     Progress,
     choose_executor,
     executor_session,
+    executors,
     get_executor,
 )
 from evolve.executors._failure import EpisodeFailed
@@ -18,8 +20,10 @@ __all__ = [
     "SPAWNING",
     "EpisodeFailed",
     "Executor",
+    "ExecutorFactory",
     "Progress",
     "choose_executor",
     "executor_session",
+    "executors",
     "get_executor",
 ]

@@ -12,7 +12,7 @@
 - ``process``: a pool of C processes for CPU-bound local models (``sim``); the job and the
   items must be picklable (a job rebuilds what it needs by name, see `evolve.evaluate`);
 - ``ray``: a Ray cluster (`RAY_ADDRESS`, or a local one started and stopped around the map;
-  `pip install 'evolve[ray]'`), with the same picklable jobs as ``process``; see
+  `pip install 'evolve[ray]'`), with the same picklable jobs as ``process``; registered by
   `evolve.executors._ray`. `auto` never picks it.
 
 A job that raises stops the run: the jobs not started are cancelled, the ones in flight are
@@ -26,10 +26,10 @@ import gc
 import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
-from evolve.errors import UnknownName
+from evolve._registry import Registry
 from evolve.executors._failure import failure
 from evolve.executors._slots import Slots, holding_work_slot
 
@@ -44,6 +44,7 @@ Progress = Callable[[int, int], None]
 Label = Callable[[int], str]
 
 ExecutorName = Literal["serial", "threads", "asyncio", "process", "ray"]
+# `auto` and evolve's own executors; `executors` below also holds installed ones.
 EXECUTORS: tuple[str, ...] = ("auto", "serial", "threads", "asyncio", "process", "ray")
 # Executors whose jobs run in other processes: a job must be picklable and rebuild its model
 # by name (a live model object cannot travel).
@@ -79,6 +80,13 @@ class Executor(Protocol):
     ) -> list[R]: ...
 
 
+ExecutorFactory = Callable[[int], "Executor"]
+"""Makes an executor of a concurrency (an executor class is one)."""
+
+executors: Registry[ExecutorFactory] = Registry("executor", "evolve.executors")
+
+
+@executors.register("serial")
 class SerialExecutor:
     name = "serial"
 
@@ -147,6 +155,7 @@ class _PoolExecutor:
         return [results[i] for i in range(len(items))]
 
 
+@executors.register("threads")
 class ThreadsExecutor:
     """Threads that each take the next item as soon as their last job is done; at most C
     jobs compute at once (each holds a work slot, see `evolve.executors._slots`).
@@ -235,6 +244,7 @@ class ThreadsExecutor:
         return results  # type: ignore[return-value]
 
 
+@executors.register("process")
 class ProcessExecutor(_PoolExecutor):
     name = "process"
 
@@ -247,6 +257,7 @@ class ProcessExecutor(_PoolExecutor):
         return cf.ProcessPoolExecutor(max_workers=self.concurrency, mp_context=context)
 
 
+@executors.register("asyncio")
 class AsyncioExecutor:
     name = "asyncio"
 
@@ -309,44 +320,28 @@ class AsyncioExecutor:
             raise
 
 
-def _ray(concurrency: int) -> Executor:
-    from evolve.executors._ray import RayExecutor  # imports no Ray until a map runs
-
-    return RayExecutor(concurrency)
-
-
-_REGISTRY: dict[str, Callable[[int], Executor]] = {
-    "serial": SerialExecutor,
-    "threads": ThreadsExecutor,
-    "asyncio": AsyncioExecutor,
-    "process": ProcessExecutor,
-    "ray": _ray,
-}
-
-
 @contextmanager
 def executor_session(name: str) -> Iterator[None]:
-    """Hold what executor `name` needs across many maps: for `ray`, one cluster session (a
-    local cluster starts once per command, not once per scoring); nothing for the others."""
-    if name != "ray":
+    """Hold what executor `name` needs across many maps: its `session()`, if it has one (for
+    `ray`, one cluster session: a local cluster starts once per command, not once per
+    scoring); nothing for the others, `auto` and an unknown name (refused when it maps)."""
+    factory = None if name == "auto" else executors.find(name)
+    session: Callable[[], AbstractContextManager[object]] | None = getattr(factory, "session", None)
+    if session is None:
         yield
         return
-    from evolve.executors._ray import import_ray, ray_session
-
-    with ray_session(import_ray()):
+    with session():
         yield
 
 
 def get_executor(name: str, concurrency: int) -> Executor:
-    """The executor registered as `name` with `concurrency` workers.
+    """The executor registered as `name` (or an installed one, or an import path) with
+    `concurrency` workers.
 
     Raises:
-        UnknownName: for a name no executor answers to.
+        UnknownName: for a name no executor answers to (one sentence listing the choices).
     """
-    if name not in _REGISTRY:
-        choices = ", ".join(n for n in EXECUTORS if n != "auto")
-        raise UnknownName(f"unknown executor {name!r}; choose one of {choices}.")
-    return _REGISTRY[name](concurrency)
+    return executors.lookup(name)(concurrency)
 
 
 # Models answered inside this process in about a millisecond per turn.

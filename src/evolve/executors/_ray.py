@@ -40,6 +40,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from evolve.errors import ConfigError
+from evolve.executors._base import executors
 from evolve.executors._failure import EpisodeFailed, failure
 
 T = TypeVar("T")
@@ -220,11 +221,19 @@ def ray_session(ray: Any) -> Iterator[None]:
             shutil.rmtree(temp, ignore_errors=True)
 
 
+@executors.register("ray")
 class RayExecutor:
     name = "ray"
 
     def __init__(self, concurrency: int) -> None:
         self.concurrency = max(1, concurrency)
+
+    @staticmethod
+    @contextmanager
+    def session() -> Iterator[None]:
+        """One Ray session across the maps of a command (`executor_session`)."""
+        with ray_session(import_ray()):
+            yield
 
     def map(
         self,
@@ -248,6 +257,7 @@ class RayExecutor:
         progress: Progress | None,
         label: Label | None,
     ) -> list[R]:
+
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         width = min(self.concurrency, cpus, len(items))
         threads = math.ceil(min(self.concurrency, len(items)) / width)

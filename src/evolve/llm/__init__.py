@@ -22,7 +22,7 @@ from evolve.llm._errors import (
     TurnPaused,
 )
 from evolve.llm._mock import MockLLM
-from evolve.llm._registry import KNOWN, make_llm
+from evolve.llm._registry import ModelFactory, make_llm, models
 from evolve.llm._types import (
     LLM,
     Completion,
@@ -42,7 +42,6 @@ __getattr__, __dir__ = lazy_exports(
 
 __all__ = [
     "CACHE_MODES",
-    "KNOWN",
     "ROLES",
     "Budget",
     "BudgetSpent",
@@ -64,7 +63,9 @@ __all__ = [
     "JsonSchema",
     "Message",
     "MockLLM",
+    "ModelFactory",
     "Usage",
     "estimate_tokens",
     "make_llm",
+    "models",
 ]

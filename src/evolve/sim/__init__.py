@@ -14,8 +14,9 @@ from evolve._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evolve.sim._agent import SimAgent, read_directives, read_stats
-    from evolve.sim._model import ROLES, SimLLM, role
+    from evolve.sim._model import SimLLM
     from evolve.sim._rates import SimRates
+    from evolve.sim._role import ROLES, Sim, role
     from evolve.sim._updater import (
         Proposal,
         complaint_of,
@@ -28,8 +29,9 @@ if TYPE_CHECKING:
 
 _MODULES = {
     "evolve.sim._agent": ("SimAgent", "read_directives", "read_stats"),
-    "evolve.sim._model": ("ROLES", "SimLLM", "role"),
+    "evolve.sim._model": ("SimLLM",),
     "evolve.sim._rates": ("SimRates",),
+    "evolve.sim._role": ("ROLES", "Sim", "role"),
     "evolve.sim._updater": (
         "Proposal",
         "complaint_of",
@@ -55,6 +57,7 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _MODULES, before=_befor
 __all__ = [
     "ROLES",
     "Proposal",
+    "Sim",
     "SimAgent",
     "SimLLM",
     "SimRates",

@@ -9,29 +9,17 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from evolve._io import derive_seed
 from evolve.envs import Environment
-from evolve.errors import ModelError
-from evolve.llm import Completion, JsonSchema, Message, Usage, estimate_tokens
+from evolve.errors import ModelError, UnknownName
+from evolve.llm import LLM, Completion, JsonSchema, Message, Usage, estimate_tokens
+from evolve.llm._registry import models
 from evolve.sim._agent import SimAgent
 from evolve.sim._rates import SimRates
-
-Role = Callable[["SimLLM", Sequence[Message], random.Random], Any]
-
-ROLES: dict[str, Role] = {}
-
-
-def role(name: str) -> Callable[[Role], Role]:
-    """Register the sim's answer to requests whose JSON schema is named `name`."""
-
-    def wrap(func: Role) -> Role:
-        ROLES[name] = func
-        return func
-
-    return wrap
+from evolve.sim._role import ROLES, Sim, role
 
 
 def load_roles() -> None:
@@ -40,7 +28,7 @@ def load_roles() -> None:
 
 
 @role("statements")
-def _statements(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+def _statements(sim: Sim, messages: Sequence[Message], rng: random.Random) -> Any:
     # Here, not at the top: scoring (the agent role) never learns, so `evolve run` skips it.
     from evolve.sim._updater import learn
 
@@ -86,3 +74,11 @@ class SimLLM:
         text = json.dumps(payload, ensure_ascii=False)
         prompt = sum(estimate_tokens(m.content) for m in messages)
         return Completion(text=text, usage=Usage(prompt, estimate_tokens(text)), model=self.name)
+
+
+@models.register("sim", "sim:")
+def sim_model(variant: str, /, *, env: Environment | None = None, **options: Any) -> LLM:
+    """The `sim` backend (`sim:<variant>` too) over the workspace's environment."""
+    if env is None:
+        raise UnknownName("the sim model needs an environment; run it inside a workspace.")
+    return SimLLM(env, **options)

@@ -20,7 +20,7 @@ from evolve.envs.persona_world import RULES_BY_SLOT, Computed, Ref, recognize, s
 from evolve.envs.persona_world._rules import resolve_ref
 from evolve.envs.persona_world._world import Profile
 from evolve.llm import Message
-from evolve.sim._model import SimLLM, role
+from evolve.sim._role import Sim, role
 from evolve.sim._updater import (
     Shown,
     complaint_of,
@@ -65,14 +65,14 @@ def _profile(actions: str) -> Profile | None:
     return Profile(p.get("first_name", ""), p.get("last_name", ""), p.get("email", ""), "", "")
 
 
-def _task_kind(sim: SimLLM, prompt: str) -> str | None:
+def _task_kind(sim: Sim, prompt: str) -> str | None:
     instruction = section(prompt, "task") or ""
     task = sim.env.task_by_instruction(instruction)
     return task.kind if task is not None else None
 
 
 @role("ace_deltas")
-def _ace(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+def _ace(sim: Sim, messages: Sequence[Message], rng: random.Random) -> Any:
     prompt = _user(messages)
     bullets = []
     for line in (section(prompt, "bullets") or "").splitlines():
@@ -110,7 +110,7 @@ def _ace(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
 
 
 @role("tepa_precedent")
-def _tepa(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+def _tepa(sim: Sim, messages: Sequence[Message], rng: random.Random) -> Any:
     out = []
     shown = shown_units(section(_user(messages), "precedents"))
     for p in learn(messages, rng, sim.rates.instance_vague, shown):
@@ -168,7 +168,7 @@ def _compile(slot: str, statement: str, profile: Profile | None) -> dict[str, st
 
 
 @role("trace_checks")
-def _trace(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+def _trace(sim: Sim, messages: Sequence[Message], rng: random.Random) -> Any:
     profile = _profile(section(_user(messages), "actions") or "")
     shown = shown_units(section(_user(messages), "checks"))
     checks: list[dict[str, Any]] = []
@@ -203,7 +203,7 @@ def _check_head(check: dict[str, Any]) -> str:
 
 
 @role("reflection")
-def _reflection(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+def _reflection(sim: Sim, messages: Sequence[Message], rng: random.Random) -> Any:
     shown = shown_units(section(_user(messages), "reflections"))
     proposals = learn(messages, rng, sim.rates.instance_vague, shown)[:2]
     if not proposals:
@@ -220,7 +220,7 @@ def _reflection(sim: SimLLM, messages: Sequence[Message], rng: random.Random) ->
 
 
 @role("memory_rewrite")
-def _rewrite(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+def _rewrite(sim: Sim, messages: Sequence[Message], rng: random.Random) -> Any:
     prompt = _user(messages)
     current = section(prompt, "memory") or ""
     cap_match = re.search(r"in at most (\d+) characters", prompt)
@@ -252,7 +252,7 @@ def _rewrite(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> An
 
 
 @role("assertions")
-def _assertions(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+def _assertions(sim: Sim, messages: Sequence[Message], rng: random.Random) -> Any:
     shown = shown_units(section(_user(messages), "pool"))
     out: list[Any] = []
     for p in learn(messages, rng, sim.rates.instance_vague, shown):
@@ -269,7 +269,7 @@ GENERIC_ADVICE = (
 
 
 @role("reflector_edits")
-def _reflector(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+def _reflector(sim: Sim, messages: Sequence[Message], rng: random.Random) -> Any:
     """Half the time, turn the most frequent complaints into guidance (which helps when the
     complaint shows the value); otherwise offer generic advice that no rule recognizes (flat)."""
     prompt = _user(messages)

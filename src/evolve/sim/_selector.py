@@ -18,14 +18,14 @@ from typing import Any
 from evolve._triggers import rank_triggers
 from evolve.agent import section
 from evolve.llm import Message
-from evolve.sim._model import SimLLM, role
+from evolve.sim._role import Sim, role
 
 _LINE = re.compile(r"^\[([^\]\s]+)\]\s*(.*)$")
 _B = re.compile(r"at most (\d+) ids")
 
 
 @role("skill_selection")
-def _select(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+def _select(sim: Sim, messages: Sequence[Message], rng: random.Random) -> Any:
     text = "\n".join(m.content for m in messages)
     task = section(text, "task") or ""
     triggers = []

@@ -35,7 +35,7 @@ from typing import Any
 from evolve.agent import section
 from evolve.llm import Message
 from evolve.memory._similarity import trigram_cosine
-from evolve.sim._model import SimLLM, role
+from evolve.sim._role import Sim, role
 from evolve.sim._updater import proposals_from_complaint
 
 NAME_LEAK_RATE = 0.15
@@ -153,7 +153,7 @@ def _contact(instruction: str) -> str | None:
 
 
 @role("skill_reflection")
-def _reflect(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+def _reflect(sim: Sim, messages: Sequence[Message], rng: random.Random) -> Any:
     prompt = _user(messages)
     app = (section(prompt, "topic") or "").strip() or "general_tasks"  # the harness's no-app topic
     verifier = section(prompt, "verifier") or ""
@@ -237,7 +237,7 @@ def shape_of(lesson: str, app: str) -> tuple[str, str | None, str | None]:
 
 
 @role("skill_evolve")
-def _evolve(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+def _evolve(sim: Sim, messages: Sequence[Message], rng: random.Random) -> Any:
     prompt = _user(messages)
     skills, counts = _shelves(section(prompt, "shelves") or "")
     used = {shelf: n for shelf, (n, _) in counts.items()}
@@ -290,7 +290,7 @@ def _evolve(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any
 
 
 @role("skill_consolidate")
-def _consolidate(sim: SimLLM, messages: Sequence[Message], rng: random.Random) -> Any:
+def _consolidate(sim: Sim, messages: Sequence[Message], rng: random.Random) -> Any:
     skills, _ = _shelves(section(_user(messages), "shelves") or "")
     actions: list[dict[str, Any]] = []
     merged: set[str] = set()

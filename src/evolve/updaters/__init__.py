@@ -15,15 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from evolve.errors import UnknownName
+from evolve._registry import IMPORT_PATH, Entry, is_import_path
 from evolve.memory import MemoryUnit, Renderer, render_memory
 from evolve.updaters._ace import AceRecipe
 from evolve.updaters._base import (
     EpisodeView,
     Recipe,
     RecipeContext,
+    RecipeFactory,
     Update,
     parse_json_reply,
+    recipe_caps,
+    recipes,
     summarize_actions,
 )
 from evolve.updaters._reflexion import ReflexionRecipe
@@ -33,28 +36,24 @@ from evolve.updaters._tepa import TepaRecipe
 from evolve.updaters._topl import TopLRecipe
 from evolve.updaters._trace import MAX_ATTEMPTS, TraceRecipe
 
-RECIPES: dict[str, type] = {
-    "ace": AceRecipe,
-    "tepa": TepaRecipe,
-    "trace": TraceRecipe,
-    "reflexion": ReflexionRecipe,
-    "rewrite": RewriteRecipe,
-    "topl": TopLRecipe,
-    "skills": SkillsRecipe,
-}
+# Every recipe by name: evolve's (each registered in its own module, found by scanning this
+# package) and installed packages' (`evolve.recipes` entry points).
+RECIPES = recipes
 
 
 def get_recipe(name: str) -> Recipe:
-    """The recipe `name`.
+    """The recipe `name` (registered, an installed entry point, or an import path).
+
+    A recipe named by its import path answers to its own `name` from then on too: its units
+    carry that name, and the applier finds its caps by it.
 
     Raises:
         UnknownName: one sentence listing the recipes.
     """
-    try:
-        cls = RECIPES[name]
-    except KeyError:
-        raise UnknownName(f"unknown recipe {name!r}; choose one of {', '.join(RECIPES)}.") from None
-    recipe: Recipe = cls()
+    factory = recipes.lookup(name)
+    recipe = factory()
+    if recipe.name != name.strip() and is_import_path(name) and recipes.find(recipe.name) is None:
+        recipes.add(recipe.name, factory, entry=Entry(recipe.name, IMPORT_PATH, name.strip()))
     return recipe
 
 
@@ -64,7 +63,11 @@ def renderers_for(names: Iterable[str]) -> dict[str, Renderer]:
     Raises:
         UnknownName: a name that is not a recipe.
     """
-    return {name: get_recipe(name).render for name in dict.fromkeys(names)}
+    out: dict[str, Renderer] = {}
+    for name in dict.fromkeys(names):
+        recipe = get_recipe(name)
+        out[recipe.name] = recipe.render  # its units carry its own name (an import path's too)
+    return out
 
 
 def render_for(units: Iterable[MemoryUnit], scope: str, recipes: Iterable[str]) -> str:
@@ -83,6 +86,7 @@ __all__ = [
     "EpisodeView",
     "Recipe",
     "RecipeContext",
+    "RecipeFactory",
     "ReflexionRecipe",
     "RewriteRecipe",
     "SkillsRecipe",
@@ -91,6 +95,8 @@ __all__ = [
     "TraceRecipe",
     "Update",
     "get_recipe",
+    "recipe_caps",
+    "recipes",
     "render_for",
     "renderers_for",
     "parse_json_reply",

@@ -38,7 +38,9 @@ from evolve.updaters._base import (
     items,
     load_prompt,
     named_units,
+    recipes,
 )
+from evolve.workspace import EvolveConfig, RecipeCaps
 
 SCHEMA = JsonSchema(
     "ace_deltas",
@@ -198,6 +200,7 @@ class _Playbook:
         return [Op(op=label, unit=unit) for label, unit in self.changed.values()]
 
 
+@recipes.register("ace")
 class AceRecipe:
     name = "ace"
     cap: ClassVar[int] = 12
@@ -206,6 +209,9 @@ class AceRecipe:
 
     def __init__(self, similarity: Similarity = trigram_cosine) -> None:
         self.similarity = similarity
+
+    def default_caps(self, config: EvolveConfig) -> RecipeCaps:
+        return RecipeCaps(units=self.cap, chars=MAX_STATEMENT)
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
         return render_plain(units)

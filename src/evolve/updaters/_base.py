@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from string import Template
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evolve._format._render import active_by_age as _active_by_age
 from evolve._io import sha256_hex
+from evolve._registry import Registry
 from evolve._text import fragment
 from evolve.envs import ApiCall
 from evolve.llm import LLM, JsonSchema, Message
@@ -29,6 +30,9 @@ from evolve.ops._reply import BadReply as BadReply
 from evolve.ops._reply import items as items
 from evolve.ops._reply import parse_json_reply as parse_json_reply
 from evolve.redact import redact
+
+if TYPE_CHECKING:
+    from evolve.workspace import EvolveConfig, RecipeCaps
 
 _TICK = timedelta(microseconds=1)
 
@@ -162,7 +166,12 @@ class Update:
 
 
 class Recipe(Protocol):
-    """An update recipe: one module each, registered by name."""
+    """An update recipe: one module each, registered by name (`@recipes.register("ace")`).
+
+    A recipe may also say the limits the applier holds its units to, with a method
+    ``default_caps(self, config: EvolveConfig) -> RecipeCaps`` (none without it); evolve.yaml's
+    `caps:` is laid over them (:func:`recipe_caps`).
+    """
 
     name: str
 
@@ -177,6 +186,22 @@ class Recipe(Protocol):
     def verify(self, units: Sequence[MemoryUnit], calls: Sequence[ApiCall]) -> list[str]:
         """Failures of enforced checks in an attempt (only TRACE enforces); [] to accept."""
         ...
+
+
+RecipeFactory = Callable[[], Recipe]
+
+# Built-ins register where they are defined; `evolve._builtins` names this package, so a new
+# recipe module here is found without editing a list.
+recipes: Registry[RecipeFactory] = Registry("recipe", "evolve.recipes")
+
+
+def recipe_caps(config: EvolveConfig, name: str) -> RecipeCaps:
+    """The caps the applier enforces on the units of recipe `name`: the recipe's own
+    (`default_caps`; none for hand notes or a recipe that is not installed) with evolve.yaml's
+    `caps:` laid over them."""
+    factory = recipes.find(name)
+    own = getattr(factory(), "default_caps", None) if factory is not None else None
+    return config.caps_for(name, own(config) if own is not None else None)
 
 
 def age(unit: MemoryUnit) -> tuple[datetime, str]:
@@ -302,6 +327,3 @@ def summarize_actions(calls: Sequence[ApiCall], limit: int = 40) -> str:
         else:
             lines.append(f"{call.tool}({args}) -> error: {redact(call.error)}")
     return "\n".join(lines)
-
-
-RecipeFactory = Callable[[], Recipe]

@@ -24,8 +24,10 @@ from evolve.updaters._base import (
     ask,
     load_prompt,
     named_units,
+    recipes,
     sentences,
 )
+from evolve.workspace import EvolveConfig, RecipeCaps
 
 SCHEMA = JsonSchema(
     "reflection",
@@ -41,9 +43,13 @@ SCHEMA = JsonSchema(
 )
 
 
+@recipes.register("reflexion")
 class ReflexionRecipe:
     name = "reflexion"
     keep: ClassVar[int] = 3
+
+    def default_caps(self, config: EvolveConfig) -> RecipeCaps:
+        return RecipeCaps(units=self.keep, chars=MAX_STATEMENT)
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
         return render_plain(units)

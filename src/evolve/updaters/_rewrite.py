@@ -15,7 +15,8 @@ from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
 from evolve.ops import Op, Refusal
-from evolve.updaters._base import RecipeContext, Update, ask, load_prompt
+from evolve.updaters._base import RecipeContext, Update, ask, load_prompt, recipes
+from evolve.workspace import EvolveConfig, RecipeCaps
 
 SCHEMA = JsonSchema(
     "memory_rewrite",
@@ -24,8 +25,13 @@ SCHEMA = JsonSchema(
 DOCUMENT_ID = "rewrite-document"
 
 
+@recipes.register("rewrite")
 class RewriteRecipe:
     name = "rewrite"
+
+    def default_caps(self, config: EvolveConfig) -> RecipeCaps:
+        """One document, as long as its prompt asks the model for (`memory.max_memory_chars`)."""
+        return RecipeCaps(units=1, chars=config.memory.max_memory_chars)
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
         return render_document(units)

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from evolve.envs import ApiCall
 from evolve.memory import MemoryUnit
-from evolve.updaters._base import RecipeContext, Update
+from evolve.updaters._base import RecipeContext, Update, recipes
+from evolve.workspace import EvolveConfig, RecipeCaps
 
 if TYPE_CHECKING:
     from evolve.skills import Candidate
@@ -32,8 +33,13 @@ class SkillsUpdate(Update):
     candidate: Candidate | None = None
 
 
+@recipes.register("skills")
 class SkillsRecipe:
     name = "skills"
+
+    def default_caps(self, config: EvolveConfig) -> RecipeCaps:
+        """A lesson (`skills._reflect.MAX_LESSON`); the shelves' caps are `skills.caps`."""
+        return RecipeCaps(chars=400)
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
         return ""

@@ -33,8 +33,10 @@ from evolve.updaters._base import (
     items,
     load_prompt,
     named_units,
+    recipes,
     strict_fields,
 )
+from evolve.workspace import EvolveConfig, RecipeCaps
 
 VOCABULARY: tuple[str, ...] = (
     "sms.signoff", "sms.greeting", "sms.tone", "sms.length",
@@ -150,8 +152,12 @@ def render_precedents(units: Sequence[MemoryUnit]) -> str:
     return "\n".join(row[2] for row in rows)
 
 
+@recipes.register("tepa")
 class TepaRecipe:
     name = "tepa"
+
+    def default_caps(self, config: EvolveConfig) -> RecipeCaps:
+        return RecipeCaps(chars=MAX_STATEMENT)
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
         return render_precedents(units)

@@ -34,7 +34,9 @@ from evolve.updaters._base import (
     ask,
     load_prompt,
     named_units,
+    recipes,
 )
+from evolve.workspace import EvolveConfig, RecipeCaps
 
 SCHEMA = JsonSchema(
     "assertions",
@@ -63,11 +65,15 @@ SCHEMA = JsonSchema(
 )
 
 
+@recipes.register("topl")
 class TopLRecipe:
     name = "topl"
     top: ClassVar[int] = TOPL_TOP
     pool_cap: ClassVar[int] = 60
     threshold: ClassVar[float] = 0.7
+
+    def default_caps(self, config: EvolveConfig) -> RecipeCaps:
+        return RecipeCaps(units=self.pool_cap, chars=MAX_STATEMENT)
 
     def ranked(self, units: Sequence[MemoryUnit]) -> list[MemoryUnit]:
         return ranked_by_posterior(units)

@@ -31,8 +31,10 @@ from evolve.updaters._base import (
     items,
     load_prompt,
     named_units,
+    recipes,
     strict_fields,
 )
+from evolve.workspace import EvolveConfig, RecipeCaps
 
 PREDICATES = ("equals", "contains", "startswith", "endswith", "not_contains")
 MAX_VALUE = 24
@@ -117,9 +119,13 @@ def exclusive(old: MemoryUnit, api: str, argument: str, predicate: str, value: s
     return False
 
 
+@recipes.register("trace")
 class TraceRecipe:
     name = "trace"
     cap: ClassVar[int] = 12
+
+    def default_caps(self, config: EvolveConfig) -> RecipeCaps:
+        return RecipeCaps(units=self.cap)
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
         return render_plain(units)

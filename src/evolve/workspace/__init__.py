@@ -14,7 +14,6 @@ from evolve._lazy import lazy_exports
 if TYPE_CHECKING:
     from evolve.workspace._config import (
         CONFIG_NAME,
-        DEFAULT_CAPS,
         AgentConfig,
         EvolveConfig,
         GateConfig,
@@ -51,7 +50,6 @@ if TYPE_CHECKING:
 _MODULES = {
     "evolve.workspace._paths": ("CONFIG_NAME", "is_under", "normalize_relpath", "resolve"),
     "evolve.workspace._config": (
-        "DEFAULT_CAPS",
         "RecipeCaps",
         "AgentConfig",
         "EvolveConfig",
@@ -102,7 +100,6 @@ __all__ = [
     "RUNS",
     "TESTS",
     "AgentConfig",
-    "DEFAULT_CAPS",
     "EvolveConfig",
     "RecipeCaps",
     "GateConfig",

@@ -164,20 +164,6 @@ class RecipeCaps(_Section):
     memory_chars: int | None = Field(default=None, ge=1, le=10_000_000)
 
 
-# Today's limits inside the recipes (src/evolve/updaters/*); the applier enforces them, so a
-# proposer that ignores them is refused instead of trusted. rewrite's `chars` defaults to
-# `memory.max_memory_chars`, the size its prompt asks the model for.
-DEFAULT_CAPS: dict[str, RecipeCaps] = {
-    "ace": RecipeCaps(units=12, chars=300),
-    "tepa": RecipeCaps(chars=300),
-    "trace": RecipeCaps(units=12),
-    "reflexion": RecipeCaps(units=3, chars=300),
-    "rewrite": RecipeCaps(units=1),
-    "topl": RecipeCaps(units=60, chars=300),
-    "skills": RecipeCaps(chars=400),  # a lesson; the shelves' caps are `skills.caps`
-}
-
-
 class ShelfCaps(_Section):
     """Active skills a shelf may hold at once (enforced by the applier and the recipe)."""
 
@@ -272,11 +258,11 @@ class EvolveConfig(_Section):
     # Per recipe; a recipe or field given here overrides that default only (null: no limit).
     caps: dict[str, RecipeCaps] = Field(default_factory=dict)
 
-    def caps_for(self, recipe: str) -> RecipeCaps:
-        """The caps the applier enforces on `recipe`: the defaults with `caps:` laid over."""
-        base = DEFAULT_CAPS.get(recipe, RecipeCaps())
-        if recipe == "rewrite":
-            base = base.model_copy(update={"chars": self.memory.max_memory_chars})
+    def caps_for(self, recipe: str, default: RecipeCaps | None = None) -> RecipeCaps:
+        """The caps on `recipe`'s units: `default` (the recipe's own, see
+        `evolve.updaters.recipe_caps`; none if not given) with `caps:` laid over, field by
+        field."""
+        base = default or RecipeCaps()
         given = self.caps.get(recipe)
         if given is None:
             return base

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from evolve.envs._protocol import SPLITS, Feedback, Judgement, Split, Task, Tier, Violation
+from evolve.envs._registry import environments
 from evolve.envs.persona_world._evalset import EvalsetReader, read_yaml
 from evolve.envs.persona_world._personas import Persona
 from evolve.envs.persona_world._procedures import procedure_failure
@@ -51,6 +52,7 @@ class History:
     payments: tuple[Payment, ...]
 
 
+@environments.register("persona_world")
 class PersonaWorldEnv:
     """The environment over a workspace's `evalset/` folder."""
 

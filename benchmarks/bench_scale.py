@@ -1,0 +1,197 @@
+"""Costs that do not grow with history (issue 21, item 7): one `evolve train --episodes 1`
+process at 1k, 30k and 100k commits, and the peak memory of `evolve log -n 0 --json`.
+
+For each size, builds a workspace (`_workspace.build_workspace`: `evolve init`'s files, 1,000
+TEPA units in `memory/`, the history written through `git fast-import` with the training
+loop's trailers, plus a commit-graph as `evolve train` leaves it) and measures, in one run:
+
+- `evolve train --episodes 1 --seed S` as a user runs it (its own process, the sim models):
+  each run starts a new stream (a new seed), so nothing it needs from history is at the top
+  of the branch. Only runs whose episode committed are kept; the wall time is the median.
+- floor: on a copy of the same workspace, the change each of those runs committed made the
+  way a person makes it: the files written, then `git add -A && git commit` with the same
+  message, as processes. The two sides alternate, so a busy moment hits both.
+- at the largest size, `evolve log -n 0 --json` twice (the first run starts the log cache,
+  the second uses it): the peak resident memory of evolve's own process (`ru_maxrss` of
+  RUSAGE_SELF, read at exit in the process itself) and, beside it, of the git processes it
+  ran (RUSAGE_CHILDREN).
+
+Prints one table with the targets beside: train within 1.2x across sizes and <= 5x the floor;
+the log's peak <= 64 MiB.
+
+Run: `python benchmarks/bench_scale.py [--sizes 1000,30000,100000 --units 1000 --runs 5]`,
+or `--quick` (100 units; 300, 1,000 and 3,000 commits; 3 runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _workspace import build_workspace  # noqa: E402
+
+PY = sys.executable
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+MIB = 1024 * 1024
+# Runs `evolve` in this process and, when it exits, writes to the file named by the first
+# argument its peak resident set and that of the processes it ran and waited for (git), KiB.
+_PEAK = (
+    "import atexit, resource, runpy, sys\n"
+    "out = sys.argv.pop(1)\n"
+    "def _peak():\n"
+    "    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+    "    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "    with open(out, 'w') as f:\n"
+    "        f.write(f'{own} {kids}')\n"
+    "atexit.register(_peak)\n"
+    "sys.argv[0] = 'evolve'\n"
+    "runpy.run_module('evolve', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def _git(root: Path, *args: str) -> bytes:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, check=True).stdout
+
+
+def _train(root: Path, seed: int) -> tuple[float, str | None]:
+    """(wall seconds, the commit it made or None) of one `evolve train --episodes 1`."""
+    argv = [PY, "-m", "evolve", "train", "--episodes", "1", "--seed", str(seed), "--json"]
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=root, capture_output=True, text=True, env=ENV, check=True)
+    wall = time.perf_counter() - start
+    commits = json.loads(done.stdout)["commits"]
+    return wall, (commits[0] if commits else None)
+
+
+def _floor(source: Path, floor: Path, sha: str) -> float:
+    """Make `sha`'s change (made in `source`) on `floor` with `git add -A && git commit`."""
+    changed = _git(source, "diff-tree", "--no-commit-id", "-r", "--name-only", "-z", sha)
+    message = floor.parent / "message.txt"
+    message.write_bytes(_git(source, "log", "-1", "--format=%B", sha))
+    for path in (p.decode() for p in changed.split(b"\0") if p):
+        target = floor / path
+        exists = subprocess.run(["git", "cat-file", "-e", f"{sha}:{path}"], cwd=source)
+        if exists.returncode:
+            target.unlink(missing_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(_git(source, "show", f"{sha}:{path}"))
+    start = time.perf_counter()
+    subprocess.run(
+        f"git add -A && git commit -q --cleanup=verbatim -F {message}",
+        shell=True, cwd=floor, check=True, env=ENV,
+    )  # fmt: skip
+    return time.perf_counter() - start
+
+
+def _log_peak(root: Path, scratch: Path) -> tuple[float, float, float]:
+    """(wall seconds, evolve's peak MiB, its git processes' peak MiB) of one
+    `evolve log -n 0 --json`."""
+    out = scratch / "peak.txt"
+    argv = [PY, "-c", _PEAK, str(out), "log", "-n", "0", "--json"]
+    start = time.perf_counter()
+    subprocess.run(argv, cwd=root, stdout=subprocess.DEVNULL, env=ENV, check=True)
+    wall = time.perf_counter() - start
+    own, kids = (int(v) for v in out.read_text(encoding="utf-8").split())
+    return wall, own / 1024, kids / 1024
+
+
+def _python_pass(repeats: int = 5) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run([PY, "-c", "pass"], check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="1000,30000,100000", help="commits, comma-separated")
+    parser.add_argument("--units", type=int, default=1_000)
+    parser.add_argument("--runs", type=int, default=5, help="train runs kept per size")
+    parser.add_argument("--quick", action="store_true", help="100 units; 300/1k/3k commits")
+    args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.units, args.runs = "300,1000,3000", 100, 3
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows: list[tuple[int, float, float, float]] = []  # commits, train ms, floor ms, build s
+    peak: tuple[float, float, float, float] | None = None
+    with tempfile.TemporaryDirectory() as tmp:
+        for commits in sizes:
+            t0 = time.perf_counter()
+            ws = Path(tmp) / f"ws-{commits}"
+            build_workspace(ws, units=args.units, commits=commits)
+            floor = Path(tmp) / f"floor-{commits}"
+            shutil.copytree(ws, floor, symlinks=True)
+            built = time.perf_counter() - t0
+            _train(ws, 10_000)  # bytecode written, the first caches started: not timed
+            trains: list[float] = []
+            floors: list[float] = []
+            seed = 0
+            while len(trains) < args.runs and seed < 20 * args.runs:
+                seed += 1
+                wall, sha = _train(ws, seed)
+                if sha is None:
+                    continue  # the episode was accepted (nothing to commit): no pair
+                trains.append(wall)
+                floors.append(_floor(ws, floor, sha))
+            if not trains:
+                raise SystemExit(f"no episode committed at {commits} commits")
+            rows.append(
+                (commits, statistics.median(trains) * 1e3, statistics.median(floors) * 1e3, built)
+            )
+            print(
+                f"{commits:>7} commits: built in {built:.1f}s, train "
+                f"{', '.join(f'{t * 1e3:.0f}' for t in trains)} ms, floor "
+                f"{', '.join(f'{t * 1e3:.0f}' for t in floors)} ms",
+                flush=True,
+            )
+            if commits == max(sizes):
+                cold = _log_peak(ws, Path(tmp))
+                warm = _log_peak(ws, Path(tmp))
+                peak = (commits, cold[1], warm[1], max(cold[2], warm[2]))
+                print(
+                    f"{commits:>7} commits: log -n 0 --json {cold[0] * 1e3:.0f} ms cold, "
+                    f"{warm[0] * 1e3:.0f} ms warm",
+                    flush=True,
+                )
+            shutil.rmtree(ws)
+            shutil.rmtree(floor)
+        py = _python_pass() * 1e3
+    low = min(r[1] for r in rows)
+    print(f"\n{args.units} units; python -c pass {py:.1f} ms")
+    print(f"{'commits':>8} {'train ms':>9} {'floor ms':>9} {'x floor':>8} {'x smallest':>11}")
+    for commits, train_ms, floor_ms, _ in rows:
+        print(
+            f"{commits:>8} {train_ms:9.1f} {floor_ms:9.1f} {train_ms / floor_ms:7.2f}x "
+            f"{train_ms / low:10.2f}x"
+        )
+    spread = max(r[1] for r in rows) / low
+    worst = max(r[1] / r[2] for r in rows)
+    print(
+        f"train across sizes: {spread:.2f}x (target <= 1.2x) {'ok' if spread <= 1.2 else 'MISSED'}"
+    )
+    print(f"train vs floor: up to {worst:.2f}x (target <= 5x) {'ok' if worst <= 5 else 'MISSED'}")
+    if peak is not None:
+        commits, cold, warm, git = peak
+        top = max(cold, warm)
+        print(
+            f"log -n 0 --json at {commits} commits: evolve's peak {cold:.1f} MiB cold, "
+            f"{warm:.1f} MiB warm (target <= 64 MiB) {'ok' if top <= 64 else 'MISSED'}; "
+            f"git's processes {git:.1f} MiB"
+        )
+
+
+if __name__ == "__main__":
+    main()

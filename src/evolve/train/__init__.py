@@ -1,8 +1,7 @@
 """Training: the episode stream that turns complaints into memory commits."""
 
-from evolve.train._stream import history_before, stream_id, stream_tasks
+from evolve.train._stream import STREAM, history_before, stream_id, stream_tasks
 from evolve.train._train import (
-    STREAM,
     EpisodeOutcome,
     TrainReport,
     commit_message,

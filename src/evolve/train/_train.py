@@ -28,7 +28,6 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from itertools import chain, islice
 from typing import Any
 
 from evolve._io import canonical_json, derive_seed
@@ -60,7 +59,7 @@ from evolve.store import (
 )
 from evolve.train._batch import skills_batches
 from evolve.train._histref import RecordsHistory, StreamHistory
-from evolve.train._stream import history_before, stream_id, stream_tasks
+from evolve.train._stream import STREAM, history_before, last_episodes, stream_id, stream_tasks
 from evolve.train._trainref import (
     BASE,
     CLOCK,
@@ -80,7 +79,6 @@ from evolve.updaters import (
 )
 from evolve.workspace import Workspace, max_turns
 
-STREAM = "Evolve-Stream"
 Progress = Callable[[int, int], None]
 
 
@@ -131,16 +129,8 @@ class TrainReport:
 
 def last_episode(ws: Workspace, stream: str) -> int | None:
     """The last episode of `stream` that made a commit on the current branch."""
-    # git stops at the newest commit that mentions the stream (usually a recent one); only
-    # when that one does not carry it as a trailer is the rest of the history searched.
-    newest = list(ws.store.log(grep_trailer=STREAM, grep_value=stream, max_count=1))
-    if not newest:
-        return None
-    rest = islice(ws.store.log(grep_trailer=STREAM, grep_value=stream), 1, None)  # lazy
-    for info in chain(newest, rest):
-        if info.trailers.get(STREAM) == stream and EPISODE in info.trailers:
-            return int(info.trailers[EPISODE])
-    return None
+    episode = last_episodes(ws.store).get(stream)
+    return None if episode is None else int(episode)
 
 
 def _counts(result: ApplyResult) -> dict[str, int]:

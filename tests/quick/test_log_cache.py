@@ -76,14 +76,14 @@ def test_replace_refs_turn_the_cache_off(
     run_git(ws.root, "replace", "--graft", "HEAD", "HEAD~2")
     out = _same(capsys)
     assert "docs only" not in out
-    assert _logcache.load(Repo.find(str(ws.root))) is None
+    assert _logcache.tip(Repo.find(str(ws.root))) is None
     # Nothing seen through the graft is remembered: without it, the cache gives git's answer.
     (ws.store.git_dir / "evolve-log.cache").unlink()
     _same(capsys)
     assert not (ws.store.git_dir / "evolve-log.cache").exists()
     run_git(ws.root, "replace", "-d", run_git(ws.root, "rev-parse", "HEAD").strip())
     _same(capsys)
-    assert _same(capsys) and _logcache.load(Repo.find(str(ws.root))) is not None
+    assert _same(capsys) and _logcache.tip(Repo.find(str(ws.root))) is not None
 
 
 def test_concurrent_readers_all_get_the_full_answer(
@@ -111,30 +111,34 @@ def test_concurrent_readers_all_get_the_full_answer(
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
         assert out == want
-    assert _logcache.load(Repo.find(str(ws.root))) is not None
+    assert _logcache.tip(Repo.find(str(ws.root))) is not None
     assert not list(ws.store.git_dir.glob("*.tmp"))
     _same(capsys)
 
 
-def test_entries_of_commits_gone_from_history_are_pruned(
-    ws: Workspace,
-    run_git: RunGit,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+def test_the_cache_holds_the_history_of_head_only(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The file is HEAD's history, newest first, whatever moved under it: it never grows
+    with commits no branch has any more."""
     build(ws, run_git)
-    first = _same(capsys)
+    _same(capsys)
     repo = Repo.find(str(ws.root))
-    cache = _logcache.load(repo)
-    assert cache is not None
-    kept = len(cache)
-    # As after many rebases: entries of commits that no branch has any more.
-    stale = {f"{n:040x}": (1, True, "{}") for n in range(3 * kept + 10)}
-    _logcache.save(repo, {**cache, **stale})
-    monkeypatch.setattr(_logcache, "PRUNE_SLACK", 5)
-    _write(ws, "memory/alex/note.md", "Alex pays rent on the 3rd.\n")
-    run_git(ws.root, "commit", "-qam", "hand: rent day")  # a new commit: the cache is written
-    after = _same(capsys)
-    assert len(json.loads(after)) == len(json.loads(first)) + 1
-    pruned = _logcache.load(repo)
-    assert pruned is not None and not set(stale) & set(pruned) and len(pruned) == kept + 1
+
+    def cached() -> list[str]:
+        text = (ws.store.git_dir / "evolve-log.cache").read_text(encoding="utf-8")
+        return [line.split(" ", 1)[0] for line in text.splitlines()[1:]]
+
+    def history() -> list[str]:
+        return run_git(ws.root, "rev-list", "HEAD").split()
+
+    assert cached() == history() and _logcache.tip(repo) == history()[0]
+    for n in range(3):
+        _write(ws, "memory/alex/note.md", f"Alex pays rent on day {n}.\n")
+        run_git(ws.root, "commit", "-qam", f"hand: rent day {n}")
+    _same(capsys)
+    assert cached() == history()
+    run_git(ws.root, "reset", "-q", "--hard", "HEAD~2")
+    run_git(ws.root, "commit", "-q", "--allow-empty", "-m", "after the reset")
+    _same(capsys)
+    assert cached() == history()

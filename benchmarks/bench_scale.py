@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -63,17 +64,24 @@ def _git(root: Path, *args: str) -> bytes:
     return subprocess.run(["git", *args], cwd=root, capture_output=True, check=True).stdout
 
 
-def _train(root: Path, seed: int) -> tuple[float, str | None]:
-    """(wall seconds, the commit it made or None) of one `evolve train --episodes 1`."""
+def _cpu() -> float:
+    """CPU seconds of the processes this one ran and waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _train(root: Path, seed: int) -> tuple[float, float, str | None]:
+    """(wall seconds, CPU seconds, the commit it made or None) of one
+    `evolve train --episodes 1` (CPU: its own and its git processes')."""
     argv = [PY, "-m", "evolve", "train", "--episodes", "1", "--seed", str(seed), "--json"]
-    start = time.perf_counter()
+    cpu, start = _cpu(), time.perf_counter()
     done = subprocess.run(argv, cwd=root, capture_output=True, text=True, env=ENV, check=True)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, _cpu() - cpu
     commits = json.loads(done.stdout)["commits"]
-    return wall, (commits[0] if commits else None)
+    return wall, cpu, (commits[0] if commits else None)
 
 
-def _floor(source: Path, floor: Path, sha: str) -> float:
+def _floor(source: Path, floor: Path, sha: str) -> tuple[float, float]:
     """Make `sha`'s change (made in `source`) on `floor` with `git add -A && git commit`."""
     changed = _git(source, "diff-tree", "--no-commit-id", "-r", "--name-only", "-z", sha)
     message = floor.parent / "message.txt"
@@ -86,12 +94,12 @@ def _floor(source: Path, floor: Path, sha: str) -> float:
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(_git(source, "show", f"{sha}:{path}"))
-    start = time.perf_counter()
+    cpu, start = _cpu(), time.perf_counter()
     subprocess.run(
         f"git add -A && git commit -q --cleanup=verbatim -F {message}",
         shell=True, cwd=floor, check=True, env=ENV,
     )  # fmt: skip
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu() - cpu
 
 
 def _log_peak(root: Path, scratch: Path) -> tuple[float, float, float]:
@@ -115,6 +123,10 @@ def _python_pass(repeats: int = 5) -> float:
     return statistics.median(times)
 
 
+def _median_ms(values: list[float]) -> float:
+    return statistics.median(values) * 1e3
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,30000,100000", help="commits, comma-separated")
@@ -125,72 +137,66 @@ def main() -> None:
     if args.quick:
         args.sizes, args.units, args.runs = "300,1000,3000", 100, 3
     sizes = [int(s) for s in args.sizes.split(",")]
-    rows: list[tuple[int, float, float, float]] = []  # commits, train ms, floor ms, build s
-    peak: tuple[float, float, float, float] | None = None
+    # per size: train wall, train CPU, floor wall, floor CPU (seconds)
+    times: dict[int, tuple[list[float], list[float], list[float], list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for commits in sizes:
             t0 = time.perf_counter()
-            ws = Path(tmp) / f"ws-{commits}"
-            build_workspace(ws, units=args.units, commits=commits)
-            floor = Path(tmp) / f"floor-{commits}"
-            shutil.copytree(ws, floor, symlinks=True)
-            built = time.perf_counter() - t0
-            _train(ws, 10_000)  # bytecode written, the first caches started: not timed
-            trains: list[float] = []
-            floors: list[float] = []
-            seed = 0
-            while len(trains) < args.runs and seed < 20 * args.runs:
-                seed += 1
-                wall, sha = _train(ws, seed)
+            build_workspace(Path(tmp) / f"ws-{commits}", units=args.units, commits=commits)
+            shutil.copytree(
+                Path(tmp) / f"ws-{commits}", Path(tmp) / f"floor-{commits}", symlinks=True
+            )
+            _train(Path(tmp) / f"ws-{commits}", 10_000)  # bytecode, first caches: not timed
+            times[commits] = ([], [], [], [])
+            print(f"{commits:>7} commits: built in {time.perf_counter() - t0:.1f}s", flush=True)
+        # Rounds run every size in turn, so that a busy moment of the machine hits all.
+        seeds = dict.fromkeys(sizes, 0)
+        for _ in range(args.runs):
+            for commits in sizes:
+                ws, floor = Path(tmp) / f"ws-{commits}", Path(tmp) / f"floor-{commits}"
+                sha = None
+                while sha is None and seeds[commits] < 20 * args.runs:
+                    seeds[commits] += 1  # a new stream each run
+                    wall, cpu, sha = _train(ws, seeds[commits])
                 if sha is None:
-                    continue  # the episode was accepted (nothing to commit): no pair
-                trains.append(wall)
-                floors.append(_floor(ws, floor, sha))
-            if not trains:
-                raise SystemExit(f"no episode committed at {commits} commits")
-            rows.append(
-                (commits, statistics.median(trains) * 1e3, statistics.median(floors) * 1e3, built)
-            )
-            print(
-                f"{commits:>7} commits: built in {built:.1f}s, train "
-                f"{', '.join(f'{t * 1e3:.0f}' for t in trains)} ms, floor "
-                f"{', '.join(f'{t * 1e3:.0f}' for t in floors)} ms",
-                flush=True,
-            )
-            if commits == max(sizes):
-                cold = _log_peak(ws, Path(tmp))
-                warm = _log_peak(ws, Path(tmp))
-                peak = (commits, cold[1], warm[1], max(cold[2], warm[2]))
-                print(
-                    f"{commits:>7} commits: log -n 0 --json {cold[0] * 1e3:.0f} ms cold, "
-                    f"{warm[0] * 1e3:.0f} ms warm",
-                    flush=True,
-                )
-            shutil.rmtree(ws)
-            shutil.rmtree(floor)
+                    raise SystemExit(f"no episode committed at {commits} commits")
+                floor_wall, floor_cpu = _floor(ws, floor, sha)
+                for kept, value in zip(
+                    times[commits], (wall, cpu, floor_wall, floor_cpu), strict=True
+                ):
+                    kept.append(value)
+        top = max(sizes)
+        cold = _log_peak(Path(tmp) / f"ws-{top}", Path(tmp))
+        warm = _log_peak(Path(tmp) / f"ws-{top}", Path(tmp))
         py = _python_pass() * 1e3
-    low = min(r[1] for r in rows)
-    print(f"\n{args.units} units; python -c pass {py:.1f} ms")
-    print(f"{'commits':>8} {'train ms':>9} {'floor ms':>9} {'x floor':>8} {'x smallest':>11}")
-    for commits, train_ms, floor_ms, _ in rows:
-        print(
-            f"{commits:>8} {train_ms:9.1f} {floor_ms:9.1f} {train_ms / floor_ms:7.2f}x "
-            f"{train_ms / low:10.2f}x"
-        )
-    spread = max(r[1] for r in rows) / low
-    worst = max(r[1] / r[2] for r in rows)
+    rows = {c: [_median_ms(v) for v in times[c]] for c in sizes}
+    low_wall = min(r[0] for r in rows.values())
+    low_cpu = min(r[1] for r in rows.values())
+    print(f"\n{args.units} units, {args.runs} runs per size (medians); python -c pass {py:.1f} ms")
     print(
-        f"train across sizes: {spread:.2f}x (target <= 1.2x) {'ok' if spread <= 1.2 else 'MISSED'}"
+        f"{'commits':>8} {'train ms':>9} {'floor ms':>9} {'x floor':>8} {'x smallest':>11}"
+        f" | {'train CPU':>9} {'floor CPU':>9} {'x floor':>8} {'x smallest':>11}"
     )
-    print(f"train vs floor: up to {worst:.2f}x (target <= 5x) {'ok' if worst <= 5 else 'MISSED'}")
-    if peak is not None:
-        commits, cold, warm, git = peak
-        top = max(cold, warm)
+    for commits, (wall, cpu, floor_wall, floor_cpu) in rows.items():
         print(
-            f"log -n 0 --json at {commits} commits: evolve's peak {cold:.1f} MiB cold, "
-            f"{warm:.1f} MiB warm (target <= 64 MiB) {'ok' if top <= 64 else 'MISSED'}; "
-            f"git's processes {git:.1f} MiB"
+            f"{commits:>8} {wall:9.1f} {floor_wall:9.1f} {wall / floor_wall:7.2f}x "
+            f"{wall / low_wall:10.2f}x | {cpu:9.1f} {floor_cpu:9.1f} {cpu / floor_cpu:7.2f}x "
+            f"{cpu / low_cpu:10.2f}x"
         )
+    for what, i, low in (("wall", 0, low_wall), ("CPU", 1, low_cpu)):
+        spread = max(r[i] for r in rows.values()) / low
+        worst = max(r[i] / r[i + 2] for r in rows.values())
+        print(
+            f"train ({what}) across sizes: {spread:.2f}x (target <= 1.2x) "
+            f"{'ok' if spread <= 1.2 else 'MISSED'}; vs the floor: up to {worst:.2f}x "
+            f"(target <= 5x) {'ok' if worst <= 5 else 'MISSED'}"
+        )
+    print(
+        f"log -n 0 --json at {top} commits: {cold[0] * 1e3:.0f} ms cold, {warm[0] * 1e3:.0f} ms "
+        f"warm; evolve's peak {cold[1]:.1f} MiB cold, {warm[1]:.1f} MiB warm (target <= 64 MiB) "
+        f"{'ok' if max(cold[1], warm[1]) <= 64 else 'MISSED'}; its git processes' "
+        f"{max(cold[2], warm[2]):.1f} MiB"
+    )
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
 from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
 from evolve.llm import LLM, make_role_llm
-from evolve.memory import UnitReader, in_scope, scope_for
+from evolve.memory import MemoryUnit, UnitReader, in_scope, scope_for
 from evolve.ops import Op
 from evolve.recovery import writer
 from evolve.skills._failed import fail, failed_files, load_failed
@@ -425,10 +425,12 @@ def _train(
     # Memory a person edited so that it cannot be read (a key given twice, ...) is refused
     # before anything is written (the timeline below, a run log), not after episodes ran.
     reader = UnitReader(ws.root)
-    reader.load()
+    # Read once here; the first episode uses this read unless something wrote memory since.
+    loaded = reader.load()
+    first: list[MemoryUnit] | None = loaded
     if settings_of(ws.config).enabled or name == "skills":
         check_records(ws.root)
-        skills_of(in_scope(reader.load(), scope_for(persona)))  # two skills with one id: refused
+        skills_of(in_scope(loaded, scope_for(persona)))  # two skills with one id: refused
     timeline = Timeline.load(store, persona)
     added = timeline.extend(sid, start, total)
     if added:
@@ -453,9 +455,11 @@ def _train(
         score_episodes(
             ws, owed, last, name, persona, sid, timeline.clock(sid, last), generation, failed
         )
+        first = None  # the count commit wrote memory: read again
     for k in range(start, total):
         task = tasks[k]
-        units = reader.load()
+        units = first if first is not None else reader.load()
+        first = None
         visible = in_scope(units, scope)
         setup = EpisodeSetup(
             prompt_files=prompt_files,

@@ -142,3 +142,23 @@ def test_the_cache_holds_the_history_of_head_only(
     run_git(ws.root, "commit", "-q", "--allow-empty", "-m", "after the reset")
     _same(capsys)
     assert cached() == history()
+
+
+def test_commits_evolve_did_not_make_are_settled_in_small_batches(
+    ws: Workspace,
+    run_git: RunGit,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The streamed log holds a few commits at a time while git says which hand commits
+    changed memory: the answer is the same as one question for all of them."""
+    build(ws, run_git)
+    for n in range(5):
+        _write(ws, "memory/alex/note.md", f"Alex pays rent on day {n}.\n")
+        run_git(ws.root, "commit", "-qam", f"hand: rent day {n}")
+        run_git(ws.root, "commit", "-q", "--allow-empty", "-m", f"no memory {n}")
+    monkeypatch.setattr(_logcache, "_BATCH", 2)
+    monkeypatch.setattr(_logcache, "_HOLD", 3)
+    for _ in range(2):  # without the cache, then from it
+        out = _same(capsys)
+        assert "rent day 4" in out and "no memory" not in out

@@ -34,6 +34,7 @@ LOG_CACHE = "evolve-log.cache"
 _FORMAT = 2
 _MAGIC = "evolve-log-cache"
 _BATCH = 512  # commits evolve did not make, asked of git (`diff-tree`) together
+_HOLD = 4_096  # commits held at most while one of them waits for that answer
 _SINCE = 4_096  # new commits read ahead of the file at most (more: the whole walk streams)
 Entry = tuple[str, int, bool, str]  # id, parents, changed memory/ or prompts/, JSON entry
 
@@ -91,7 +92,7 @@ def _open(repo: Repo) -> tuple[str, IO[str]] | None:
     except OSError:
         return None
     try:
-        header = f.readline().split(" ")
+        header = f.readline(512).split(" ")  # bounded: another format may have no newline
     except (OSError, ValueError):
         f.close()
         return None
@@ -154,7 +155,8 @@ class _Writer:
 
 def _entries(repo: Repo, commits: Iterable[Commit], esc: Callable[[str], str]) -> Iterator[Entry]:
     """The cache entries of `commits` (newest first, none a merge), in order; commits evolve
-    did not make are asked of git (`diff-tree`) in batches, so only a batch is held."""
+    did not make are asked of git (`diff-tree`) in batches, so at most `_HOLD` commits are
+    held."""
     from evolve.quick._log import _made_by_evolve, _touching, json_line
 
     held: list[tuple[Commit, bool]] = []  # (commit, settled) in order
@@ -175,7 +177,7 @@ def _entries(repo: Repo, commits: Iterable[Commit], esc: Callable[[str], str]) -
         if not settled:
             unsure.append(c.sha)
         held.append((c, settled))
-        if len(unsure) >= _BATCH or (not unsure and held):
+        if not unsure or len(unsure) >= _BATCH or len(held) >= _HOLD:
             yield from flush()
     yield from flush()
 

@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from evolve.store._git import CommitInfo, GitStore
+    from evolve.store._git import GitStore
+    from evolve.store._history import CommitInfo
 
 T = TypeVar("T")
 # (state, the commits to fold in, newest first, each with its raw message) -> new state
@@ -55,7 +56,8 @@ def _replaced(store: GitStore) -> bool:
 
 def _records(store: GitStore, *rev: str) -> Iterator[tuple[str, CommitInfo, str]]:
     """(boundary mark, commit, raw message) of `git log --boundary REV`, as git streams it."""
-    from evolve.store._git import _LOG_OPTIONS, GitFailed, _info
+    from evolve.store._base import GitFailed
+    from evolve.store._history import _LOG_OPTIONS, _info
 
     args = ["git", "log", "--boundary", "-z", f"--format={_FORMAT}", *_LOG_OPTIONS]
     proc = subprocess.Popen(
@@ -96,7 +98,7 @@ def _records(store: GitStore, *rev: str) -> Iterator[tuple[str, CommitInfo, str]
 def _since(store: GitStore, tip: str) -> list[tuple[CommitInfo, str]] | None:
     """The commits of HEAD after `tip`, newest first, when HEAD's history is `tip`'s plus
     single-parent commits; None otherwise (or when git cannot walk from `tip`)."""
-    from evolve.store._git import GitFailed
+    from evolve.store._base import GitFailed
 
     new: list[tuple[CommitInfo, str]] = []
     boundary: list[str] = []

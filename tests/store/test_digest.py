@@ -20,8 +20,12 @@ def _fold(state: list[str], commits: Iterable[tuple[CommitInfo, str]]) -> list[s
     return [info.subject for info, message in commits if "pick" in message] + state
 
 
+def _shape(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
 def _look(store: GitStore) -> list[str]:
-    return digest(store, "test", "1", _fold, list)
+    return digest(store, "test", "1", _fold, list, _shape)
 
 
 def _truth(root: Path, run_git: RunGit) -> list[str]:
@@ -121,8 +125,19 @@ def test_a_lost_tip_or_a_damaged_file_walks_everything(
     assert _look(repo) == _truth(root, run_git)  # the forged tip is not in this repository
     path.write_text("not json", encoding="utf-8")
     assert _look(repo) == _truth(root, run_git)
-    # Another version of the fold does not read this one's file.
-    assert digest(repo, "test", "2", lambda s, c: ["v2"], list) == ["v2"]
+    # A value of another shape at HEAD is not served.
+    version = _digest._code_version("1", _fold)
+    head = repo.head()
+    path.write_text(f'{{"version": "{version}", "tips": [["{head}", {{"x": 1}}]]}}\n')
+    assert _look(repo) == _truth(root, run_git)
+    # Another version of the fold does not read this one's file, nor does another fold.
+    assert digest(repo, "test", "2", lambda s, c: ["v2"], list, _shape) == ["v2"]
+
+    def other(state: list[str], commits: Iterable[tuple[CommitInfo, str]]) -> list[str]:
+        return ["changed code"]
+
+    assert digest(repo, "test", "1", other, list, _shape) == ["changed code"]
+    assert _look(repo) == _truth(root, run_git)
 
 
 def test_under_replace_refs_nothing_is_kept(

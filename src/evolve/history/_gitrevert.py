@@ -67,6 +67,14 @@ def _fold_reverts(
     }
 
 
+def _reverts_shape(value: object) -> bool:
+    return (
+        isinstance(value, dict)
+        and set(value) == {"reverts", "answered"}
+        and all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in value.values())
+    )
+
+
 def _unanswered(ws: Workspace) -> list[tuple[CommitInfo, CommitInfo]]:
     """(git revert commit, its target) pairs with no evolve tombstone commit yet, oldest first.
 
@@ -76,7 +84,9 @@ def _unanswered(ws: Workspace) -> list[tuple[CommitInfo, CommitInfo]]:
     if store.head() is None:
         return []
     empty: dict[str, list[str]] = {"reverts": [], "answered": []}
-    found = digest(store, "reverts", REVERTS_DIGEST, _fold_reverts, lambda: dict(empty))
+    found = digest(
+        store, "reverts", REVERTS_DIGEST, _fold_reverts, lambda: dict(empty), _reverts_shape
+    )
     shas = found["reverts"]
     if not shas:
         return []

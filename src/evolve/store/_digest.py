@@ -22,8 +22,10 @@ collect what the newest commits say (as git's `--grep` walks do).
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import subprocess
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -151,17 +153,35 @@ def _save(path: str, version: str, tips: list[tuple[str, Any]]) -> None:
             pass
 
 
-def digest(store: GitStore, name: str, version: str, fold: Fold[T], empty: Callable[[], T]) -> T:
+def _code_version(version: str, fold: Callable[..., Any]) -> str:
+    """`version` and a checksum of the fold's compiled code: an edit to the fold (or another
+    Python) stops an old file from being read, whether or not `version` was bumped."""
+    code = getattr(fold, "__code__", None)
+    if code is None:
+        return version
+    return f"{version}:{zlib.crc32(marshal.dumps(code)):08x}"
+
+
+def digest(
+    store: GitStore,
+    name: str,
+    version: str,
+    fold: Fold[T],
+    empty: Callable[[], T],
+    valid: Callable[[Any], bool],
+) -> T:
     """`fold(empty(), every commit of HEAD, newest first)`, from the commits since a kept
-    tip where one is an ancestor of HEAD (see the module's docstring). `version` names the
-    fold: a change to what it keeps must change it. The value must survive a JSON round
-    trip unchanged."""
+    tip where one is an ancestor of HEAD (see the module's docstring). `version` names what
+    the fold keeps (the fold's code is checked too); `valid` says whether a value read back
+    has the shape the fold gives (one that has not is a damaged file: the history is walked).
+    The value must survive a JSON round trip unchanged."""
     head = store.head()
     if head is None:
         return fold(empty(), [])
     usable = not _replaced(store)
     path = str(store.git_dir / f"evolve-{name}.digest")
-    tips = _load(path, version) if usable else []
+    version = _code_version(version, fold)
+    tips = [t for t in _load(path, version) if valid(t[1])] if usable else []
     state: T | None = None
     for tip, kept in tips:
         if tip == head:

@@ -68,4 +68,10 @@ def _fold_streams(
 def last_episodes(store: GitStore) -> dict[str, str]:
     """{stream: the `Evolve-Episode` trailer of its newest commit on HEAD's history}, kept
     per commit (`evolve.store.digest`), so a new stream costs no walk of the whole history."""
-    return digest(store, "streams", STREAMS_DIGEST, _fold_streams, dict)
+    return digest(store, "streams", STREAMS_DIGEST, _fold_streams, dict, _streams_shape)
+
+
+def _streams_shape(value: object) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )

@@ -76,14 +76,14 @@ def test_replace_refs_turn_the_cache_off(
     run_git(ws.root, "replace", "--graft", "HEAD", "HEAD~2")
     out = _same(capsys)
     assert "docs only" not in out
-    assert _logcache.load(Repo.find(str(ws.root))) is None
+    assert _logcache.tip(Repo.find(str(ws.root))) is None
     # Nothing seen through the graft is remembered: without it, the cache gives git's answer.
     (ws.store.git_dir / "evolve-log.cache").unlink()
     _same(capsys)
     assert not (ws.store.git_dir / "evolve-log.cache").exists()
     run_git(ws.root, "replace", "-d", run_git(ws.root, "rev-parse", "HEAD").strip())
     _same(capsys)
-    assert _same(capsys) and _logcache.load(Repo.find(str(ws.root))) is not None
+    assert _same(capsys) and _logcache.tip(Repo.find(str(ws.root))) is not None
 
 
 def test_concurrent_readers_all_get_the_full_answer(
@@ -111,30 +111,79 @@ def test_concurrent_readers_all_get_the_full_answer(
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
         assert out == want
-    assert _logcache.load(Repo.find(str(ws.root))) is not None
+    assert _logcache.tip(Repo.find(str(ws.root))) is not None
     assert not list(ws.store.git_dir.glob("*.tmp"))
     _same(capsys)
 
 
-def test_entries_of_commits_gone_from_history_are_pruned(
+def test_the_cache_holds_the_history_of_head_only(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file is HEAD's history, newest first, whatever moved under it: it never grows
+    with commits no branch has any more."""
+    build(ws, run_git)
+    _same(capsys)
+    repo = Repo.find(str(ws.root))
+
+    def cached() -> list[str]:
+        text = (ws.store.git_dir / "evolve-log.cache").read_text(encoding="utf-8")
+        return [line.split(" ", 1)[0] for line in text.splitlines()[1:]]
+
+    def history() -> list[str]:
+        return run_git(ws.root, "rev-list", "HEAD").split()
+
+    assert cached() == history() and _logcache.tip(repo) == history()[0]
+    for n in range(3):
+        _write(ws, "memory/alex/note.md", f"Alex pays rent on day {n}.\n")
+        run_git(ws.root, "commit", "-qam", f"hand: rent day {n}")
+    _same(capsys)
+    assert cached() == history()
+    run_git(ws.root, "reset", "-q", "--hard", "HEAD~2")
+    run_git(ws.root, "commit", "-q", "--allow-empty", "-m", "after the reset")
+    _same(capsys)
+    assert cached() == history()
+
+
+def test_commits_evolve_did_not_make_are_settled_in_small_batches(
     ws: Workspace,
     run_git: RunGit,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The streamed log holds a few commits at a time while git says which hand commits
+    changed memory: the answer is the same as one question for all of them."""
     build(ws, run_git)
-    first = _same(capsys)
-    repo = Repo.find(str(ws.root))
-    cache = _logcache.load(repo)
-    assert cache is not None
-    kept = len(cache)
-    # As after many rebases: entries of commits that no branch has any more.
-    stale = {f"{n:040x}": (1, True, "{}") for n in range(3 * kept + 10)}
-    _logcache.save(repo, {**cache, **stale})
-    monkeypatch.setattr(_logcache, "PRUNE_SLACK", 5)
-    _write(ws, "memory/alex/note.md", "Alex pays rent on the 3rd.\n")
-    run_git(ws.root, "commit", "-qam", "hand: rent day")  # a new commit: the cache is written
-    after = _same(capsys)
-    assert len(json.loads(after)) == len(json.loads(first)) + 1
-    pruned = _logcache.load(repo)
-    assert pruned is not None and not set(stale) & set(pruned) and len(pruned) == kept + 1
+    for n in range(5):
+        _write(ws, "memory/alex/note.md", f"Alex pays rent on day {n}.\n")
+        run_git(ws.root, "commit", "-qam", f"hand: rent day {n}")
+        run_git(ws.root, "commit", "-q", "--allow-empty", "-m", f"no memory {n}")
+    monkeypatch.setattr(_logcache, "_BATCH", 2)
+    monkeypatch.setattr(_logcache, "_HOLD", 3)
+    for _ in range(2):  # without the cache, then from it
+        out = _same(capsys)
+        assert "rent day 4" in out and "no memory" not in out
+
+
+def test_a_change_to_the_code_that_writes_entries_misses_the_log_cache(
+    ws: Workspace,
+    run_git: RunGit,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cache's stamp is the code version of `evolve.quick` and `evolve._format` (the
+    modules that write an entry): a changed source is not answered from the old file."""
+    from evolve._format import _cache
+
+    build(ws, run_git)
+    _same(capsys)
+    cache = ws.store.git_dir / "evolve-log.cache"
+    before = _logcache._stamp()
+    assert cache.read_text(encoding="utf-8").split(" ", 2)[1] == before
+    assert _logcache.tip(Repo.find(str(ws.root))) is not None  # served from the file
+    views = next(p for p in _cache._FINGERPRINTS if p.endswith("_views.py"))
+    mtime, size, digest = _cache._FINGERPRINTS[views]
+    monkeypatch.setitem(_cache._FINGERPRINTS, views, (mtime, size, b"another source"))
+    assert _logcache._stamp() != before
+    assert _logcache.tip(Repo.find(str(ws.root))) is None  # the file is of other code: not used
+    _same(capsys)  # and a full log rewrites it for this code
+    assert cache.read_text(encoding="utf-8").split(" ", 2)[1] == _logcache._stamp()

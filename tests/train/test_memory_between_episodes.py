@@ -158,28 +158,35 @@ def test_a_deleted_unit_file_is_gone_at_the_next_read(workspace: Workspace) -> N
 def test_resuming_finds_the_last_episode_without_walking_the_whole_history(
     workspace: Workspace, run_git: RunGit, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evolve.store import GitStore
+    from evolve.store import _digest
     from evolve.train import last_episode
 
     _train(workspace, 3, lambda done: None)
     sid = train_stream(workspace)
     # A commit that mentions the stream in its text, not as a trailer, is skipped.
     run_git(workspace.root, "commit", "-q", "--allow-empty", "-m", f"see Evolve-Stream: {sid}")
-    walks: list[int | None] = []
-    real = GitStore.log
+    walks: list[tuple[str, ...]] = []
+    real = _digest._records
 
-    def log(self: GitStore, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        walks.append(kwargs.get("max_count"))  # when git is asked: at the first item wanted
-        yield from real(self, *args, **kwargs)
+    def records(store: Any, *rev: str) -> Iterator[Any]:
+        walks.append(rev)
+        yield from real(store, *rev)
 
-    monkeypatch.setattr(GitStore, "log", log)
+    monkeypatch.setattr(_digest, "_records", records)
     assert last_episode(workspace, sid) == 2
-    assert walks == [1, None]  # the newest mention was not a trailer: the rest was searched
+    assert len(walks) == 1 and walks[0][0].endswith("..HEAD")  # only the commits since
     walks.clear()
+    assert last_episode(workspace, sid) == 2
+    assert walks == []  # HEAD is where the last look stopped: nothing to read
     run_git(workspace.root, "reset", "-q", "--hard", "HEAD~1")
     assert last_episode(workspace, sid) == 2
-    assert walks == [1]  # the newest mention was the episode: one commit read
+    assert walks and all(w[0].endswith("..HEAD") for w in walks)  # from a kept ancestor
     assert last_episode(workspace, sid + "-other") is None
+    # Without what was kept, the whole history is read once, with the same answer.
+    (workspace.store.git_dir / "evolve-streams.digest").unlink()
+    walks.clear()
+    assert last_episode(workspace, sid) == 2
+    assert walks == [("HEAD",)]
 
 
 def train_stream(ws: Workspace) -> str:

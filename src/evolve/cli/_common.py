@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -184,11 +185,31 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
+def _terminal(stream: Any) -> bool:
+    """Whether rich draws live output on `stream` (a terminal, or forced by its variables)."""
+    if any(os.environ.get(k) for k in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")):
+        return True
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 @contextmanager
 def progress_bar(label: str, enabled: bool = True) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr; yields a `progress(done, total)` callback."""
+    """A progress bar on stderr; yields a `progress(done, total)` callback.
+
+    Where stderr is no terminal (and no variable makes rich treat it as one) the bar draws
+    nothing but the one empty line rich's ends with there, so rich is not even imported."""
     if not enabled:
         yield lambda done, total: None
+        return
+    if not _terminal(sys.stderr):
+        try:
+            yield lambda done, total: None
+        finally:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
         return
     from rich.progress import (
         BarColumn,

@@ -163,6 +163,10 @@ def run(args: Sequence[str]) -> int | None:
         write(outs)
     except BrokenPipeError:
         return _reader_gone()
+    except (Unhandled, EvolveError, OSError) as exc:  # a streamed log cut short (git stopped)
+        sys.stdout.flush()
+        sys.stderr.write(f"evolve: the output stopped early ({exc}); rerun the command.\n")
+        return 1
     return 0
 
 

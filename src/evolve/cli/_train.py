@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.markup import escape
 
 from evolve.cli._common import (
     ModelChoice,
@@ -15,7 +14,6 @@ from evolve.cli._common import (
     model_options,
     open_workspace,
     progress_bar,
-    stdout,
     workspace_option,
 )
 from evolve.cli._plugins import Registered
@@ -74,6 +72,11 @@ def train_cmd(
     if as_json:
         emit_json(report.to_json())
         return
+    # rich only for what is printed for a person (a writer imports what it runs)
+    from rich.markup import escape
+
+    from evolve.cli._common import stdout
+
     if report.start >= report.end:
         stdout.print(f"stream {report.stream} is already at episode {report.start}; nothing to do.")
         return

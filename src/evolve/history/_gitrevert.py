@@ -21,6 +21,7 @@ would drop it).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from evolve.history._changes import (
@@ -36,26 +37,59 @@ from evolve.history._restarts import git_revert_records, record_drops
 from evolve.history._unretire import RESTARTS, git_unretired, restart_files
 from evolve.memory import MemoryUnit, dump_unit, load_units
 from evolve.memory._similarity import normalize
-from evolve.store import KIND, OPS, PERSONA, CommitInfo, GitStore, format_ops
+from evolve.store import KIND, OPS, PERSONA, CommitInfo, GitStore, digest, format_ops
 from evolve.workspace import Workspace
 
 FAILED = "memory/skills/_failed_tasks.yaml"  # evolve.skills._failed.FAILED_PATH
 
 
+REVERTS_DIGEST = "1"  # the version of what `_fold_reverts` keeps
+
+
+def _fold_reverts(
+    state: dict[str, list[str]], commits: Iterable[tuple[CommitInfo, str]]
+) -> dict[str, list[str]]:
+    """Fold commits (newest first) into {"reverts": the commits whose message says "This
+    reverts commit " (git's `--grep`), newest first; "answered": the `Evolve-Git-Revert`
+    values of evolve's tombstone commits}, as the two greps of the whole history found them."""
+    reverts: list[str] = []
+    answered: set[str] = set()
+    needle = f"{GIT_REVERT}:"
+    for info, message in commits:
+        if "This reverts commit " in message:
+            reverts.append(info.sha)
+        if needle in message and GIT_REVERT in info.trailers:
+            answered.add(info.trailers.get(GIT_REVERT, ""))
+    return {
+        "reverts": reverts + state["reverts"],
+        "answered": sorted(answered.union(state["answered"])),
+    }
+
+
+def _reverts_shape(value: object) -> bool:
+    return (
+        isinstance(value, dict)
+        and set(value) == {"reverts", "answered"}
+        and all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in value.values())
+    )
+
+
 def _unanswered(ws: Workspace) -> list[tuple[CommitInfo, CommitInfo]]:
-    """(git revert commit, its target) pairs with no evolve tombstone commit yet, oldest first."""
+    """(git revert commit, its target) pairs with no evolve tombstone commit yet, oldest first.
+
+    What history says of reverts is kept per commit (`evolve.store.digest`): a writer reads
+    only the commits since the last one that looked, not the whole history."""
     store = ws.store
     if store.head() is None:
         return []
-    out = store.git("log", "--fixed-strings", "--grep=This reverts commit ", "--format=%H")
-    shas = out.split()
+    empty: dict[str, list[str]] = {"reverts": [], "answered": []}
+    found = digest(
+        store, "reverts", REVERTS_DIGEST, _fold_reverts, lambda: dict(empty), _reverts_shape
+    )
+    shas = found["reverts"]
     if not shas:
         return []
-    answered = {
-        info.trailers.get(GIT_REVERT, "")
-        for info in store.log(grep_trailer=GIT_REVERT)
-        if GIT_REVERT in info.trailers
-    }
+    answered = set(found["answered"])
     pairs = []
     for sha in reversed(shas):
         if sha in answered:

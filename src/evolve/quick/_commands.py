@@ -1,8 +1,9 @@
 """`evolve log`, `show` and `memory` on the fast path: the same output as the click commands
 in `evolve.cli._reading`, byte for byte (tests compare them).
 
-Every function here builds its whole output before writing any of it, and raises
-:class:`Unhandled` (before writing) for any case it does not answer itself.
+Every function here raises :class:`Unhandled` (before writing) for any case it does not
+answer itself; it builds its whole output before writing any of it, except a full
+`log --json`/`--jsonl`, which streams (in constant memory) once it knows it can answer.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from evolve.quick._git import CONFIG_NAME, Repo, Unhandled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable, Iterator
     from typing import Any, TextIO
 
     from evolve._format._units import Unit
@@ -67,14 +68,26 @@ class Out:
         return out
 
 
-Output = list[tuple["TextIO", str]]  # what to write, stream by stream, in order
+# What to write, stream by stream, in order: a text, or chunks written as they come (a
+# full log streams so: constant memory).
+Output = list[tuple["TextIO", "str | Iterable[str]"]]
 
 
 def write(outs: Output) -> None:
     for stream, text in outs:
-        if text:
-            stream.write(text)
-            stream.flush()
+        if isinstance(text, str):
+            if text:
+                stream.write(text)
+                stream.flush()
+            continue
+        held: list[str] = []
+        for chunk in text:
+            held.append(chunk)
+            if len(held) >= 256:
+                stream.write("".join(held))
+                held.clear()
+        stream.write("".join(held))
+        stream.flush()
 
 
 def emit_json(data: Any) -> str:
@@ -105,10 +118,15 @@ def run_log(
 
     if as_jsonl or as_json:
         if as_jsonl or max_count == 0:
-            lines = _lines(entries(max_count or None)) if max_count or paths else _all_lines(repo)
+            if max_count or paths:
+                lines: Iterable[str] = _lines(entries(max_count or None))
+            else:  # every entry: streamed, in constant memory
+                from evolve.quick._logcache import stream_lines
+
+                lines = stream_lines(repo, _encoder)
             if as_jsonl:
-                return [(sys.stdout, "".join(line + "\n" for line in lines))]
-            return [(sys.stdout, "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[\n]\n")]
+                return [(sys.stdout, (line + "\n" for line in lines))]
+            return [(sys.stdout, _json_array(lines))]
         if max_count is None:
             found = entries(DEFAULT_COUNT + 1)
             doc: dict[str, Any] = {
@@ -117,8 +135,7 @@ def run_log(
                 "truncated": len(found) > DEFAULT_COUNT,
             }
             return [(sys.stdout, emit_json(doc))]
-        lines = _lines(entries(max_count))
-        return [(sys.stdout, "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[\n]\n")]
+        return [(sys.stdout, _json_array(_lines(entries(max_count))))]
     out = Out(sys.stdout)
     count = DEFAULT_COUNT if max_count is None else max_count
     shown = entries(count or None)
@@ -144,20 +161,13 @@ def _lines(entries: list[Commit]) -> list[str]:
     return [json_line(c, esc) for c in entries]
 
 
-def _all_lines(repo: Repo) -> list[str]:
-    """Every entry, from the log cache (started by a first full walk)."""
-    from evolve.quick._log import history, json_line
-    from evolve.quick._logcache import all_lines, remember
-
-    lines = all_lines(repo, _encoder)
-    if lines is not None:
-        return lines
-    esc = _encoder()
-    walked: list[Commit] = []
-    entries = history(repo, None, walked)
-    shas = {c.sha for c in walked}
-    known = remember(repo, walked, {c.sha for c in entries if c.sha in shas}, esc)
-    return [known[c.sha][2] if c.sha in known else json_line(c, esc) for c in entries]
+def _json_array(lines: Iterable[str]) -> Iterator[str]:
+    """`[\n` + the lines joined by `,\n` + `\n]\n` (`[\n]\n` for none), as they come."""
+    first = True
+    for line in lines:
+        yield ("[\n" if first else ",\n") + line
+        first = False
+    yield "[\n]\n" if first else "\n]\n"
 
 
 # --- show ------------------------------------------------------------------------------------

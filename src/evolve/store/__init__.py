@@ -1,5 +1,6 @@
 """The git store: commits with trailers, history, reads at any revision."""
 
+from evolve.store._digest import digest
 from evolve.store._git import CommitInfo, GitFailed, GitStore
 from evolve.store._trailers import (
     EPISODE,
@@ -29,6 +30,7 @@ __all__ = [
     "GitFailed",
     "GitStore",
     "clean_text",
+    "digest",
     "format_message",
     "format_ops",
     "parse_ops",

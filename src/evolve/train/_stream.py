@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from typing import Any
 
+from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve.envs import Environment, Task
+from evolve.store import EPISODE, CommitInfo, GitStore, digest
 from evolve.train._histref import RecordsHistory, StreamHistory
+
+STREAMS_DIGEST = "1"  # the version of what `_fold_streams` keeps
 
 
 def stream_tasks(env: Environment, seed: int, episodes: int) -> list[Task]:
@@ -41,3 +46,32 @@ def history_before(
 
 def stream_id(persona: str, recipe: str, seed: int, feedback: str) -> str:
     return f"{persona}/{recipe}/{seed}/{feedback}"
+
+
+def _fold_streams(
+    state: dict[str, str], commits: Iterable[tuple[CommitInfo, str]]
+) -> dict[str, str]:
+    """Fold commits (newest first) into {stream: the `Evolve-Episode` of the newest commit
+    that carries the stream as a trailer, an episode, and the line `Evolve-Stream: <stream>`
+    (git's `--grep`)}."""
+    newer: dict[str, str] = {}
+    for info, message in commits:
+        t = info.trailers
+        sid = t.get(STREAM)
+        if sid is None or sid in newer or EPISODE not in t:
+            continue
+        if f"{STREAM}: {sid}" in message:
+            newer[sid] = t[EPISODE]
+    return {**state, **newer}
+
+
+def last_episodes(store: GitStore) -> dict[str, str]:
+    """{stream: the `Evolve-Episode` trailer of its newest commit on HEAD's history}, kept
+    per commit (`evolve.store.digest`), so a new stream costs no walk of the whole history."""
+    return digest(store, "streams", STREAMS_DIGEST, _fold_streams, dict, _streams_shape)
+
+
+def _streams_shape(value: object) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )

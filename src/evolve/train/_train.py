@@ -33,7 +33,6 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
 from evolve._format._message import SKILLS_SEEN
@@ -65,7 +64,7 @@ from evolve.store import (
 )
 from evolve.train._batch import skills_batches
 from evolve.train._histref import RecordsHistory, StreamHistory
-from evolve.train._stream import history_before, stream_id, stream_tasks
+from evolve.train._stream import history_before, last_episodes, stream_id, stream_tasks
 from evolve.train._trainref import (
     BASE,
     CLOCK,
@@ -139,16 +138,8 @@ class TrainReport:
 
 def last_episode(ws: Workspace, stream: str) -> int | None:
     """The last episode of `stream` that made a commit on the current branch."""
-    # git stops at the newest commit that mentions the stream (usually a recent one); only
-    # when that one does not carry it as a trailer is the rest of the history searched.
-    newest = list(ws.store.log(grep_trailer=STREAM, grep_value=stream, max_count=1))
-    if not newest:
-        return None
-    rest = islice(ws.store.log(grep_trailer=STREAM, grep_value=stream), 1, None)  # lazy
-    for info in chain(newest, rest):
-        if info.trailers.get(STREAM) == stream and EPISODE in info.trailers:
-            return int(info.trailers[EPISODE])
-    return None
+    episode = last_episodes(ws.store).get(stream)
+    return None if episode is None else int(episode)
 
 
 def _counts(result: ApplyResult) -> dict[str, int]:
@@ -420,6 +411,7 @@ class _Stream:
     history: Any
     reader: UnitReader
     timeline: Timeline
+    first: list[MemoryUnit] | None = None  # the read made at the start, for the first episode
 
 
 def _open_stream(tx: Transaction, env: Environment, request: TrainRequest) -> _Stream:
@@ -437,13 +429,13 @@ def _open_stream(tx: Transaction, env: Environment, request: TrainRequest) -> _S
     tasks = stream_tasks(env, request.seed, max(request.episodes, start))
     past = StreamHistory.load(store, sid) if isinstance(env, RecordsHistory) else None
     history = history_before(env, tasks, request.persona, start, past)
-    reader = _check_memory(ws, request)
+    reader, first = _check_memory(ws, request)
     timeline = Timeline.load(store, request.persona)
     added = timeline.extend(sid, start, request.episodes)
     if added:
         # Saved before the episodes run: a resumed stream replays the same clock values.
         timeline.save(store, added)
-    return _Stream(sid, last, start, tasks, past, history, reader, timeline)
+    return _Stream(sid, last, start, tasks, past, history, reader, timeline, first)
 
 
 def _check_committed(tx: Transaction) -> None:
@@ -458,15 +450,16 @@ def _check_committed(tx: Transaction) -> None:
             )
 
 
-def _check_memory(ws: Workspace, request: TrainRequest) -> UnitReader:
+def _check_memory(ws: Workspace, request: TrainRequest) -> tuple[UnitReader, list[MemoryUnit]]:
     """Memory a person edited so that it cannot be read (a key given twice, ...) is refused
-    before anything is written (the timeline, a run log), not after episodes ran."""
+    before anything is written (the timeline, a run log), not after episodes ran. Returns the
+    reader and its read, which the first episode uses unless something wrote memory since."""
     reader = UnitReader(ws.root)
-    reader.load()
+    loaded = reader.load()
     if settings_of(ws.config).enabled or request.recipe == "skills":
         check_records(ws.root)
-        skills_of(in_scope(reader.load(), request.scope))  # two skills with one id: refused
-    return reader
+        skills_of(in_scope(loaded, request.scope))  # two skills with one id: refused
+    return reader, loaded
 
 
 # --- one episode -------------------------------------------------------------------------
@@ -602,6 +595,7 @@ class _EpisodeLoop:
         if owed is not None and stream.last is not None:  # stopped between an episode and its count
             clock = stream.timeline.clock(stream.sid, stream.last)
             score_episodes(self.ws, self.request, owed, stream.last, clock, self.failed)
+            stream.first = None  # the count commit wrote memory: read again
         for k in range(stream.start, total):
             ep = self._run(k)
             if not ep.outcome.accepted:
@@ -644,7 +638,8 @@ class _EpisodeLoop:
     def _run(self, k: int) -> _Episode:
         stream = self.stream
         task = stream.tasks[k]
-        units = stream.reader.load()
+        units = stream.first if stream.first is not None else stream.reader.load()
+        stream.first = None
         visible = in_scope(units, self.request.scope)
         setup = self._setup(task, visible)
         # The persona's preferences (and their scheduled drift) are read at the persona's own

@@ -1,0 +1,34 @@
+"""A writer imports what it runs: `evolve train --json` prints JSON, so it loads no rich (the
+progress bar draws nothing on a stderr that is no terminal). Checked through `sys.modules` in
+a fresh interpreter, not by timing, so the test is deterministic."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from evolve.workspace import Workspace
+
+
+def test_train_json_imports_no_rich(workspace: Workspace) -> None:
+    code = (
+        "import sys\n"
+        "from evolve.cli._main import main\n"
+        "rc = main(['train', '--episodes', '1', '--json'])\n"
+        "print('LOADED:' + ' '.join(sorted(sys.modules)))\n"
+        "sys.exit(rc)\n"
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=workspace.root, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = done.stdout.rsplit("LOADED:", 1)[1].split()
+    assert "evolve.train" in loaded  # it did train
+    assert not [m for m in loaded if m == "rich" or m.startswith("rich.")]
+    assert done.stderr == "\n"  # what rich's bar leaves on a stderr that is no terminal

@@ -18,14 +18,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from replykit import (
-    Reply,
-    Script,
-    agent_replies,
-    assert_workspace_sound,
-    reflector_replies,
-    updater_replies,
-)
 
 import evolve.generations._loop as loop
 from evolve.envs.persona_world import tool_names
@@ -34,6 +26,14 @@ from evolve.generations import evolve
 from evolve.llm import MockLLM
 from evolve.updaters._ace import SCHEMA as ACE
 from evolve.workspace import Workspace, init_workspace
+from replykit import (
+    Reply,
+    Script,
+    agent_replies,
+    assert_workspace_sound,
+    reflector_replies,
+    updater_replies,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ as "300% pass"."""
 from __future__ import annotations
 
 import pytest
-from test_read_cli import _plant
+from test_skills_command import _plant
 
 from conftest import GitRunner, run_cli
 from evolve.errors import EvolveError

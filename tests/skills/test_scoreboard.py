@@ -65,7 +65,7 @@ def test_harmful_needs_min_each_and_an_interval_below_zero() -> None:
 
 
 def test_tally_counts_each_arm_and_each_skill_once_per_episode() -> None:
-    # An episode with a skill held out counts for that skill only (test_read_ablation).
+    # An episode with a skill held out counts for that skill only (test_scoreboard_ablation).
     inc = tally(
         [
             (["a", "a", "b"], [], True, "t", True),

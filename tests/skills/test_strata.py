@@ -153,7 +153,7 @@ def _expected_strata(records: list[dict[str, Any]], ident: str) -> dict[str, Cel
 def test_the_record_is_committed_survives_a_resume_and_a_revert(
     workspace: Workspace, run_git: GitRunner
 ) -> None:
-    from test_read_retire import _plant
+    from test_scoreboard_retire import _plant
 
     _plant(workspace, run_git)
     config = yaml.safe_load((workspace.root / "evolve.yaml").read_text())

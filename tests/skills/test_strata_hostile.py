@@ -4,7 +4,7 @@ error sentence or handled, never a traceback nor a silently wrong figure."""
 from __future__ import annotations
 
 import pytest
-from test_read_cli import _plant
+from test_skills_command import _plant
 
 from conftest import GitRunner, cli_json, run_cli
 from evolve.errors import EvolveError

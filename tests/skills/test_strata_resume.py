@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_read_retire import _plant
+from test_scoreboard_retire import _plant
 
 from conftest import GitRunner
 from evolve.skills._strata import load_strata

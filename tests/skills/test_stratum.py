@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any
 
 import yaml
-from test_read_retire import _plant
+from test_scoreboard_retire import _plant
 
 from conftest import GitRunner
 from evolve.skills._failed import FAILED_PATH, dump_failed, parse_failed, take_back

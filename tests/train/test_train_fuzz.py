@@ -17,14 +17,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from replykit import (
-    Reply,
-    Script,
-    agent_replies,
-    assert_workspace_sound,
-    jsonl,
-    updater_replies,
-)
 
 from evolve._text import is_placeholder
 from evolve.envs.persona_world import tool_names
@@ -33,6 +25,14 @@ from evolve.memory import load_units
 from evolve.train import train
 from evolve.updaters import RECIPES
 from evolve.workspace import Workspace, init_workspace
+from replykit import (
+    Reply,
+    Script,
+    agent_replies,
+    assert_workspace_sound,
+    jsonl,
+    updater_replies,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -133,7 +133,7 @@ def test_fuzzed_ace_replies_through_train() -> None:
     assert sum(bad for _, bad in served) >= 200
 
 
-# skills: its per-episode refusals go to the batch commit (tests/skills_write/test_write_fuzz.py)
+# skills: its per-episode refusals go to the batch commit (tests/skills/test_reflect_fuzz.py)
 @pytest.mark.parametrize("recipe", sorted(set(RECIPES) - {"ace", "skills"}))
 def test_fuzzed_replies_of_every_other_recipe_through_train(recipe: str) -> None:
     import importlib

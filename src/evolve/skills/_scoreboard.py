@@ -93,7 +93,7 @@ takes three such tasks.
 
 Error rates (stated, not controlled; the interval is looked at after every count, so over a
 stream the chance that a skill with no effect is retired exceeds the 5 % one side of a 90 %
-interval). By simulation (`tests/skills_read/test_read_error_rate.py`, the rule as trained,
+interval). By simulation (`tests/skills/test_scoreboard_error_rate.py`, the rule as trained,
 against the pooled rule it replaced): a skill with no effect, pass rate 0.9, two other
 candidates, 60 eligible episodes: retired about 9 % of the time (pooled 9 %); one that
 lowers the pass rate from 0.95 by 0.22: 79 % (75 %). Nine tasks of one app as in the sim, two

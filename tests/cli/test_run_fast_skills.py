@@ -18,18 +18,12 @@ import yaml
 from conftest import GitRunner, run_cli
 from evolve.skills._strata import STRATA_PATH
 from evolve.workspace import Workspace
+from factories import WRITE_TRIGGER, skill_file
 
-TRIGGER = "a task that changes stored state (send, pay, text, email, save, note)"
+TRIGGER = WRITE_TRIGGER
 IDS = ("a-skip-final-check", "b-lookup", "d-verify-final-state")
 D_AHEAD = "a-skip-final-check:\n  t1: [3, 0, 2, 2]\nd-verify-final-state:\n  t1: [3, 3, 2, 0]\n"
 A_AHEAD = "a-skip-final-check:\n  t1: [3, 3, 2, 0]\nd-verify-final-state:\n  t1: [3, 0, 2, 2]\n"
-
-
-def _unit(ident: str) -> str:
-    return (
-        f"---\nid: {ident}\nrecipe: hand\nkind: skill\nstatus: active\nscope: global\n"
-        f"shelf: general\ntrigger: {TRIGGER}\n---\nLesson {ident}.\n"
-    )
 
 
 def _config(root: Path, way: str | None) -> None:
@@ -67,7 +61,9 @@ def test_a_changed_record_is_never_served_stale(
     folder = root / "memory" / "skills" / "general"
     folder.mkdir(parents=True)
     for ident in IDS:
-        (folder / f"{ident}.md").write_text(_unit(ident), encoding="utf-8")
+        (folder / f"{ident}.md").write_text(
+            skill_file(ident, f"Lesson {ident}.", TRIGGER), encoding="utf-8"
+        )
     (root / STRATA_PATH).write_text(D_AHEAD, encoding="utf-8")
     _config(root, None)
     run_git(root, "add", "-A")

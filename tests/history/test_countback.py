@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 import pytest
 
-from _skill_units import skill_unit
 from conftest import GitRunner
 from evolve.applier import MemoryApplier
 from evolve.history import revert
@@ -20,11 +19,12 @@ from evolve.recovery import writer
 from evolve.skills._scoreboard import settle
 from evolve.skills._strata import Outcome, Strata, load_strata
 from evolve.workspace import Workspace
+from factories import shelf_skill
 
 FIELDS = ("injected", "injected_pass", "held_out", "held_out_pass")
 
 
-_skill = skill_unit
+_skill = shelf_skill
 
 
 A = _skill("skill-aa", "After paying, read the payment back before you finish.", "venmo")

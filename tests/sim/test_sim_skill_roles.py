@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-from skillkit import candidate, maker, skill
-
 from evolve.evaluate import open_env
 from evolve.llm import Message
 from evolve.sim import SimLLM
@@ -21,6 +19,7 @@ from evolve.skills import (
 )
 from evolve.skills._reflect import load_prompt
 from evolve.workspace import ShelfCaps, Workspace
+from factories import candidate, maker, skill
 
 INSTRUCTION = "Pay Jamie Lee back $12.50 on Venmo for lunch."
 ACTIONS = (

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from skillkit import skill
-
 from evolve.applier import MemoryApplier
 from evolve.history import revert
 from evolve.memory import dump_unit, load_units, load_units_at
 from evolve.ops import Op
 from evolve.workspace import Workspace
+from factories import skill
 
 
 def test_a_count_op_on_a_skill_writes_its_shelf_sidecar_and_reverts(workspace: Workspace) -> None:

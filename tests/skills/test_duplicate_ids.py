@@ -17,16 +17,9 @@ from conftest import GitRunner, one_sentence, run_cli, workspace_state
 from evolve.errors import EvolveError
 from evolve.skills._select import Skill, skills_of
 from evolve.workspace import Workspace
+from factories import WRITE_TRIGGER, skill_file
 
-TRIGGER = "a task that changes stored state (send, pay, text, email, save, note)"
-
-
-def _unit(ident: str, lesson: str, where: str, scope: str = "global") -> str:
-    shelf = "shelf: general\n" if where == "general" else f"shelf: topic\ntopic: {where}\n"
-    return (
-        f"---\nid: {ident}\nrecipe: hand\nkind: skill\nstatus: active\nscope: {scope}\n"
-        f"{shelf}trigger: {TRIGGER}\n---\n{lesson}\n"
-    )
+TRIGGER = WRITE_TRIGGER
 
 
 def _two_with_one_id(root: Path, run_git: GitRunner, scope: str = "global") -> None:
@@ -34,8 +27,10 @@ def _two_with_one_id(root: Path, run_git: GitRunner, scope: str = "global") -> N
     venmo = root / "memory" / "skills" / "topics" / "venmo"
     general.mkdir(parents=True)
     venmo.mkdir(parents=True)
-    (general / "x.md").write_text(_unit("x", "Lesson one.", "general"), encoding="utf-8")
-    (venmo / "x.md").write_text(_unit("x", "Lesson two.", "venmo", scope), encoding="utf-8")
+    (general / "x.md").write_text(skill_file("x", "Lesson one.", TRIGGER), encoding="utf-8")
+    (venmo / "x.md").write_text(
+        skill_file("x", "Lesson two.", TRIGGER, scope=scope, topic="venmo"), encoding="utf-8"
+    )
     text = (root / "evolve.yaml").read_text(encoding="utf-8")
     text = text.replace("  enabled: false ", "  enabled: true ", 1)
     (root / "evolve.yaml").write_text(text, encoding="utf-8")

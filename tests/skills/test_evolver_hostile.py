@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from skillkit import APPS, candidate, maker, skill
 
 from evolve.errors import EvolveError
 from evolve.history import revert
 from evolve.memory import MemoryUnit, dump_unit, load_units
 from evolve.skills import plan_batch
 from evolve.workspace import ShelfCaps, Workspace
+from factories import APPS, candidate, maker, skill
 
 WORDS = ("one", "two", "three", "four")
 

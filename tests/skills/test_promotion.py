@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from skillkit import candidate, maker, skill
-
 from evolve.skills import dump_staging, parse_staging, plan_batch
 from evolve.workspace import ShelfCaps
+from factories import candidate, maker, skill
 
 APPS = frozenset({"venmo", "phone", "gmail", "simple_note"})
 GENERAL = "After the last write, read the changed item back before completing the task."

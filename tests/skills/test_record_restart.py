@@ -10,13 +10,12 @@ batch's episodes (which ran with the old text) on it.
 
 from __future__ import annotations
 
-from skillkit import skill
-
 from evolve.applier import MemoryApplier
 from evolve.memory import dump_unit, load_units
 from evolve.ops import Op
 from evolve.skills._scoreboard import RESTART_REASON, count_ops_after, score_of
 from evolve.workspace import Workspace
+from factories import skill
 
 GOOD = "After the last venmo write, read the payment back and confirm it before completing."
 WRONG = "Skip the final check: once the venmo write call returns success, complete at once."

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 
 import pytest
 
-from _skill_units import skill_unit
 from conftest import GitRunner
 from evolve.applier import MemoryApplier
 from evolve.errors import EvolveError
@@ -25,12 +24,13 @@ from evolve.recovery import writer
 from evolve.skills._scoreboard import settle
 from evolve.skills._strata import Outcome, load_strata
 from evolve.workspace import Workspace
+from factories import shelf_skill
 
 FIELDS = ("injected", "injected_pass", "held_out", "held_out_pass")
 TASKS = ("pay_back-1", "pay_back-2", "text_update-1")
 
 
-_skill = skill_unit
+_skill = shelf_skill
 
 
 SKILLS = (

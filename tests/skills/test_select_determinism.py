@@ -11,6 +11,7 @@ from pathlib import Path
 from conftest import GitRunner
 from evolve.skills._strata import STRATA_PATH
 from evolve.workspace import Workspace
+from factories import skill_file
 
 TRIGGERS = (
     "a task that changes stored state (send, pay, text, email, save, note)",
@@ -45,9 +46,7 @@ def test_selection_is_the_same_in_every_process(workspace: Workspace, run_git: G
     for i in range(20):
         trigger = TRIGGERS[i % len(TRIGGERS)]
         (folder / f"s{i}.md").write_text(
-            f"---\nid: s{i}\nrecipe: hand\nkind: skill\nstatus: active\nscope: global\n"
-            f"shelf: general\ntrigger: {trigger}\n---\nLesson {i}.\n",
-            encoding="utf-8",
+            skill_file(f"s{i}", f"Lesson {i}.", trigger), encoding="utf-8"
         )
     (root / STRATA_PATH).write_text(RECORD, encoding="utf-8")
     text = (root / "evolve.yaml").read_text(encoding="utf-8")

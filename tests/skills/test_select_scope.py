@@ -20,19 +20,13 @@ from evolve.evaluate import episode_setup
 from evolve.sim import SimLLM
 from evolve.skills._strata import STRATA_PATH
 from evolve.workspace import Workspace
+from factories import WRITE_TRIGGER, skill_file
 
-TRIGGER = "a task that changes stored state (send, pay, text, email, save, note)"
+TRIGGER = WRITE_TRIGGER
 IDS = ("a-skip-final-check", "b-lookup", "c-total", "d-verify-final-state")
 # d ahead of a on the evidence, and the other way round.
 D_AHEAD = "a-skip-final-check:\n  t1: [3, 0, 2, 2]\nd-verify-final-state:\n  t1: [3, 3, 2, 0]\n"
 A_AHEAD = "a-skip-final-check:\n  t1: [3, 3, 2, 0]\nd-verify-final-state:\n  t1: [3, 0, 2, 2]\n"
-
-
-def _unit(ident: str, scope: str = "global") -> str:
-    return (
-        f"---\nid: {ident}\nrecipe: hand\nkind: skill\nstatus: active\nscope: {scope}\n"
-        f"shelf: general\ntrigger: {TRIGGER}\n---\nLesson {ident}.\n"
-    )
 
 
 def _skills_on(root: Path, max_injected: int = 3) -> None:
@@ -59,7 +53,15 @@ def test_a_skill_of_another_user_is_never_injected(
     from evolve.train import train
 
     root = workspace.root
-    _library(root, {"b-blair-only": _unit("b-blair-only", "user:blair"), "g-all": _unit("g-all")})
+    _library(
+        root,
+        {
+            "b-blair-only": skill_file(
+                "b-blair-only", "Lesson b-blair-only.", TRIGGER, scope="user:blair"
+            ),
+            "g-all": skill_file("g-all", "Lesson g-all.", TRIGGER),
+        },
+    )
     _skills_on(root)
     run_git(root, "add", "-A")
     run_git(root, "commit", "-qm", "a skill for blair, one for everyone")
@@ -89,7 +91,7 @@ def test_the_gate_scores_each_commit_with_its_own_record(
     from evolve.generations._loop import _Scorer
 
     root = workspace.root
-    _library(root, {i: _unit(i) for i in IDS})
+    _library(root, {i: skill_file(i, f"Lesson {i}.", TRIGGER) for i in IDS})
     _skills_on(root, max_injected=1)
     (root / STRATA_PATH).write_text(D_AHEAD, encoding="utf-8")
     run_git(root, "add", "-A")
@@ -125,7 +127,15 @@ def test_a_model_selector_cannot_name_another_users_skill(
     workspace: Workspace, run_git: GitRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = workspace.root
-    _library(root, {"b-blair-only": _unit("b-blair-only", "user:blair"), "g-all": _unit("g-all")})
+    _library(
+        root,
+        {
+            "b-blair-only": skill_file(
+                "b-blair-only", "Lesson b-blair-only.", TRIGGER, scope="user:blair"
+            ),
+            "g-all": skill_file("g-all", "Lesson g-all.", TRIGGER),
+        },
+    )
     _skills_on(root)
     text = (root / "evolve.yaml").read_text(encoding="utf-8")
     (root / "evolve.yaml").write_text(text.replace("selector: lexical", "selector: hostile"))

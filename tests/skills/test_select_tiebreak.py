@@ -39,6 +39,7 @@ from evolve.skills._select import (
 )
 from evolve.skills._strata import STRATA_PATH
 from evolve.workspace import Workspace
+from factories import WRITE_TRIGGER, skill_file
 
 _TIMING = re.compile(r'("duration_s": ?)[0-9.e-]+')
 PAY = "Pay Sam Lee back $12.50 on Venmo for lunch."
@@ -163,14 +164,7 @@ def test_a_model_selector_sees_the_candidates_in_the_evidence_order() -> None:
     )
 
 
-def _unit(ident: str, lesson: str) -> str:
-    return (
-        f"---\nid: {ident}\nrecipe: hand\nkind: skill\nstatus: active\nscope: global\n"
-        f"shelf: general\ntrigger: {GENERAL_TRIGGER}\n---\n{lesson}\n"
-    )
-
-
-GENERAL_TRIGGER = "a task that changes stored state (send, pay, text, email, save, note)"
+GENERAL_TRIGGER = WRITE_TRIGGER
 
 
 def _library(ws: Workspace, run_git: GitRunner, record: str | None, holdout: float = 0.0) -> None:
@@ -178,7 +172,9 @@ def _library(ws: Workspace, run_git: GitRunner, record: str | None, holdout: flo
     folder = ws.root / "memory" / "skills" / "general"
     folder.mkdir(parents=True)
     for ident in IDS:
-        (folder / f"{ident}.md").write_text(_unit(ident, f"Lesson {ident}."), encoding="utf-8")
+        (folder / f"{ident}.md").write_text(
+            skill_file(ident, f"Lesson {ident}.", GENERAL_TRIGGER), encoding="utf-8"
+        )
     if record is not None:
         (ws.root / STRATA_PATH).write_text(record, encoding="utf-8")
     config = yaml.safe_load((ws.root / "evolve.yaml").read_text(encoding="utf-8"))

@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from skillkit import APPS, candidate, maker, skill
 
 from evolve.applier import MemoryApplier
 from evolve.memory import MemoryUnit, dump_unit, load_units
 from evolve.ops import Op
 from evolve.skills import Sighting, live_skills, occupancy, plan_batch
 from evolve.workspace import ShelfCaps, Workspace
+from factories import APPS, candidate, maker, skill
 
 LESSONS = [
     "Read the changed item back before completing the task.",

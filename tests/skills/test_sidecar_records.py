@@ -12,7 +12,6 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from _skill_units import skill_unit
 from conftest import GitRunner
 from evolve.applier import MemoryApplier
 from evolve.history import revert
@@ -25,6 +24,7 @@ from evolve.skills import SkillsBatches
 from evolve.skills._scoreboard import settle
 from evolve.skills._strata import STRATA_PATH, Outcome, Strata, dump_strata, load_strata
 from evolve.workspace import Workspace
+from factories import shelf_skill
 
 Sidecar = dict[str, dict[str, float | int]]
 VENMO = "memory/skills/topics/venmo/_counters.yaml"
@@ -32,7 +32,7 @@ GENERAL = "memory/skills/general/_counters.yaml"
 
 
 def _skill(ident: str, text: str, topic: str | None = None) -> MemoryUnit:
-    return skill_unit(ident, text, topic, evidence=["episode 0 (pay_back-1)"])
+    return shelf_skill(ident, text, topic, evidence=["episode 0 (pay_back-1)"])
 
 
 A = _skill("skill-aa", "After paying, read the payment back before you finish.", "venmo")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from _skill_units import VERIFY_AFTER
 from conftest import GitRunner, cli_json, run_cli
 from evolve.workspace import Workspace
+from factories import VERIFY_AFTER
 
 TOPIC = """---
 id: venmo-lookup

@@ -21,6 +21,7 @@ from evolve.history import history, revert, show_unit
 from evolve.memory import MemoryUnit, dump_unit, unit_path
 from evolve.store import GitStore
 from evolve.workspace import Workspace
+from factories import memory_unit
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
@@ -32,17 +33,7 @@ NASTY = "sep\x1fhere\x1erec\x1dgrp\x1cfs\x00nul\x1bESC\x7f\x85\u2028 end"
 def _unit(uid: str, text: str) -> MemoryUnit:
     """A unit holding `text` as a person's hand edit could: built without validation, since
     the unit model itself refuses control characters (model replies never get this far)."""
-    valid = MemoryUnit.model_validate(
-        {
-            "id": uid,
-            "recipe": "ace",
-            "kind": "bullet",
-            "scope": ALEX,
-            "created_episode": 0,
-            "updated_episode": 0,
-            "text": "placeholder text",
-        }
-    )
+    valid = memory_unit(uid, "placeholder text", created_episode=0, updated_episode=0)
     return MemoryUnit.model_construct(**{**valid.model_dump(), "text": text})
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+import evolve.store._git as git_module
 from evolve.errors import EvolveError
 from evolve.workspace import Workspace
 
@@ -51,6 +52,46 @@ def _age(path: Path, seconds: float = 30.0) -> None:
     """Make `path` look as old as a leftover of an earlier run."""
     then = time.time() - seconds
     os.utime(path, (then, then))
+
+
+def _waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Every `time.sleep` from now on (the lock recovery's polling), still slept: a lock
+    removed "at once" is removed without one."""
+    real_sleep = time.sleep
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    return waits
+
+
+def _user_git(ws: Workspace) -> subprocess.Popen[bytes]:
+    """A git command the user runs by hand in the workspace (not a child of this process), in
+    its own process group, seen by the store before this returns; `_stop` ends it."""
+    proc = subprocess.Popen(
+        ["sh", "-c", "sleep 600 | git cat-file --batch"], cwd=ws.root, start_new_session=True
+    )
+    _until(lambda: git_module._git_running_in(ws.root.resolve(), ws.store.git_dir.resolve()))
+    return proc
+
+
+def _stop(ws: Workspace, proc: subprocess.Popen[bytes]) -> None:
+    """Stop the user's git and its feeder, and wait until the store no longer sees it."""
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    root, git_dir = ws.root.resolve(), ws.store.git_dir.resolve()
+    _until(lambda: git_module._git_running_in(root, git_dir) is False)
+
+
+def _until(condition: Callable[[], object], timeout: float = 60.0) -> None:
+    """Poll `condition` until it holds; fail after `timeout` seconds (generous: under load)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
 
 
 def _edit(ws: Workspace, text: str) -> str:
@@ -93,66 +134,78 @@ def test_branch_lock_of_a_process_killed_mid_commit_is_recovered(
     run_git(ws.root, "fsck", "--no-progress", "--no-dangling")
 
 
-def test_old_leftover_branch_lock_is_removed_at_once(workspace: Workspace, run_git: RunGit) -> None:
+def test_old_leftover_branch_lock_is_removed_at_once(
+    workspace: Workspace, run_git: RunGit, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = workspace
     lock = ws.store.git_dir / "refs" / "heads" / "main.lock"
     lock.write_text("", encoding="utf-8")
     _age(lock)
     rel = _edit(ws, "x\n")
-    start = time.monotonic()
+    waits = _waits(monkeypatch)
     with ws.lock("evolve train"):
         assert ws.store.commit([rel], "recovered") is not None
-    assert time.monotonic() - start < 1.0
+    assert waits == []  # no git at work in the repository: nothing to wait for
     assert not lock.exists()
     assert run_git(ws.root, "status", "--porcelain") == ""
 
 
-def test_a_lock_of_a_live_git_in_the_repository_is_not_removed(workspace: Workspace) -> None:
+def test_a_lock_of_a_live_git_in_the_repository_is_not_removed(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = workspace
     lock = ws.store.git_dir / "index.lock"
     lock.write_text("", encoding="utf-8")
     _age(lock)
-    # A git command the user runs by hand in the workspace (not a child of this process).
-    user_git = subprocess.Popen(["sh", "-c", "sleep 4 | git cat-file --batch"], cwd=ws.root)
+    user_git = _user_git(ws)
     try:
-        time.sleep(0.3)
         with ws.lock("evolve train"):
             start = time.monotonic()
             assert ws.store.recover_stale_lock(lock) is False
-            assert 0.9 <= time.monotonic() - start < 3.0  # waited for it, then gave up
+            # It waited for that git, then gave up while the git still ran.
+            assert time.monotonic() - start >= git_module.STALE_LOCK_SECONDS
+            assert user_git.poll() is None
             assert lock.exists()
             rel = _edit(ws, "blocked\n")
             with pytest.raises(EvolveError):
                 ws.store.commit([rel], "blocked by the user's git")
     finally:
-        user_git.wait()
+        _stop(ws, user_git)
+    waits = _waits(monkeypatch)
     with ws.lock("evolve train"):  # that git is gone: the leftover goes at once
-        start = time.monotonic()
         assert ws.store.recover_stale_lock(lock) is True
-        assert time.monotonic() - start < 0.9
+    assert waits == []
     assert not lock.exists()
 
 
-def test_a_lock_a_live_git_releases_is_waited_for(workspace: Workspace) -> None:
+def test_a_lock_a_live_git_releases_is_waited_for(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = workspace
     lock = ws.store.git_dir / "refs" / "heads" / "main.lock"
     lock.write_text("", encoding="utf-8")
-    # Its own process group, so that the git and its feeder are stopped together once seen.
-    user_git = subprocess.Popen(
-        ["sh", "-c", "sleep 4 | git cat-file --batch"], cwd=ws.root, start_new_session=True
-    )
-    remover = subprocess.Popen(
-        [sys.executable, "-c", f"import time, os; time.sleep(0.5); os.unlink({str(lock)!r})"]
-    )
+    # However slow the machine, the wait outlasts the owner: the test is about who removes it.
+    monkeypatch.setattr(git_module, "STALE_LOCK_SECONDS", 600.0)
+    running_in = git_module._git_running_in
+    released: list[bool] = []
+
+    def seen_then_released(root: Path, git_dir: Path) -> bool | None:
+        # The recovery saw the user's git at work; then its owner removes the lock.
+        busy = running_in(root, git_dir)
+        if busy and not released:
+            lock.unlink()  # FileNotFoundError if the recovery had removed it already
+            released.append(True)
+        return busy
+
+    user_git = _user_git(ws)
+    monkeypatch.setattr(git_module, "_git_running_in", seen_then_released)
     try:
-        time.sleep(0.2)
         with ws.lock("evolve train"):
             assert ws.store.recover_stale_lock(lock) is True  # gone by itself, not by us
     finally:
-        remover.wait()
-        os.killpg(user_git.pid, signal.SIGKILL)  # not the 4 s the feeder would take
-        user_git.wait()
-    assert remover.returncode == 0  # it was still there for its owner to remove
+        monkeypatch.setattr(git_module, "_git_running_in", running_in)
+        _stop(ws, user_git)
+    assert released == [True]  # it was still there for its owner to remove
 
 
 def test_leftover_index_lock_is_recovered(workspace: Workspace, run_git: RunGit) -> None:

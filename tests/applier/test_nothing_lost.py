@@ -159,6 +159,7 @@ def property_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     return init_workspace(tmp_path_factory.mktemp("prop") / "ws")
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

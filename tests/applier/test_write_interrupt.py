@@ -209,6 +209,7 @@ time.sleep(30)
 """
 
 
+@pytest.mark.slow
 def test_a_reading_command_during_a_live_write_names_the_writer(
     trained: Workspace, run_git: RunGit
 ) -> None:

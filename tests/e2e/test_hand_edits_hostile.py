@@ -147,6 +147,7 @@ def test_a_unit_saved_with_a_byte_order_mark_keeps_its_front_matter(
     assert "[n1] Pay with the blue card." in out and "recipe: hand" not in out
 
 
+@pytest.mark.slow
 def test_an_older_skills_batch_can_be_reverted_without_cascade(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -41,6 +41,7 @@ def _skill_files(root: Path, folder: str) -> list[Path]:
 # --- A: the pooled counters ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_train_and_run_refuse_counters_that_cannot_be_episodes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], run_git: GitRunner
 ) -> None:
@@ -62,6 +63,7 @@ def test_train_and_run_refuse_counters_that_cannot_be_episodes(
 # --- B: two active skills with one id ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_skills_and_report_refuse_two_active_skills_with_one_id_as_run_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], run_git: GitRunner
 ) -> None:
@@ -161,6 +163,7 @@ def test_a_skill_under_a_folder_that_cannot_be_a_topic_is_told_the_rule(
     )
 
 
+@pytest.mark.slow
 def test_log_of_a_path_no_commit_changed_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -48,6 +48,7 @@ def _dev(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     return rules
 
 
+@pytest.mark.slow
 def test_a_wrong_preference_is_seen_reverted_and_refused_after(
     ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -22,6 +22,8 @@ from evolve.llm import Completion, JsonSchema, Message, Usage
 from evolve.workspace import Workspace
 
 NAMES = ("serial", "threads", "asyncio", "process")
+# A process pool spawns interpreters (seconds on a loaded machine): slow, the others not.
+EXECUTORS = [pytest.param(n, marks=pytest.mark.slow) if n == "process" else n for n in NAMES]
 
 
 def _run_log(root: Path, out: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -34,6 +36,7 @@ def _run_log(root: Path, out: str) -> tuple[dict[str, Any], list[dict[str, Any]]
     return summary, episodes
 
 
+@pytest.mark.slow
 def test_a_seeded_sim_run_is_the_same_on_every_executor(
     ws: Workspace, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -69,6 +72,7 @@ def test_auto_picks_by_model_and_concurrency() -> None:
             assert choose_executor("auto", model, c, can_spawn=True) != "ray"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("concurrency", [1, 4, 16])
 def test_http_episodes_in_flight_never_exceed_the_concurrency(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch, concurrency: int
@@ -115,7 +119,7 @@ def _late_first(item: int) -> int:
     return item * item
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", EXECUTORS)
 def test_results_come_back_in_input_order(name: str) -> None:
     seen: list[tuple[int, int]] = []
     results = get_executor(name, 4).map(
@@ -136,7 +140,7 @@ def _fails_on_three(folder: str, item: int) -> int:
     return item
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", EXECUTORS)
 def test_a_failing_job_is_one_sentence_and_the_pool_does_not_hang(
     name: str, tmp_path: Path
 ) -> None:
@@ -158,7 +162,7 @@ def _model_gone(item: int) -> int:
     raise ModelError("the model is gone; try again later.")
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", EXECUTORS)
 def test_a_user_error_in_a_job_is_raised_as_it_is(name: str) -> None:
     with pytest.raises(ModelError, match=r"^the model is gone; try again later\.$"):
         get_executor(name, 2).map(_model_gone, [1, 2, 3])

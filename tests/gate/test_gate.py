@@ -160,6 +160,7 @@ def _protected(ws: Workspace) -> tuple[str, ...]:
     return tuple(ws.config.protected)
 
 
+@pytest.mark.slow
 def test_a_candidate_cannot_delete_the_test_that_judges_it(
     workspace: Workspace, run_git: RunGit
 ) -> None:
@@ -182,6 +183,7 @@ def test_a_candidate_cannot_delete_the_test_that_judges_it(
     assert "the marker prompt is present" in output
 
 
+@pytest.mark.slow
 def test_a_candidate_cannot_break_its_protected_files_to_fail_the_base_tests(
     workspace: Workspace, run_git: RunGit
 ) -> None:
@@ -215,6 +217,7 @@ def test_a_base_without_tests_passes_vacuously(workspace: Workspace, run_git: Ru
 FAILING = "def test_fail() -> None:\n    raise AssertionError('base says no')\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "content"),
     [

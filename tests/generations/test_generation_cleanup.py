@@ -30,6 +30,9 @@ from evolve.generations import evolve, load_records
 from evolve.generations._journal import journal_path
 from evolve.workspace import Workspace
 
+# Slow end to end: `-m "not slow"` leaves it out of a quick local run (CI runs it).
+pytestmark = pytest.mark.slow
+
 RunGit = Callable[..., str]
 
 

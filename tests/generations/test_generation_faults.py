@@ -27,6 +27,9 @@ from evolve.generations import evolve, load_records
 from evolve.recovery import WriteInterrupted
 from evolve.workspace import Workspace
 
+# Slow end to end: `-m "not slow"` leaves it out of a quick local run (CI runs it).
+pytestmark = pytest.mark.slow
+
 RunGit = Callable[..., str]
 
 # step -> the phase the record names

@@ -24,6 +24,9 @@ from evolve.gate import Gate, GateEvidence, Verdict
 from evolve.generations import evolve, load_records
 from evolve.workspace import Workspace
 
+# Slow end to end: `-m "not slow"` leaves it out of a quick local run (CI runs it).
+pytestmark = pytest.mark.slow
+
 RunGit = Callable[..., str]
 PERSONA = "evalset/personas/alex.yaml"
 SPLITS = "evalset/splits.yaml"

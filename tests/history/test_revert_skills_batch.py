@@ -31,6 +31,7 @@ def _merged_last(root: Path, run_git: GitRunner) -> str:
     return run_git(root, "rev-parse", "HEAD").strip()
 
 
+@pytest.mark.slow
 def test_reverting_the_last_batch_restores_the_record_and_the_shelves(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], run_git: GitRunner
 ) -> None:
@@ -43,6 +44,7 @@ def test_reverting_the_last_batch_restores_the_record_and_the_shelves(
     assert run_git(root, "diff", "--stat", f"{last}~1", "HEAD", "--", "memory") == ""
 
 
+@pytest.mark.slow
 def test_reverting_an_older_batch_takes_back_only_its_own_provenance(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], run_git: GitRunner
 ) -> None:

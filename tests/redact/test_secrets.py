@@ -254,6 +254,7 @@ def _everything(root: Path) -> str:
     return "\n".join(parts)
 
 
+@pytest.mark.slow
 def test_planted_secrets_are_found_nowhere_on_disk_or_in_git(planted_ws: Workspace) -> None:
     ws = planted_ws
     agent = MockLLM(Planting())

@@ -29,6 +29,9 @@ from evolve.skills._select import ablated
 from evolve.skills._strata import Strata, added, tally_tasks
 from evolve.train._train import stratum
 
+# Slow end to end: `-m "not slow"` leaves it out of a quick local run (CI runs it).
+pytestmark = pytest.mark.slow
+
 
 class _Unit:
     kind = "skill"
@@ -103,7 +106,6 @@ def _hurt(rates: list[float], to: float) -> list[float]:
     return [to, to, *rates[2:]]
 
 
-@pytest.mark.slow
 def test_a_skill_with_no_effect_is_rarely_retired() -> None:
     assert retired_share([0.9], [0.9], 60) < 0.13  # stated: about 9 % (pooled 9 %)
     assert retired_share(STEADY, STEADY, 120) < 0.16  # stated: about 11 % (pooled 22 %)
@@ -111,13 +113,11 @@ def test_a_skill_with_no_effect_is_rarely_retired() -> None:
     assert retired_share(NOISY, NOISY, 120) < 0.27
 
 
-@pytest.mark.slow
 def test_a_harmful_skill_is_mostly_retired() -> None:
     assert retired_share([0.95], [0.73], 60) > 0.7  # stated: about 79 % (pooled 75 %)
     assert retired_share([0.95], [0.45], 60) > 0.95
 
 
-@pytest.mark.slow
 def test_harm_on_two_of_nine_tasks_is_retired_where_the_pooled_rule_misses_it() -> None:
     # Harm that lives on 2 of 9 tasks: compared within each task, the seven steady tasks add
     # no noise; pooled, the two arms' different task mixes swamp it.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 import yaml
 
 from conftest import GitRunner
@@ -63,6 +64,7 @@ def _records(ws: Workspace) -> list[dict[str, Any]]:
     return [json.loads(line) for line in logs[0].read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_the_wrong_lesson_is_retired_and_the_verify_lesson_kept(
     workspace: Workspace, run_git: GitRunner
 ) -> None:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import GitRunner
 from evolve.skills._strata import STRATA_PATH
 from evolve.workspace import Workspace
@@ -39,6 +41,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_selection_is_the_same_in_every_process(workspace: Workspace, run_git: GitRunner) -> None:
     root = workspace.root
     folder = root / "memory" / "skills" / "general"

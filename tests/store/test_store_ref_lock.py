@@ -150,6 +150,7 @@ def test_old_leftover_branch_lock_is_removed_at_once(
     assert run_git(ws.root, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_a_lock_of_a_live_git_in_the_repository_is_not_removed(
     workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:

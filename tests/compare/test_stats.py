@@ -7,7 +7,7 @@ import random
 import pytest
 
 from evolve.compare import gap_closed, gap_interval, rate_interval
-from evolve.compare._stats import draws, spread
+from evolve.stats import draws, spread
 
 
 def bernoulli_tasks(

@@ -15,10 +15,9 @@ from evolve.skills._scoreboard import (
     Score,
     board,
     counted,
-    newcombe,
     tally,
-    wilson,
 )
+from evolve.stats import newcombe, wilson
 
 
 def test_wilson_matches_known_values() -> None:

@@ -15,7 +15,8 @@ import yaml
 from conftest import GitRunner
 from evolve.errors import EvolveError
 from evolve.history import revert
-from evolve.skills._scoreboard import Score, _restricted, newcombe, stratified
+from evolve.skills._scoreboard import Score
+from evolve.stats import newcombe, restricted_rates, stratified
 from evolve.skills._strata import (
     STRATA_PATH,
     Cell,
@@ -52,7 +53,7 @@ def test_the_restricted_rates_are_the_maximum_likelihood_ones() -> None:
         n1, n0 = rng.randint(1, 8), rng.randint(1, 8)
         x1, x0 = rng.randint(0, n1), rng.randint(0, n0)
         delta = rng.uniform(-0.9, 0.9)
-        r1, r0 = _restricted(x1, n1, x0, n0, delta)
+        r1, r0 = restricted_rates(x1, n1, x0, n0, delta)
         assert abs(r1 - _brute(x1, n1, x0, n0, delta)) < 2e-3
         assert abs((r1 - r0) - delta) < 1e-9
 

@@ -1,10 +1,10 @@
-"""The paired bootstrap over tasks x runs that the gate reads its dev gain from."""
+"""The paired bootstrap over tasks x runs that the gate reads its dev gain from (`evolve.stats`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from evolve.gate import PairedGain, paired_gain
+from evolve.stats import PairedGain, paired_gain
 
 
 def _scores(values: list[list[float]]) -> dict[str, list[float]]:

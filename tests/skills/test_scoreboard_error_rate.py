@@ -22,11 +22,11 @@ from evolve.skills._scoreboard import (
     SKILL_COUNTERS,
     Score,
     holdout_shares,
-    newcombe,
     tally,
 )
 from evolve.skills._select import ablated
 from evolve.skills._strata import Strata, added, tally_tasks
+from evolve.stats import newcombe
 from evolve.train._train import stratum
 
 # Slow end to end: `-m "not slow"` leaves it out of a quick local run (CI runs it).

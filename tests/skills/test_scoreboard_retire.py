@@ -2,7 +2,7 @@
 
 The bound: a skill that fails every eligible episode it is injected into, while held-out
 episodes pass, is retired at the first episode after which the within-task comparison
-(evolve.skills._scoreboard.stratified, over the per-task record of every eligible episode)
+(evolve.stats.stratified, over the per-task record of every eligible episode)
 puts its 90 % interval below 0 (one task with 2 episodes per arm suffices); the test replays
 the rule from the episode records, asserts the retirement happens exactly there, within 30
 episodes, and that the skill is never selected after.

@@ -9,8 +9,8 @@ from test_skills_command import _plant
 from conftest import GitRunner, cli_json, run_cli
 from evolve.errors import EvolveError
 from evolve.skills._failed import FAILED_PATH
-from evolve.skills._scoreboard import stratified
 from evolve.skills._strata import STRATA_PATH, parse_strata
+from evolve.stats import stratified
 from evolve.workspace import Workspace
 
 

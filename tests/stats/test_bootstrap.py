@@ -1,4 +1,4 @@
-"""The paired bootstrap over tasks x runs that the gate reads its dev gain from (`evolve.stats`)."""
+"""The paired bootstrap over tasks x runs that the gate reads its dev gain from."""
 
 from __future__ import annotations
 

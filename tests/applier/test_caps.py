@@ -5,31 +5,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import pytest
 
 from evolve.applier import MemoryApplier, Op
 from evolve.errors import ConfigError
 from evolve.llm import JsonSchema, Message, MockLLM
-from evolve.memory import MemoryUnit, load_units
+from evolve.memory import load_units
 from evolve.train import train
 from evolve.workspace import RecipeCaps, Workspace, parse_config
+from factories import memory_unit
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
 
 
-def _unit(uid: str, text: str, recipe: str = "ace", **fields: object) -> MemoryUnit:
-    data: dict[str, object] = {
-        "id": uid,
-        "recipe": recipe,
-        "kind": "bullet",
-        "scope": ALEX,
-        "created_episode": 0,
-        "text": text,
-    }
-    data.update(fields)
-    return MemoryUnit.model_validate(data)
+_unit = partial(memory_unit, created_episode=0)
 
 
 def _with_caps(ws: Workspace, run_git: RunGit, caps: str) -> Workspace:

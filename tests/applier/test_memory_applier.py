@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,24 +15,13 @@ from evolve.applier import MemoryApplier, Op, Refusal
 from evolve.memory import MemoryUnit, dump_unit, load_units, parse_unit
 from evolve.txn._journal import ApplyJournal, journal_path, recover
 from evolve.workspace import Workspace
+from factories import memory_unit
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
 
 
-def _unit(uid: str, text: str, **fields: object) -> MemoryUnit:
-    base: dict[str, object] = {
-        "id": uid,
-        "recipe": "ace",
-        "kind": "bullet",
-        "scope": ALEX,
-        "created_episode": 0,
-        "helpful": 0,
-        "harmful": 0,
-        "text": text,
-    }
-    base.update(fields)
-    return MemoryUnit.model_validate(base)
+_unit = partial(memory_unit, created_episode=0, helpful=0, harmful=0)
 
 
 def _memory_files(root: Path) -> dict[str, bytes]:

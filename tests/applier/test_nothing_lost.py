@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +20,7 @@ from evolve.llm import JsonSchema, Message, MockLLM
 from evolve.memory import MemoryUnit, dump_unit, load_units
 from evolve.train import train
 from evolve.workspace import Workspace, init_workspace
+from factories import memory_unit
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
@@ -27,18 +29,7 @@ EDITED = "Set my Venmo payments to friends only, never public."
 PUBLIC = "Keep all my Venmo payments public."
 
 
-def _unit(uid: str, text: str, status: str = "active", **fields: object) -> MemoryUnit:
-    data: dict[str, object] = {
-        "id": uid,
-        "recipe": "ace",
-        "kind": "bullet",
-        "scope": ALEX,
-        "status": status,
-        "created_episode": 0,
-        "text": text,
-    }
-    data.update(fields)
-    return MemoryUnit.model_validate(data)
+_unit = partial(memory_unit, created_episode=0)
 
 
 class Modifier:
@@ -72,7 +63,7 @@ def test_hand_edit_then_modify_into_a_tombstoned_text_keeps_the_edited_unit(
     train(ws, recipe="ace", episodes=1, updater_llm=MockLLM(updater))
     (unit,) = load_units(root)
     # A tombstone refuses PUBLIC (say, a revert long ago) ...
-    stone = _unit("ace-00000stone", PUBLIC, "tombstoned", reason="reverted by hand")
+    stone = _unit("ace-00000stone", PUBLIC, status="tombstoned", reason="reverted by hand")
     (root / "memory/alex/ace-00000stone.md").write_text(dump_unit(stone), "utf-8")
     # ... and a person corrects the bullet by hand, committed with git.
     path = root / f"memory/alex/{unit.id}.md"
@@ -129,10 +120,10 @@ IDS = [f"ace-{c}" for c in "abcdefgh"]
 @st.composite
 def scenarios(draw: st.DrawFn) -> tuple[list[MemoryUnit], list[Op]]:
     """Starting units (some active, revoked and a tombstone) and a random batch of ops."""
-    units: dict[str, MemoryUnit] = {"ace-stone": _unit("ace-stone", PUBLIC, "tombstoned")}
+    units: dict[str, MemoryUnit] = {"ace-stone": _unit("ace-stone", PUBLIC, status="tombstoned")}
     for uid in draw(st.lists(st.sampled_from(IDS[:5]), unique=True, max_size=5)):
         text = draw(st.sampled_from(TEXTS[2:5] + [FRIENDS]))
-        units[uid] = _unit(uid, text, draw(st.sampled_from(["active", "revoked"])))
+        units[uid] = _unit(uid, text, status=draw(st.sampled_from(["active", "revoked"])))
     ops: list[Op] = []
     for _ in range(draw(st.integers(0, 6))):
         kind = draw(st.sampled_from(["add", "modify", "reactivate", "revoke", "evict", "stone"]))
@@ -168,6 +159,7 @@ def property_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     return init_workspace(tmp_path_factory.mktemp("prop") / "ws")
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -215,7 +207,7 @@ def test_a_replacement_refused_by_a_tombstone_leaves_the_original_active(
     old = _unit("ace-a", FRIENDS)
     (workspace.root / old.path()).parent.mkdir(parents=True, exist_ok=True)
     (workspace.root / old.path()).write_text(dump_unit(old), "utf-8")
-    stone = _unit("ace-stone", PUBLIC, "tombstoned")
+    stone = _unit("ace-stone", PUBLIC, status="tombstoned")
     (workspace.root / stone.path()).write_text(dump_unit(stone), "utf-8")
     ops = [
         Op(op="revoke", unit=old.with_(status="revoked", revoked_by="ace-b")),

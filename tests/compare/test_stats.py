@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from evolve.compare import gap_closed, gap_interval, rate_interval
-from evolve.compare._stats import draws, spread
+from evolve.stats import draws, spread
 
 
 def bernoulli_tasks(
@@ -18,6 +20,7 @@ def bernoulli_tasks(
     }
 
 
+@pytest.mark.slow
 def test_the_interval_of_a_known_distribution_covers_it_at_about_its_confidence() -> None:
     """Bernoulli(0.3) episodes, 60 tasks x 3 seeds: the 95% interval covers 0.3 in about 95%
     of repeated experiments and is as wide as the normal approximation says."""

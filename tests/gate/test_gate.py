@@ -11,6 +11,7 @@ import pytest
 
 import evolve._faults
 import evolve.gate
+import evolve.stats
 from evolve.gate import Gate, GateEvidence, PairedGain, Verdict, run_workspace_tests
 from evolve.workspace import Workspace
 
@@ -114,11 +115,8 @@ def test_the_evidence_holds_no_holdout_score() -> None:
     assert "dev_gain" in names
 
 
-def test_the_gate_package_imports_no_proposer() -> None:
-    """The gate reaches only the store, the standard library and the fault seam (which reads
-    one environment variable): no reflector, applier, updater, model or loop code it could be
-    steered through."""
-    folder = Path(evolve.gate.__file__).parent
+def _evolve_imports(folder: Path) -> set[str]:
+    """The evolve modules the files of `folder` import (function-local imports too)."""
     imported: set[str] = set()
     for path in folder.glob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -127,9 +125,19 @@ def test_the_gate_package_imports_no_proposer() -> None:
                 imported.add(node.module)
             elif isinstance(node, ast.Import):
                 imported.update(alias.name for alias in node.names)
-    ours = {m for m in imported if m.split(".")[0] == "evolve"}
+    return {m for m in imported if m.split(".")[0] == "evolve"}
+
+
+def test_the_gate_package_imports_no_proposer() -> None:
+    """The gate reaches only the store, the statistics (standard library only), the standard
+    library and the fault seam (which reads one environment variable): no reflector, applier,
+    updater, model or loop code it could be steered through."""
+    ours = _evolve_imports(Path(evolve.gate.__file__).parent)
     assert ours, "the scan found the gate's own imports"
-    assert all(m.startswith(("evolve.gate", "evolve.store")) or m == "evolve._faults" for m in ours)
+    allowed = ("evolve.gate", "evolve.store", "evolve.stats")
+    assert all(m.startswith(allowed) or m == "evolve._faults" for m in ours)
+    stats = _evolve_imports(Path(evolve.stats.__file__).parent)
+    assert stats and all(m.startswith("evolve.stats") for m in stats)
     fault_imports = ast.parse(Path(evolve._faults.__file__).read_text(encoding="utf-8"))
     assert not [
         n
@@ -160,6 +168,7 @@ def _protected(ws: Workspace) -> tuple[str, ...]:
     return tuple(ws.config.protected)
 
 
+@pytest.mark.slow
 def test_a_candidate_cannot_delete_the_test_that_judges_it(
     workspace: Workspace, run_git: RunGit
 ) -> None:
@@ -182,6 +191,7 @@ def test_a_candidate_cannot_delete_the_test_that_judges_it(
     assert "the marker prompt is present" in output
 
 
+@pytest.mark.slow
 def test_a_candidate_cannot_break_its_protected_files_to_fail_the_base_tests(
     workspace: Workspace, run_git: RunGit
 ) -> None:
@@ -215,6 +225,7 @@ def test_a_base_without_tests_passes_vacuously(workspace: Workspace, run_git: Ru
 FAILING = "def test_fail() -> None:\n    raise AssertionError('base says no')\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "content"),
     [

@@ -103,6 +103,7 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_cli_dry_run_prints_the_diff_and_verdict_and_changes_nothing(
     workspace: Workspace,
     run_git: RunGit,
@@ -144,6 +145,7 @@ def test_cli_dry_run_prints_the_diff_and_verdict_and_changes_nothing(
     assert list(private_tmp.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_dry_run_returns_its_record_and_writes_none(
     workspace: Workspace, run_git: RunGit, private_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -138,6 +138,7 @@ class AlwaysAccepts(Gate):
 # --- the workspace tests -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_failing_workspace_tests_reject_the_generation(ws: Workspace, run_git: RunGit) -> None:
     (ws.root / "tests" / "health" / "test_fails.py").write_text(
         "def test_fails() -> None:\n    raise AssertionError('the base says no')\n",
@@ -179,6 +180,7 @@ def test_a_flat_score_rejects_the_generation(
     assert (_head(ws.root, run_git), _tree_hash(ws.root, run_git)) == (base, before)
 
 
+@pytest.mark.slow
 def test_an_accepted_generation_keeps_its_commits(workspace: Workspace, run_git: RunGit) -> None:
     ws = _configure(workspace, run_git, train_episodes=2, runs=1)
     base = _head(ws.root, run_git)
@@ -265,6 +267,7 @@ def test_exactly_the_requested_generations_run(
     assert log == [f"reflector: generation {n}: prompts/system.md" for n in (3, 2, 1)]
 
 
+@pytest.mark.slow
 def test_the_default_count_is_gate_generations(
     workspace: Workspace, run_git: RunGit, stub_tests: list[tuple[str, str]]
 ) -> None:
@@ -298,6 +301,7 @@ def _flip_holdout(monkeypatch: pytest.MonkeyPatch, accepted: bool) -> None:
     monkeypatch.setattr(loop._Scorer, "__call__", fake)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("scenario", "expected"), [("flat", "rejected"), ("improving", "accepted")]
 )
@@ -340,6 +344,7 @@ def test_the_holdout_is_never_used_to_accept(
     assert evidence.candidate_tokens == pytest.approx(plain.dev.tokens_per_episode, abs=0.05)
 
 
+@pytest.mark.slow
 def test_the_reflector_never_sees_a_holdout_failure(
     ws: Workspace, stub_tests: list[tuple[str, str]]
 ) -> None:
@@ -510,6 +515,7 @@ def test_a_protected_file_dirtied_by_a_no_op_generation_is_detected_and_restored
 # --- records -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_records_are_written_survive_the_reset_and_continue_numbering(
     ws: Workspace, run_git: RunGit, stub_tests: list[tuple[str, str]]
 ) -> None:
@@ -600,6 +606,7 @@ def test_all_prompts_together_over_the_cap_are_rejected_by_the_gate(
     assert not (ws.root / "prompts" / "examples.md").exists()
 
 
+@pytest.mark.slow
 def test_tokens_per_episode_above_the_factor_are_rejected(
     ws: Workspace, run_git: RunGit, stub_tests: list[tuple[str, str]]
 ) -> None:
@@ -617,6 +624,7 @@ def test_tokens_per_episode_above_the_factor_are_rejected(
     assert _head(ws.root, run_git) == base
 
 
+@pytest.mark.slow
 def test_parameters_in_range_are_written_and_the_rest_refused(
     ws: Workspace, run_git: RunGit, stub_tests: list[tuple[str, str]]
 ) -> None:
@@ -654,6 +662,7 @@ def cli_ws(
     yield ws
 
 
+@pytest.mark.slow
 def test_cli_json_gives_one_document_with_both_generations(
     cli_ws: Workspace, capsys: pytest.CaptureFixture[str], stub_tests: list[tuple[str, str]]
 ) -> None:
@@ -670,6 +679,7 @@ def test_cli_json_gives_one_document_with_both_generations(
     assert [r.model_dump(mode="json") for r in load_records(cli_ws)] == generations
 
 
+@pytest.mark.slow
 def test_cli_text_shows_dev_and_holdout_side_by_side_with_the_verdict(
     cli_ws: Workspace, capsys: pytest.CaptureFixture[str], stub_tests: list[tuple[str, str]]
 ) -> None:

@@ -140,6 +140,7 @@ def test_revert_is_a_new_commit_that_restores_the_files_and_tombstones_what_was_
     assert entry["ops"] == [{"op": "tombstone", "id": taught.public_id}]
 
 
+@pytest.mark.slow
 def test_revert_restores_a_changed_unit_exactly_and_tombstones_its_new_text(
     ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -263,6 +264,7 @@ def test_the_applier_refuses_a_tombstoned_text(ws: Workspace) -> None:
     assert not (ws.root / "memory" / "alex" / "ace-aaaaaaaaaa.md").exists()
 
 
+@pytest.mark.slow
 def test_a_refused_proposal_of_the_reverted_text_is_logged_in_the_next_commit(
     ws: Workspace, run_git: RunGit
 ) -> None:
@@ -370,6 +372,7 @@ BAD: dict[str, tuple[Callable[[Path, RunGit, Taught], str], str]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_revert_refuses_bad_input_with_one_sentence_and_changes_nothing(
     ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str], case: str

@@ -334,6 +334,7 @@ def _lines(text: str) -> set[str]:
     return {normalize(line) for line in text.splitlines() if line.strip()}
 
 
+@pytest.mark.slow
 def test_an_old_rewrite_reverts_alone_by_its_lines_and_they_are_not_relearned(
     ws: Workspace, run_git: RunGit
 ) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from evolve.history import revert
 from evolve.memory import MemoryUnit, load_units, parse_counters
 from evolve.updaters import RECIPES, render_for
 from evolve.workspace import Workspace
+from factories import memory_unit
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
@@ -29,17 +31,7 @@ CARD = "Pay with the card I use most often."
 SIDECAR = "memory/alex/_counters.yaml"
 
 
-def _unit(uid: str, text: str, **fields: object) -> MemoryUnit:
-    data: dict[str, object] = {
-        "id": uid,
-        "recipe": "ace",
-        "kind": "bullet",
-        "scope": ALEX,
-        "created_episode": 0,
-        "text": text,
-    }
-    data.update(fields)
-    return MemoryUnit.model_validate(data)
+_unit = partial(memory_unit, created_episode=0)
 
 
 def _sidecar(ws: Workspace) -> dict[str, dict[str, float | int]]:

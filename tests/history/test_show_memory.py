@@ -6,8 +6,8 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
@@ -22,29 +22,17 @@ from evolve.applier import MemoryApplier, Op
 from evolve.evaluate import agent_memory, open_env, run_split
 from evolve.history import revert
 from evolve.llm import make_llm
-from evolve.memory import MemoryUnit, dump_unit, load_units, parse_unit
+from evolve.memory import dump_unit, load_units, parse_unit
 from evolve.store import format_ops
 from evolve.train import train
 from evolve.workspace import Workspace
+from factories import memory_unit
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
 
 
-def _unit(uid: str, text: str, **fields: Any) -> MemoryUnit:
-    base: dict[str, Any] = {
-        "id": uid,
-        "recipe": "ace",
-        "kind": "bullet",
-        "scope": ALEX,
-        "created_episode": 0,
-        "updated_episode": 0,
-        "helpful": 0,
-        "harmful": 0,
-        "text": text,
-    }
-    base.update(fields)
-    return MemoryUnit.model_validate(base)
+_unit = partial(memory_unit, created_episode=0, updated_episode=0, helpful=0, harmful=0)
 
 
 def _apply(ws: Workspace, ops: Sequence[Op], subject: str) -> str:

@@ -24,10 +24,10 @@ import pytest
 import yaml
 from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
 
-from _skill_units import VERIFY_AFTER
 from conftest import GitRunner, run_cli
 from evolve.llm._structured import ENDPOINTS_FILE, MODES
 from evolve.workspace import Workspace
+from factories import VERIFY_AFTER
 
 pytestmark = pytest.mark.real_server
 

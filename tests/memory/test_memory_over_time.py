@@ -29,15 +29,10 @@ from evolve.sim._agent import read_directives
 from evolve.train import train
 from evolve.updaters import RECIPES, EpisodeView, RecipeContext, get_recipe, render_for
 from evolve.workspace import Workspace, parse_config
+from factories import memory_unit
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
-
-
-def _unit(uid: str, text: str, recipe: str = "ace", **fields: Any) -> MemoryUnit:
-    return MemoryUnit.model_validate(
-        {"id": uid, "recipe": recipe, "kind": "bullet", "scope": ALEX, "text": text, **fields}
-    )
 
 
 # --- item 2: order by when it was learned ---------------------------------------------------
@@ -46,15 +41,13 @@ def _unit(uid: str, text: str, recipe: str = "ace", **fields: Any) -> MemoryUnit
 def test_order_is_learned_time_across_streams_not_the_episode_counter() -> None:
     # Stream 1 learned "private" at its episode 20; stream 2, started later, learned
     # "friends" at its own episode 3. The newer one must render last (the sim: last wins).
-    old = _unit("ace-zzz", "Make payments private.", created_episode=20,
-                valid_from="2026-01-01T10:00:00+00:00")  # fmt: skip
-    new = _unit("ace-aaa", "Make payments friends-only.", created_episode=3,
-                valid_from="2026-01-02T09:00:00.000001+00:00")  # fmt: skip
+    old = memory_unit("ace-zzz", "Make payments private.", created_episode=20, valid_from="2026-01-01T10:00:00+00:00")  # fmt: skip
+    new = memory_unit("ace-aaa", "Make payments friends-only.", created_episode=3, valid_from="2026-01-02T09:00:00.000001+00:00")  # fmt: skip
     rendered = render_for([new, old], ALEX, ["ace"])
     assert rendered.splitlines() == [f"[ace-zzz] {old.text}", f"[ace-aaa] {new.text}"]
     assert read_directives(rendered)["payment.visibility"].value == "friends"
     # Mixed precision and offsets compare as times, not strings.
-    east = _unit("ace-b", "B.", valid_from="2026-01-02T10:00:00+01:00")  # 09:00 UTC
+    east = memory_unit("ace-b", "B.", valid_from="2026-01-02T10:00:00+01:00")  # 09:00 UTC
     assert render_for([new, east], ALEX, ["ace"]).splitlines()[0] == "[ace-b] B."
 
 
@@ -71,10 +64,9 @@ def _ctx(units: Sequence[MemoryUnit], reply: dict[str, Any], now: str) -> Recipe
 
 def test_a_reactivation_moves_last_and_units_of_one_episode_keep_their_order() -> None:
     same_second = "2026-01-01T00:00:00+00:00"
-    a = _unit("ace-a", "Sign texts with '- Alex'.", valid_from=same_second, status="revoked",
-              revoked_by="ace-b")  # fmt: skip
-    b = _unit("ace-b", "Sign texts with '- A'.", valid_from=same_second)
-    c = _unit("ace-c", "Pay with the Visa.", valid_from="2026-01-01T00:00:00.5+00:00")
+    a = memory_unit("ace-a", "Sign texts with '- Alex'.", valid_from=same_second, status="revoked", revoked_by="ace-b")  # fmt: skip
+    b = memory_unit("ace-b", "Sign texts with '- A'.", valid_from=same_second)
+    c = memory_unit("ace-c", "Pay with the Visa.", valid_from="2026-01-01T00:00:00.5+00:00")
     # The clock says the same second as the memory it reads (a fast stream): still later.
     ctx = _ctx([a, b, c], {"operations": [
         {"op": "add", "text": "Sign texts with '- Alex'."},
@@ -99,13 +91,15 @@ def test_a_reactivation_moves_last_and_units_of_one_episode_keep_their_order() -
 
 def test_every_recipes_lines_carry_their_unit_id() -> None:
     units = [
-        _unit("ace-1", "Ace line."),
-        _unit("tepa-1", "Tepa line.", recipe="tepa", kind="precedent", key="sms.signoff"),
-        _unit("trace-1", "Trace line.", recipe="trace", kind="check"),
-        _unit("reflexion-1", "Reflexion line.", recipe="reflexion", kind="reflection"),
-        _unit("rewrite-document", "Line one.\n- Line two.", recipe="rewrite", kind="document"),
-        _unit("topl-1", "Topl line.", recipe="topl", kind="assertion"),
-        _unit("note", "A hand note.\n* second line", recipe="hand", kind="note"),
+        memory_unit("ace-1", "Ace line."),
+        memory_unit("tepa-1", "Tepa line.", recipe="tepa", kind="precedent", key="sms.signoff"),
+        memory_unit("trace-1", "Trace line.", recipe="trace", kind="check"),
+        memory_unit("reflexion-1", "Reflexion line.", recipe="reflexion", kind="reflection"),
+        memory_unit(
+            "rewrite-document", "Line one.\n- Line two.", recipe="rewrite", kind="document"
+        ),
+        memory_unit("topl-1", "Topl line.", recipe="topl", kind="assertion"),
+        memory_unit("note", "A hand note.\n* second line", recipe="hand", kind="note"),
     ]
     for recipe in RECIPES:
         lines = render_for(units, ALEX, [recipe]).splitlines()
@@ -120,8 +114,8 @@ def test_a_workspace_renders_hand_notes_and_its_configured_recipes_only(
 ) -> None:
     applier = MemoryApplier(workspace, ALEX)
     units = [
-        _unit("ace-1", "Sign texts with '- Alex'."),
-        _unit(
+        memory_unit("ace-1", "Sign texts with '- Alex'."),
+        memory_unit(
             "tepa-1", "Sign texts with '- A'.", recipe="tepa", kind="precedent", key="sms.signoff"
         ),
     ]
@@ -256,7 +250,7 @@ def test_a_count_op_cannot_change_content_and_evict_drops_the_entry(
     workspace: Workspace,
 ) -> None:
     applier = MemoryApplier(workspace, ALEX)
-    unit = _unit("ace-a", "Pay with the Visa.", helpful=2, harmful=0)
+    unit = memory_unit("ace-a", "Pay with the Visa.", helpful=2, harmful=0)
     applier.apply([Op(op="add", unit=unit)], [])
     applier.done()
     assert parse_counters("x", (workspace.root / "memory/alex/_counters.yaml").read_text()) == {

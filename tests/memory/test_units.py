@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from evolve.memory import (
 )
 from evolve.updaters import RECIPES, render_for
 from evolve.workspace import Workspace
+from factories import memory_unit
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
@@ -58,16 +60,7 @@ KEY_ORDER = [
 ]
 
 
-def _unit(**fields: object) -> MemoryUnit:
-    base: dict[str, object] = {
-        "id": "u-1",
-        "recipe": "ace",
-        "kind": "bullet",
-        "scope": ALEX,
-        "text": "Sign every text with my first name.",
-    }
-    base.update(fields)
-    return MemoryUnit.model_validate(base)
+_unit = partial(memory_unit, text="Sign every text with my first name.")
 
 
 def _front_keys(text: str) -> list[str]:

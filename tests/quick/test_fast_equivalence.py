@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,13 +13,9 @@ from evolve.cli._group import run as run_click
 from evolve.memory import MemoryUnit, dump_counters, dump_unit
 from evolve.train._trainref import record_refusals
 from evolve.workspace import Workspace
+from factories import memory_unit
 
 RunGit = Callable[..., str]
-
-
-def _unit(**fields: Any) -> MemoryUnit:
-    base: dict[str, Any] = {"recipe": "ace", "kind": "bullet", "scope": "user:alex"}
-    return MemoryUnit.model_validate({**base, **fields})
 
 
 def _write(ws: Workspace, rel: str, text: str) -> None:
@@ -43,7 +38,7 @@ def build(ws: Workspace, run_git: RunGit) -> None:
     paths = [
         _put(
             ws,
-            _unit(
+            memory_unit(
                 id="ace-01",
                 text="Ask before paying.",
                 valid_from=when.format(1),
@@ -55,14 +50,14 @@ def build(ws: Workspace, run_git: RunGit) -> None:
         ),
         _put(
             ws,
-            _unit(
+            memory_unit(
                 id="ace-02", text="- Keep payments private.\n- Say so.", valid_from=when.format(2)
             ),
         ),
-        _put(ws, _unit(id="ace-03", status="pending", text="Maybe: be brief.")),
+        _put(ws, memory_unit(id="ace-03", status="pending", text="Maybe: be brief.")),
         _put(
             ws,
-            _unit(
+            memory_unit(
                 id="ace-04",
                 status="tombstoned",
                 reason="wrong: 'public' payments",
@@ -72,7 +67,7 @@ def build(ws: Workspace, run_git: RunGit) -> None:
         ),
         _put(
             ws,
-            _unit(
+            memory_unit(
                 id="ace-05",
                 status="revoked",
                 revoked_by="ace-01",
@@ -82,7 +77,7 @@ def build(ws: Workspace, run_git: RunGit) -> None:
         ),
         _put(
             ws,
-            _unit(
+            memory_unit(
                 id="tepa-01",
                 recipe="tepa",
                 kind="precedent",
@@ -91,10 +86,10 @@ def build(ws: Workspace, run_git: RunGit) -> None:
                 valid_from=when.format(3),
             ),
         ),
-        _put(ws, _unit(id="glob-1", scope="global", text="Answer in English.")),
+        _put(ws, memory_unit(id="glob-1", scope="global", text="Answer in English.")),
         _put(
             ws,
-            _unit(
+            memory_unit(
                 id="ace-06",
                 text="Ünïcode and 'quotes' and #hash: fine.",
                 value="42",
@@ -132,7 +127,7 @@ def build(ws: Workspace, run_git: RunGit) -> None:
     run_git(ws.root, "add", "README-notes.txt")
     run_git(ws.root, "commit", "-qm", "docs only")
     run_git(ws.root, "revert", "--no-edit", "HEAD~1")
-    _put(ws, _unit(id="ace-01", text="Ask before paying, always.", valid_from=when.format(1)))
+    _put(ws, memory_unit(id="ace-01", text="Ask before paying, always.", valid_from=when.format(1)))
     ws.store.commit(
         ["memory/alex/ace-01.md"], "ace · alex · episode 3 (task-2): modify 1",
         trailers=[("Evolve-Episode", "3"), ("Evolve-Ops", "modify=ace-01"),
@@ -225,7 +220,9 @@ def test_uncommitted_and_ignored_memory_is_compared_with_head(
     ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
 ) -> None:
     build(ws, run_git)
-    _write(ws, "memory/alex/ace-07.md", dump_unit(_unit(id="ace-07", text="New, uncommitted.")))
+    _write(
+        ws, "memory/alex/ace-07.md", dump_unit(memory_unit(id="ace-07", text="New, uncommitted."))
+    )
     for argv in (["memory"], ["memory", "--json"]):
         fast, slow = _both(capsys, argv)
         assert fast == slow and "New, uncommitted." in fast
@@ -348,7 +345,7 @@ def test_malformed_and_unusual_unit_files_read_as_the_full_parser_reads_them(
         fast == slow and "cannot be read" not in fast and '"problem": "memory/alex/bad.md' in fast
     )
     # A unit with front matter deeper than memory/<user>/ is the full parser's to judge.
-    _write(ws, "memory/skills/general/deep.md", dump_unit(_unit(id="deep", scope="global")))
+    _write(ws, "memory/skills/general/deep.md", dump_unit(memory_unit(id="deep", scope="global")))
     assert main(["memory"]) == run_click(["memory"])
 
 

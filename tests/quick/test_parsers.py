@@ -203,6 +203,7 @@ def test_counter_sidecars_read_as_parse_counters_reads_them(data: dict[str, Any]
     assert got == want
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(units())
 def test_the_models_built_from_canonical_files_are_parse_units(unit: MemoryUnit) -> None:

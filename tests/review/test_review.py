@@ -202,6 +202,7 @@ def test_approving_a_replacement_revokes_the_unit_it_supersedes(
 # --- reject ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_reject_tombstones_the_unit_in_one_commit_and_its_text_is_refused_later(
     ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str], memories: list[str]
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,15 +17,17 @@ from evolve.ops import Op
 from evolve.review import approve
 from evolve.review._pending import as_pending
 from evolve.workspace import Workspace
+from factories import skill
 
 
 def _skill(
     ident: str, status: str = "pending", supersedes: str | None = None, **kw: object
 ) -> MemoryUnit:
-    return MemoryUnit.model_validate(
-        {"id": ident, "recipe": "skills", "kind": "skill", "shelf": "topic", "topic": "venmo",
-         "trigger": "paying on venmo", "status": status, "supersedes": supersedes,
-         "text": f"Lesson of {ident}.", **kw}
+    """A venmo skill written by a batch (pending unless told): no evidence, no start date."""
+    fields: dict[str, Any] = {"evidence": None, "valid_from": None, **kw}
+    return skill(
+        ident, f"Lesson of {ident}.", "venmo", trigger="paying on venmo", status=status,
+        supersedes=supersedes, **fields,
     )  # fmt: skip
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from evolve.evaluate import agent_memory, open_env, run_split
 from evolve.llm import make_llm
 from evolve.memory import MemoryUnit, load_units
 from evolve.workspace import Workspace
+from factories import memory_unit
 
 RunGit = Callable[..., str]
 ALEX, BLAIR = "user:alex", "user:blair"
@@ -42,11 +44,7 @@ def _units_of(ws: Workspace, scope: str) -> list[MemoryUnit]:
     return [u for u in load_units(ws.root) if u.scope == scope]
 
 
-def _unit(uid: str, text: str, scope: str, **fields: Any) -> MemoryUnit:
-    return MemoryUnit.model_validate(
-        {"id": uid, "recipe": "ace", "kind": "bullet", "scope": scope, "created_episode": 0,
-         "helpful": 0, "harmful": 0, "text": text, **fields}
-    )  # fmt: skip
+_unit = partial(memory_unit, created_episode=0, helpful=0, harmful=0)
 
 
 def test_two_personas_learn_into_their_own_folders_and_never_see_each_other(
@@ -110,16 +108,18 @@ def test_two_personas_learn_into_their_own_folders_and_never_see_each_other(
 def test_the_applier_refuses_an_op_in_another_users_scope(ws: Workspace) -> None:
     root = ws.root
     applier = MemoryApplier(ws, BLAIR)
-    theirs = _unit("ace-00000000b1", "Set my Venmo payments to friends-only visibility.", BLAIR)
+    theirs = _unit(
+        "ace-00000000b1", "Set my Venmo payments to friends-only visibility.", scope=BLAIR
+    )
     result = applier.apply([Op(op="add", unit=theirs)], load_units(root))
     assert result.applied
     ws.store.commit(result.paths, "blair learns", trailers=[("Evolve-Kind", "train")])
     applier.done()
 
     alex = MemoryApplier(ws, ALEX)
-    foreign = _unit("ace-00000000a1", "Keep all my Venmo payments private.", BLAIR)
+    foreign = _unit("ace-00000000a1", "Keep all my Venmo payments private.", scope=BLAIR)
     revoke = Op(op="revoke", unit=theirs.with_(status="revoked", revoked_by="ace-00000000a1"))
-    everywhere = _unit("ace-00000000c1", "Pay with the card I use most often.", "global")
+    everywhere = _unit("ace-00000000c1", "Pay with the card I use most often.", scope="global")
     for op in (Op(op="add", unit=foreign), revoke, Op(op="add", unit=everywhere)):
         result = alex.apply([op], load_units(root))
         assert not result.applied and not result.paths
@@ -135,17 +135,23 @@ def test_the_applier_refuses_an_op_in_another_users_scope(ws: Workspace) -> None
 def test_a_tombstone_refuses_its_text_only_in_its_own_scope(ws: Workspace) -> None:
     root = ws.root
     text = "Keep all my Venmo payments public."
-    stone = _unit("ace-00000000d1", text, BLAIR, status="tombstoned", reason="rejected in review")
+    stone = _unit(
+        "ace-00000000d1", text, scope=BLAIR, status="tombstoned", reason="rejected in review"
+    )
     blair = MemoryApplier(ws, BLAIR)
     assert blair.apply([Op(op="add", unit=stone)], load_units(root)).applied
     blair.done()
 
-    again = blair.apply([Op(op="add", unit=_unit("ace-00000000d2", text, BLAIR))], load_units(root))
+    again = blair.apply(
+        [Op(op="add", unit=_unit("ace-00000000d2", text, scope=BLAIR))], load_units(root)
+    )
     blair.done()
     assert not again.applied and "rejected in review" in again.refused[0].reason
 
     alex = MemoryApplier(ws, ALEX)
-    mine = alex.apply([Op(op="add", unit=_unit("ace-00000000d3", text, ALEX))], load_units(root))
+    mine = alex.apply(
+        [Op(op="add", unit=_unit("ace-00000000d3", text, scope=ALEX))], load_units(root)
+    )
     alex.done()
     assert not mine.refused and mine.paths == ["memory/alex/ace-00000000d3.md"]
 

@@ -115,6 +115,7 @@ def test_ops_round_trip(ops: list[tuple[str, str]]) -> None:
     assert parse_ops(format_ops(ops)) == ops
 
 
+@pytest.mark.slow
 @given(
     st.dictionaries(
         st.from_regex(r"[A-Za-z][A-Za-z0-9-]{0,15}", fullmatch=True),

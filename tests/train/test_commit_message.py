@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from evolve.applier import ApplyResult
 from evolve.history import clip
-from evolve.memory import MemoryUnit
 from evolve.ops import Op, Refusal
 from evolve.train import commit_message, train
 from evolve.updaters import Update
 from evolve.workspace import Workspace
+from factories import memory_unit
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
@@ -23,16 +22,10 @@ WORDS = (
 )
 
 
-def _unit(uid: str, text: str, **fields: Any) -> MemoryUnit:
-    base: dict[str, Any] = {"id": uid, "recipe": "ace", "kind": "bullet", "scope": ALEX}
-    base.update(fields, text=text)
-    return MemoryUnit.model_validate(base)
-
-
 def test_an_ace_modify_written_as_revoke_and_add_reads_as_one_modify() -> None:
-    old = _unit("ace-0000000001", "Payments must be private.", status="revoked")
+    old = memory_unit("ace-0000000001", "Payments must be private.", status="revoked")
     old = old.with_(revoked_by="ace-0000000002")
-    new = _unit("ace-0000000002", "Payments must be friends only.", supersedes=old.id)
+    new = memory_unit("ace-0000000002", "Payments must be friends only.", supersedes=old.id)
     result = ApplyResult(applied=[Op(op="revoke", unit=old), Op(op="add", unit=new)])
     subject, _ = commit_message(
         "ace", 13, "pay_back-1", "Wrong visibility.", Update(), result, persona="alex"
@@ -41,9 +34,9 @@ def test_an_ace_modify_written_as_revoke_and_add_reads_as_one_modify() -> None:
 
 
 def test_the_subject_shows_only_non_zero_counts_in_a_fixed_order() -> None:
-    a = _unit("ace-000000000a", "Sign texts with -A.")
-    b = _unit("ace-000000000b", "Use the Visa card.")
-    gone = _unit("ace-000000000c", "Old bullet.", status="revoked")  # revoked, not replaced
+    a = memory_unit("ace-000000000a", "Sign texts with -A.")
+    b = memory_unit("ace-000000000b", "Use the Visa card.")
+    gone = memory_unit("ace-000000000c", "Old bullet.", status="revoked")  # revoked, not replaced
     result = ApplyResult(
         applied=[Op(op="add", unit=a), Op(op="add", unit=b), Op(op="revoke", unit=gone)]
     )
@@ -53,7 +46,9 @@ def test_the_subject_shows_only_non_zero_counts_in_a_fixed_order() -> None:
 
 
 def test_commit_bodies_cut_long_texts_at_word_boundaries() -> None:
-    unit = _unit("rewrite-0000000001", WORDS + "\n\n" + WORDS, recipe="rewrite", kind="document")
+    unit = memory_unit(
+        "rewrite-0000000001", WORDS + "\n\n" + WORDS, recipe="rewrite", kind="document"
+    )
     result = ApplyResult(applied=[Op(op="rewrite", unit=unit)])
     refused = Refusal(op="add", what=WORDS, reason="tombstoned")
     _, body = commit_message(

@@ -199,6 +199,7 @@ def _ops_history(root: Path, run_git: RunGit) -> list[tuple[str, str, str]]:
     ]
 
 
+@pytest.mark.slow
 def test_rerun_resumes_after_the_last_commit_and_continues(
     workspace: Workspace, tmp_path: Path, run_git: RunGit
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from evolve.updaters import RECIPES, EpisodeView, RecipeContext, Update, get_rec
 from evolve.updaters._rewrite import DOCUMENT_ID
 from evolve.updaters._topl import posterior_mean
 from evolve.workspace import Workspace
+from factories import memory_unit
 
 ALEX = "user:alex"
 
@@ -61,21 +63,7 @@ def _observe(
     return get_recipe(recipe).observe(_ctx(units, reply, episode, max_chars))
 
 
-def _unit(
-    uid: str, recipe: str, kind: str, text: str, episode: int = 0, **fields: Any
-) -> MemoryUnit:
-    return MemoryUnit.model_validate(
-        {
-            "id": uid,
-            "recipe": recipe,
-            "kind": kind,
-            "scope": ALEX,
-            "created_episode": episode,
-            "updated_episode": episode,
-            "text": text,
-            **fields,
-        }
-    )
+_unit = partial(memory_unit, created_episode=0, updated_episode=0)
 
 
 def _apply_and_commit(ws: Workspace, update: Update, message: str) -> None:
@@ -107,9 +95,21 @@ def test_reflexion_two_sentences_are_kept_whole() -> None:
 
 def test_reflexion_keeps_the_last_three() -> None:
     units = [
-        _unit(f"refl-{i}", "reflexion", "reflection", f"Lesson {i}.", episode=i) for i in (4, 2, 7)
+        _unit(
+            f"refl-{i}",
+            f"Lesson {i}.",
+            recipe="reflexion",
+            kind="reflection",
+            created_episode=i,
+            updated_episode=i,
+        )
+        for i in (4, 2, 7)
     ]
-    units.append(_unit("refl-old", "reflexion", "reflection", "Revoked lesson.", status="revoked"))
+    units.append(
+        _unit(
+            "refl-old", "Revoked lesson.", recipe="reflexion", kind="reflection", status="revoked"
+        )
+    )
     update = _observe("reflexion", units, {"reflection": "Lesson 9."}, episode=9)
     assert [(op.op, op.id) for op in update.ops][1:] == [("evict", "refl-2")]
     assert update.ops[0].op == "add"
@@ -203,7 +203,7 @@ def test_topl_a_new_assertion_starts_at_beta_1_1_plus_its_support() -> None:
 
 
 def test_topl_alpha_rises_on_support() -> None:
-    pool = [_unit("topl-a", "topl", "assertion", PAY_VISA, alpha=2.0, beta=1.0)]
+    pool = [_unit("topl-a", PAY_VISA, recipe="topl", kind="assertion", alpha=2.0, beta=1.0)]
     update = _observe("topl", pool, {"assertions": [PAY_VISA.upper()]}, episode=3)
     (op,) = update.ops
     assert op.id == "topl-a" and op.op == "count"  # the sidecar moves; the file does not
@@ -213,8 +213,15 @@ def test_topl_alpha_rises_on_support() -> None:
 
 def test_topl_beta_rises_when_a_similar_assertion_contradicts() -> None:
     pool = [
-        _unit("topl-a", "topl", "assertion", PAY_VISA, alpha=3.0, beta=1.0),
-        _unit("topl-b", "topl", "assertion", "Title notes in Title Case.", alpha=2.0, beta=1.0),
+        _unit("topl-a", PAY_VISA, recipe="topl", kind="assertion", alpha=3.0, beta=1.0),
+        _unit(
+            "topl-b",
+            "Title notes in Title Case.",
+            recipe="topl",
+            kind="assertion",
+            alpha=2.0,
+            beta=1.0,
+        ),
     ]
     update = _observe("topl", pool, {"assertions": [PAY_AMEX]}, episode=4)
     ops = {op.id: op for op in update.ops}
@@ -228,7 +235,7 @@ def test_topl_beta_rises_when_a_similar_assertion_contradicts() -> None:
 
 def test_topl_negation_also_counts_against() -> None:
     text = "Text messages should end with my first name."
-    pool = [_unit("topl-a", "topl", "assertion", text, alpha=2.0, beta=1.0)]
+    pool = [_unit("topl-a", text, recipe="topl", kind="assertion", alpha=2.0, beta=1.0)]
     update = _observe("topl", pool, {"assertions": [text.replace("should", "should not")]})
     assert next(op for op in update.ops if op.id == "topl-a").unit.beta == 2.0
 
@@ -236,12 +243,25 @@ def test_topl_negation_also_counts_against() -> None:
 def test_topl_renders_the_top_8_by_posterior_mean() -> None:
     params = [(9, 1), (1, 9), (5, 5), (8, 2), (2, 8), (7, 3), (3, 7), (6, 4), (4, 6), (10, 1)]
     pool = [
-        _unit(f"topl-{i}", "topl", "assertion", f"Assertion {i} about topic {i}.", alpha=a, beta=b)
+        _unit(
+            f"topl-{i}",
+            f"Assertion {i} about topic {i}.",
+            recipe="topl",
+            kind="assertion",
+            alpha=a,
+            beta=b,
+        )
         for i, (a, b) in enumerate(params)
     ]
     pool.append(
         _unit(
-            "topl-x", "topl", "assertion", "Revoked but strong.", alpha=50, beta=1, status="revoked"
+            "topl-x",
+            "Revoked but strong.",
+            recipe="topl",
+            kind="assertion",
+            alpha=50,
+            beta=1,
+            status="revoked",
         )
     )
     rendered = render_memory(pool, ALEX)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from evolve.updaters import EpisodeView, RecipeContext, Update, get_recipe, rend
 from evolve.updaters._rewrite import clip
 from evolve.updaters._topl import posterior_mean
 from evolve.workspace import Workspace
+from factories import memory_unit
 
 ALEX = "user:alex"
 NOW = "2026-05-05T00:00:00+00:00"
@@ -70,11 +72,9 @@ def _observe(recipe: str, units: Sequence[MemoryUnit], reply: dict[str, Any]) ->
     return get_recipe(recipe).observe(_ctx(units, reply))
 
 
-def _unit(uid: str, recipe: str, kind: str, text: str, **fields: Any) -> MemoryUnit:
-    return MemoryUnit.model_validate(
-        {"id": uid, "recipe": recipe, "kind": kind, "scope": ALEX, "created_episode": 0,
-         "updated_episode": 0, "valid_from": "2026-01-01T00:00:00+00:00", "text": text, **fields}
-    )  # fmt: skip
+_unit = partial(
+    memory_unit, created_episode=0, updated_episode=0, valid_from="2026-01-01T00:00:00+00:00"
+)
 
 
 def _after(units: Sequence[MemoryUnit], update: Update) -> list[MemoryUnit]:
@@ -99,7 +99,7 @@ def _active(units: Sequence[MemoryUnit]) -> set[str]:
 )
 def test_ace_value_flip_below_the_similarity_threshold(old: str, new: str) -> None:
     assert trigram_cosine(old, new) < get_recipe("ace").threshold  # type: ignore[attr-defined]
-    bullet = _unit("ace-old", "ace", "bullet", old, helpful=0, harmful=0)
+    bullet = _unit("ace-old", old, recipe="ace", kind="bullet", helpful=0, harmful=0)
     # Without a name, both stay (the net does not see it); with one, the old one goes.
     plain = _observe("ace", [bullet], {"operations": [{"op": "add", "text": new}]})
     assert _active(_after([bullet], plain)) == {old, new}
@@ -115,7 +115,7 @@ def test_ace_value_flip_below_the_similarity_threshold(old: str, new: str) -> No
 
 
 def test_ace_retire_revokes_without_a_successor_and_unknown_names_are_refused() -> None:
-    a = _unit("ace-a", "ace", "bullet", PUBLIC, helpful=0, harmful=0)
+    a = _unit("ace-a", PUBLIC, recipe="ace", kind="bullet", helpful=0, harmful=0)
     update = _observe(
         "ace",
         [a],
@@ -135,8 +135,12 @@ def test_ace_retire_revokes_without_a_successor_and_unknown_names_are_refused() 
 
 
 def test_tepa_names_a_precedent_under_another_key() -> None:
-    old = _unit("tepa-old", "tepa", "precedent", BY_DEFAULT_PRIVATE, key="other.venmo_privacy")
-    keep = _unit("tepa-sms", "tepa", "precedent", "Sign texts '- Alex'.", key="sms.signoff")
+    old = _unit(
+        "tepa-old", BY_DEFAULT_PRIVATE, recipe="tepa", kind="precedent", key="other.venmo_privacy"
+    )
+    keep = _unit(
+        "tepa-sms", "Sign texts '- Alex'.", recipe="tepa", kind="precedent", key="sms.signoff"
+    )
     # Without a name, a different key leaves the stale precedent in force.
     plain = _observe(
         "tepa",
@@ -163,7 +167,7 @@ def test_tepa_names_a_precedent_under_another_key() -> None:
 
 
 def test_tepa_prompt_shows_ids_and_keys() -> None:
-    old = _unit("tepa-old", "tepa", "precedent", PUBLIC, key="payment.visibility")
+    old = _unit("tepa-old", PUBLIC, recipe="tepa", kind="precedent", key="payment.visibility")
     spy = _Spy({"precedents": []})
     ctx = _ctx([old], {})
     ctx.llm = MockLLM(spy)
@@ -175,10 +179,7 @@ def test_tepa_prompt_shows_ids_and_keys() -> None:
 
 
 def _check(uid: str, value: str, predicate: str = "equals") -> MemoryUnit:
-    return _unit(
-        uid, "trace", "check", f"When sending a Venmo payment, the visibility must equal '{value}'.",
-        api="venmo__send_payment", argument="visibility", predicate=predicate, value=value,
-    )  # fmt: skip
+    return _unit(uid, f"When sending a Venmo payment, the visibility must equal '{value}'.", recipe="trace", kind="check", api="venmo__send_payment", argument="visibility", predicate=predicate, value=value)  # fmt: skip
 
 
 def _new_check(value: str, **extra: Any) -> dict[str, Any]:
@@ -188,10 +189,7 @@ def _new_check(value: str, **extra: Any) -> dict[str, Any]:
 
 def test_trace_replaces_a_named_check() -> None:
     stale = _check("trace-old", "private")
-    other = _unit(
-        "trace-sms", "trace", "check", "When sending a text message, the message must end with '- Alex'.",
-        api="phone__send_text_message", argument="message", predicate="endswith", value="- Alex",
-    )  # fmt: skip
+    other = _unit("trace-sms", "When sending a text message, the message must end with '- Alex'.", recipe="trace", kind="check", api="phone__send_text_message", argument="message", predicate="endswith", value="- Alex")  # fmt: skip
     update = _observe(
         "trace", [stale, other], {"checks": [_new_check("friends", replaces=["trace-old"])]}
     )
@@ -216,10 +214,7 @@ def test_trace_safety_net_and_retire() -> None:
     retired = _observe("trace", [stale], {"checks": [], "retire": ["trace-old"]})
     assert [(op.op, op.id) for op in retired.ops] == [("revoke", "trace-old")]
     # A startswith check that is a prefix of another can hold with it: both stay.
-    a = _unit(
-        "trace-a", "trace", "check", "x", api="gmail__send_email", argument="subject",
-        predicate="startswith", value="[Personal]",
-    )  # fmt: skip
+    a = _unit("trace-a", "x", recipe="trace", kind="check", api="gmail__send_email", argument="subject", predicate="startswith", value="[Personal]")  # fmt: skip
     keep = _observe(
         "trace",
         [a],
@@ -233,8 +228,8 @@ def test_trace_safety_net_and_retire() -> None:
 
 
 def test_reflexion_shows_its_reflections_and_replaces_named_ones() -> None:
-    old = _unit("refl-old", "reflexion", "reflection", PUBLIC)
-    other = _unit("refl-sms", "reflexion", "reflection", "Sign texts '- Alex'.")
+    old = _unit("refl-old", PUBLIC, recipe="reflexion", kind="reflection")
+    other = _unit("refl-sms", "Sign texts '- Alex'.", recipe="reflexion", kind="reflection")
     spy = _Spy({"reflection": PRIVATE, "replaces": ["refl-old"]})
     ctx = _ctx([old, other], {})
     ctx.llm = MockLLM(spy)
@@ -252,7 +247,7 @@ def test_topl_named_contradiction_with_low_similarity_stops_rendering() -> None:
     old_text = "Keep all my Venmo payments private."
     new_text = "Set my Venmo payments to friends-only visibility."
     assert trigram_cosine(old_text, new_text) < 0.7
-    old = _unit("topl-old", "topl", "assertion", old_text, alpha=6.0, beta=1.0)
+    old = _unit("topl-old", old_text, recipe="topl", kind="assertion", alpha=6.0, beta=1.0)
     spy = _Spy({"assertions": [{"text": new_text, "replaces": ["topl-old"]}]})
     ctx = _ctx([old], {})
     ctx.llm = MockLLM(spy)
@@ -267,9 +262,8 @@ def test_topl_named_contradiction_with_low_similarity_stops_rendering() -> None:
 
 
 def test_topl_support_for_a_revoked_text_brings_it_back() -> None:
-    old = _unit("topl-old", "topl", "assertion", PUBLIC, alpha=2.0, beta=2.0, status="revoked",
-                revoked_by="topl-new")  # fmt: skip
-    new = _unit("topl-new", "topl", "assertion", PRIVATE, alpha=2.0, beta=1.0)
+    old = _unit("topl-old", PUBLIC, recipe="topl", kind="assertion", alpha=2.0, beta=2.0, status="revoked", revoked_by="topl-new")  # fmt: skip
+    new = _unit("topl-new", PRIVATE, recipe="topl", kind="assertion", alpha=2.0, beta=1.0)
     update = _observe("topl", [old, new], {"assertions": [PUBLIC]})
     after = _after([old, new], update)
     assert _active(after) == {PUBLIC}
@@ -313,7 +307,7 @@ def test_rewrite_cuts_at_a_word_boundary() -> None:
 
 def test_named_replacement_is_written_with_links(workspace: Workspace) -> None:
     applier = MemoryApplier(workspace, ALEX)
-    bullet = _unit("ace-old", "ace", "bullet", PUBLIC)
+    bullet = _unit("ace-old", PUBLIC, recipe="ace", kind="bullet")
     applier.apply([Op(op="add", unit=bullet)], [])
     applier.done()
     units = load_units(workspace.root)

@@ -202,6 +202,7 @@ _CONTENDER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_concurrent_takeovers_of_a_dead_holders_lock_have_one_winner(tmp_path: Path) -> None:
     path = tmp_path / "w.lock"
     dead = _holder(path, "evolve crashed")

@@ -272,6 +272,7 @@ def prop_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(parts=_segments)
 def test_safe_paths_resolve_inside_the_root(prop_root: Path, parts: list[str]) -> None:

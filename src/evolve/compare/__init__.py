@@ -20,7 +20,8 @@ from evolve.compare._spec import (
     parse_experiment,
     plan,
 )
-from evolve.compare._stats import Interval, gap_closed, gap_interval, rate_interval
+from evolve.compare._stats import gap_closed, gap_interval
+from evolve.stats import Interval, rate_interval
 
 __all__ = [
     "ARMS_REF",

@@ -14,14 +14,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from evolve.compare._spec import Experiment
-from evolve.compare._stats import (
-    Interval,
-    draws,
-    gap_interval,
-    rate_interval,
-    ratio,
-    spread,
-)
+from evolve.compare._stats import gap_interval
+from evolve.stats import Interval, draws, rate_interval, ratio, spread
 
 RESULTS_SCHEMA = 1
 METRIC = "violation_rate"

@@ -1,6 +1,5 @@
 """The gate of the evolve loop (it imports no proposer)."""
 
-from evolve.gate._bootstrap import PairedGain, paired_gain
 from evolve.gate._gate import (
     Gate,
     GateEvidence,
@@ -17,6 +16,7 @@ from evolve.gate._protect import (
     protection_reason,
 )
 from evolve.gate._tempdirs import sweep, temp_copy
+from evolve.stats import PairedGain, paired_gain
 
 __all__ = [
     "Gate",

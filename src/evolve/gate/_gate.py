@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evolve._faults import fault
-from evolve.gate._bootstrap import PairedGain
 from evolve.gate._tempdirs import temp_copy
+from evolve.stats import PairedGain
 from evolve.store import GitStore
 
 

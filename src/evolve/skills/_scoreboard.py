@@ -93,7 +93,7 @@ takes three such tasks.
 
 Error rates (stated, not controlled; the interval is looked at after every count, so over a
 stream the chance that a skill with no effect is retired exceeds the 5 % one side of a 90 %
-interval). By simulation (`tests/skills_read/test_read_error_rate.py`, the rule as trained,
+interval). By simulation (`tests/skills/test_scoreboard_error_rate.py`, the rule as trained,
 against the pooled rule it replaced): a skill with no effect, pass rate 0.9, two other
 candidates, 60 eligible episodes: retired about 9 % of the time (pooled 9 %); one that
 lowers the pass rate from 0.95 by 0.22: 79 % (75 %). Nine tasks of one app as in the sim, two
@@ -116,163 +116,21 @@ of their verify tasks per arm. See docs/sim.md.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
-from statistics import NormalDist
 from typing import Any
 
 from evolve.skills._skill import skills_of
 from evolve.skills._strata import Cell, Outcome, Strata, strata_files
+from evolve.stats import Stratified, newcombe, stratified
 
 SKILL_COUNTERS: tuple[str, ...] = ("injected", "injected_pass", "held_out", "held_out_pass")
 MIN_EACH = 2
 PENDING_SHARE = 0.5  # the hold-out share of a skill whose evidence is pending
 PENDING_HELD_OUT = 4  # held-out episodes a skill needs before its share can drop back
 BALANCE_SHARE = 2 / 3  # the share of a skill whose held-out arm trails on the episode's task
-
-
-def wilson(passes: int, n: int, z: float) -> tuple[float, float]:
-    """Wilson's score interval for `passes` of `n` (0..1 when n is 0)."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = passes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def newcombe(x1: int, n1: int, x0: int, n0: int, confidence: float) -> tuple[float, float] | None:
-    """Newcombe's hybrid score interval for p1 - p0 (None while an arm is empty)."""
-    if n1 <= 0 or n0 <= 0:
-        return None
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    p1, p0 = x1 / n1, x0 / n0
-    l1, u1 = wilson(x1, n1, z)
-    l0, u0 = wilson(x0, n0, z)
-    d = p1 - p0
-    lo = d - math.sqrt((p1 - l1) ** 2 + (u0 - p0) ** 2)
-    hi = d + math.sqrt((u1 - p1) ** 2 + (p0 - l0) ** 2)
-    # A difference of proportions lies in [-1, 1]; rounding may put a bound a hair outside.
-    return max(-1.0, lo), min(1.0, hi)
-
-
-# --- the stratified estimator (tasks as strata) ---------------------------------------
-def _restricted(x1: int, n1: int, x0: int, n0: int, delta: float) -> tuple[float, float]:
-    """Maximum-likelihood rates (p1, p0) of one task's two arms under p1 - p0 = delta: the
-    closed form of Miettinen and Nurminen (1985), as Farrington and Manning (1990) write it."""
-    p1, p0 = x1 / n1, x0 / n0
-    theta = n0 / n1
-    a = 1 + theta
-    b = -(1 + theta + p1 + theta * p0 + delta * (theta + 2))
-    c = delta * delta + delta * (2 * p1 + theta + 1) + p1 + theta * p0
-    d = -p1 * delta * (1 + delta)
-    v = b**3 / (27 * a**3) - b * c / (6 * a * a) + d / (2 * a)
-    s = b * b / (9 * a * a) - c / (3 * a)
-    u = math.copysign(math.sqrt(max(s, 0.0)), v) if v != 0 else math.sqrt(max(s, 0.0))
-    if u == 0:
-        r1 = -b / (3 * a)
-    else:
-        w = (math.pi + math.acos(max(-1.0, min(1.0, v / u**3)))) / 3
-        r1 = 2 * u * math.cos(w) - b / (3 * a)
-    lo, hi = max(0.0, delta), min(1.0, 1.0 + delta)
-    r1 = min(hi, max(lo, r1))
-    return r1, r1 - delta
-
-
-def _score_z(cells: Sequence[Cell], weights: Sequence[float], delta: float) -> float:
-    """The stratified score statistic for a common lift `delta` (CMH weights; each task's
-    variance at its restricted rates, with Miettinen-Nurminen's N/(N-1))."""
-    num = var = 0.0
-    for (x1, n1, x0, n0), w in zip(cells, weights, strict=True):
-        num += w * (x1 / n1 - x0 / n0 - delta)
-        r1, r0 = _restricted(x1, n1, x0, n0, delta)
-        n = n1 + n0
-        var += w * w * (r1 * (1 - r1) / n1 + r0 * (1 - r0) / n0) * n / (n - 1)
-    if var <= 0:
-        return 0.0 if abs(num) < 1e-12 else math.copysign(math.inf, num)
-    return num / math.sqrt(var)
-
-
-@dataclass(frozen=True)
-class Stratified:
-    """A skill's lift combined over the tasks where both arms were seen: `cells` holds
-    (injected_pass, injected, held_out_pass, held_out) per such task."""
-
-    cells: tuple[tuple[int, int, int, int], ...]
-    confidence: float = 0.9
-
-    @property
-    def tasks(self) -> int:
-        return len(self.cells)
-
-    @property
-    def injected(self) -> int:
-        return sum(c[1] for c in self.cells)
-
-    @property
-    def held_out(self) -> int:
-        return sum(c[3] for c in self.cells)
-
-    @cached_property
-    def weights(self) -> tuple[float, ...]:
-        """Mantel-Haenszel (CMH) weights n1 * n0 / (n1 + n0), one per task."""
-        return tuple(n1 * n0 / (n1 + n0) for _x1, n1, _x0, n0 in self.cells)
-
-    @cached_property
-    def lift(self) -> float | None:
-        """The Mantel-Haenszel risk difference: the weighted mean of the tasks' lifts."""
-        if not self.cells:
-            return None
-        pairs = zip(self.cells, self.weights, strict=True)
-        return sum(w * (x1 / n1 - x0 / n0) for (x1, n1, x0, n0), w in pairs) / sum(self.weights)
-
-    def z(self, delta: float = 0.0) -> float:
-        """The stratified score statistic for a common lift `delta` (at 0: the CMH test)."""
-        return _score_z(self.cells, self.weights, delta)
-
-    @cached_property
-    def interval(self) -> tuple[float, float] | None:
-        """The stratified score interval at `confidence`: every common lift the score test
-        does not reject (None without a task with both arms)."""
-        lift = self.lift
-        if lift is None:
-            return None
-        crit = NormalDist().inv_cdf(0.5 + self.confidence / 2)
-
-        def root(target: float, lo: float, hi: float) -> float:
-            # z(delta) decreases in delta; find z(delta) = target on [lo, hi].
-            for _ in range(50):
-                mid = (lo + hi) / 2
-                if self.z(mid) > target:
-                    lo = mid
-                else:
-                    hi = mid
-            return (lo + hi) / 2
-
-        eps = 1e-9
-        lower = -1.0 if self.z(-1 + eps) <= crit else root(crit, -1 + eps, lift)
-        upper = 1.0 if self.z(1 - eps) >= -crit else root(-crit, lift, 1 - eps)
-        return max(-1.0, min(lower, lift)), min(1.0, max(upper, lift))
-
-    @property
-    def below_zero(self) -> bool:
-        """The interval lies wholly below 0 (checked by the test at 0 first: cheap)."""
-        crit = NormalDist().inv_cdf(0.5 + self.confidence / 2)
-        if not self.cells or self.z(0.0) >= -crit:
-            return False
-        iv = self.interval
-        return iv is not None and iv[1] < 0
-
-
-def stratified(strata: Iterable[tuple[int, int, int, int]], confidence: float) -> Stratified:
-    """Compare the arms within each task and combine (see the module doc). `strata` holds
-    (injected, injected_pass, held_out, held_out_pass) per task; tasks missing an arm drop."""
-    cells = tuple((b, a, d, c) for a, b, c, d in strata if a > 0 and c > 0)
-    return Stratified(cells, confidence)
 
 
 @dataclass(frozen=True)

@@ -86,10 +86,10 @@ LEXICAL = "lexical"
 
 def evidence_of(strata: Mapping[str, Mapping[str, Sequence[int]]] | None) -> dict[str, float]:
     """Each skill's tie-breaking evidence: its Mantel-Haenszel lift within tasks (the
-    scoreboard's point estimate, `evolve.skills._scoreboard.stratified`) from the per-task
+    scoreboard's point estimate, `evolve.stats.stratified`) from the per-task
     record `strata` (`evolve.skills._strata`), 0 included; skills with no task where both
     arms were seen are left out (they rank at 0, before those measured at 0)."""
-    from evolve.skills._scoreboard import stratified
+    from evolve.stats import stratified
 
     out: dict[str, float] = {}
     for ident, tasks in sorted((strata or {}).items()):

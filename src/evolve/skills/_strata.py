@@ -4,7 +4,7 @@ A skill's pooled counters (`injected`, `injected_pass`, `held_out`, `held_out_pa
 shelf's `_counters.yaml`) mix tasks: the two arms hold different tasks by chance, and a skill
 whose harm lives on 2 of 9 tasks is drowned by the tasks where both arms agree. The task is
 fixed before the hold-out is drawn, so within one task the comparison is randomized; the
-scoreboard's stratified estimator (`evolve.skills._scoreboard.stratified`) compares the arms
+scoreboard's stratified estimator (`evolve.stats.stratified`) compares the arms
 within each task and combines the tasks. For that it needs the counts per task:
 
     memory/skills/_strata.yaml

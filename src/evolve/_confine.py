@@ -33,12 +33,17 @@ _GIT = ".git"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def link_refused(link: str, target: str) -> PathRefused:
+def link_refused(link: str, target: str, root: str) -> PathRefused:
     """The sentence for a link at workspace-relative `link` that points to `target`."""
+    git = os.path.join(root, _GIT)
+    where = (
+        "into .git/"
+        if target == git or target.startswith(git + os.sep)
+        else "outside the workspace"
+    )
     return PathRefused(
-        f"refusing {link}: it is a symbolic link to {target}, outside the workspace "
-        "(or into .git/); evolve never follows a link out of the workspace, so replace it "
-        "with the file itself or remove it."
+        f"refusing {link}: it is a symbolic link to {target}, {where}; evolve never follows "
+        "a link out of the workspace, so replace it with the file itself or remove it."
     )
 
 
@@ -90,7 +95,7 @@ def real_rel(root: Path | str, rel: str | PurePosixPath) -> str:
     if inside is None:
         found = _first_link_out(root_s, rel_s)
         link, target = found if found is not None else (rel_s, real)
-        raise link_refused(link, target)
+        raise link_refused(link, target, root_s)
     return inside
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from evolve import _confine as confined
+from evolve._io import atomic_write
 from evolve._text import is_placeholder
 from evolve.applier import _counters, _records, _shelves
 from evolve.applier._journal import NoJournal, WriteJournal
@@ -288,7 +288,7 @@ class MemoryApplier:
             if op.op == "evict":
                 full.unlink(missing_ok=True)
             else:
-                confined.write_atomic(self.ws.root, path, self._file_text(op.unit))
+                atomic_write(full, self._file_text(op.unit))
         _counters.write(self.ws, sidecar)
         self._dumped = {}
         return result

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 
+from evolve import _confine as confined
 from evolve._format import Unhandled
 
 TYPE_CHECKING = False
@@ -294,7 +295,20 @@ def scan(folder: str, prefix: str = "memory") -> Iterator[tuple[str, os.DirEntry
     """(workspace-relative path, entry, whether it is a counter sidecar) of every unit file
     (`*.md`, not hidden) and sidecar under `folder` (whose relative path is `prefix`), folders
     first as the system lists them, links not followed. A file or folder that another writer
-    removes while the walk runs is gone, as a later walk sees it."""
+    removes while the walk runs is gone, as a later walk sees it.
+
+    A link out of the workspace (or into `.git/`) is refused by name (`PathRefused`): the
+    folder itself (`memory/` as a link) or a link where a unit, a sidecar or a folder would
+    be; a link that stays inside is skipped, as before (see `evolve._confine`)."""
+    root = folder[: len(folder) - len(prefix)].rstrip("/") if folder.endswith(prefix) else None
+    if root is not None and "/" not in prefix:
+        confined.check(root, prefix)
+    yield from _scan(folder, prefix, root)
+
+
+def _scan(
+    folder: str, prefix: str, root: str | None
+) -> Iterator[tuple[str, os.DirEntry[str], bool]]:
     try:
         entries = os.scandir(folder)
     except (FileNotFoundError, NotADirectoryError):  # none, or removed since its parent was listed
@@ -304,16 +318,19 @@ def scan(folder: str, prefix: str = "memory") -> Iterator[tuple[str, os.DirEntry
             try:  # costs nothing unless raised
                 name = entry.name
                 if entry.is_dir(follow_symlinks=False):
-                    yield from scan(entry.path, f"{prefix}/{name}")
+                    yield from _scan(entry.path, f"{prefix}/{name}", root)
                 elif name == COUNTERS_NAME:
                     if entry.is_file(follow_symlinks=False):
                         yield f"{prefix}/{name}", entry, True
-                elif (
-                    name.endswith(".md")
-                    and not name.startswith(".")
-                    and entry.is_file(follow_symlinks=False)
-                ):
-                    yield f"{prefix}/{name}", entry, False
+                    elif root is not None and entry.is_symlink():
+                        confined.check(root, f"{prefix}/{name}")
+                elif name.endswith(".md") and not name.startswith("."):
+                    if entry.is_file(follow_symlinks=False):
+                        yield f"{prefix}/{name}", entry, False
+                    elif root is not None and entry.is_symlink():
+                        confined.check(root, f"{prefix}/{name}")
+                elif root is not None and entry.is_symlink() and entry.is_dir():
+                    confined.check(root, f"{prefix}/{name}")  # a folder of units, as a link
             except FileNotFoundError:
                 continue
 

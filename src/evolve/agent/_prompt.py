@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from evolve import _confine as confined
+
 MEMORY_HEADER = "What you remember about this user:"
 STATS_HEADER = "Counts the harness computed from the user's records (facts, not preferences):"
 
@@ -22,11 +24,26 @@ class PromptFile:
 
 
 def read_prompt_files(prompts_dir: Path) -> list[PromptFile]:
-    """The prompt files of a workspace: `system.md` first, then the other `*.md` by path."""
-    files = sorted(p for p in prompts_dir.rglob("*.md") if p.is_file())
+    """The prompt files of a workspace: `system.md` first, then the other `*.md` by path.
+
+    Nothing is read through a link out of the workspace (`evolve._confine`): `prompts/` as
+    such a link, a file or a folder in it that is one, is refused by name (`PathRefused`)
+    before any text reaches a prompt; a link that stays inside is followed, a folder link
+    not entered (as `Path.rglob`)."""
+    root = prompts_dir.parent
+    confined.check(root, prompts_dir.name)
+    files = []
+    for p in prompts_dir.rglob("*"):
+        if p.is_symlink():
+            confined.check(root, p.relative_to(root).as_posix())  # refused when it leads out
+        if p.suffix == ".md" and p.is_file():
+            files.append(p)
+    files.sort()
     files.sort(key=lambda p: (p.name != "system.md", str(p)))
     return [
-        PromptFile(str(p.relative_to(prompts_dir.parent)), p.read_text(encoding="utf-8"))
+        PromptFile(
+            str(p.relative_to(root)), confined.read_text(root, p.relative_to(root).as_posix())
+        )
         for p in files
     ]
 

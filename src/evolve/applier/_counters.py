@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
-from evolve._io import atomic_write
+from evolve import _confine as confined
 from evolve.memory import (
     MemoryUnit,
     counter_key,
@@ -93,7 +93,7 @@ def write(ws: Workspace, changes: Mapping[str, bytes | None]) -> None:
         if data is None:
             full.unlink(missing_ok=True)
         else:
-            atomic_write(full, data)
+            confined.write_atomic(ws.root, rel, data)  # no link followed out, at open time
 
 
 def content_only(op: Op) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evolve._io import atomic_write
+from evolve import _confine as confined
 from evolve.applier._journal import NoJournal, WriteJournal
 from evolve.workspace import Workspace
 
@@ -40,5 +40,5 @@ def write_files(
         if data is None:
             full.unlink(missing_ok=True)
         else:
-            atomic_write(full, data)
+            confined.write_atomic(ws.root, path, data)  # no link followed out, at open time
     return paths

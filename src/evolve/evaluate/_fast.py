@@ -122,6 +122,7 @@ def _score(
     import time
     from pathlib import Path
 
+    from evolve._confine import check_tree
     from evolve._format._views import report_text
     from evolve.agent._prompt import read_prompt_files
     from evolve.envs.persona_world import PersonaWorldEnv
@@ -142,7 +143,9 @@ def _score(
     if choose_executor("auto", "sim", concurrency, can_spawn=True) != "serial":
         raise Unhandled("not the serial executor")
     try:
-        # make_env's environment, with the validated evalset remembered in .git/.
+        # make_env's environment, with the validated evalset remembered in .git/; a link out
+        # in evalset/ refused first, as `open_env` refuses it (evolve._confine).
+        check_tree(repo.root, "evalset")
         env = PersonaWorldEnv(root / "evalset", remember=os.path.join(repo.git_dir, EVALSET_CACHE))
         check_persona(env, persona)
         tasks = env.tasks(split)  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evolve import _confine as confined
 from evolve._io import canonical_json, derive_seed
 from evolve.envs import Environment, Split, Task, make_env
 from evolve.episode._run import EpisodeSetup, run_episode
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # the full path's modules: `evolve run`'s fast path does not 
     from evolve.workspace import EvolveConfig, Workspace
 
 RUNS = "generations/runs"  # evolve.workspace.RUNS
+EVALSET = "evalset"  # evolve.workspace.EVALSET
 
 Progress = Callable[[int, int], None]
 
@@ -45,6 +47,10 @@ def episode_seed(base: int, task_id: str, run: int) -> int:
 
 
 def open_env(ws: Workspace) -> Environment:
+    """The workspace's environment over its evalset. A link out of the workspace in
+    `evalset/` (or `evalset/` as one) is refused by name first: the environment reads the
+    evalset's files by path and knows no workspace (`evolve._confine`)."""
+    confined.check_tree(ws.root, EVALSET)
     return make_env(ws.config.environment, ws.evalset_dir)
 
 
@@ -165,16 +171,18 @@ def write_log(root: Path, report: SplitReport) -> Path:
     runs_dir = root / RUNS
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     final = runs_dir / f"{stamp}-{report.split}-{report.persona}"
-    runs_dir.mkdir(parents=True, exist_ok=True)
+    # Confined (evolve._confine): generations/ or generations/runs/ as a link out of the
+    # workspace is refused by name, and the files are opened without following a link.
+    confined.make_folders(root, RUNS)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-run-", dir=runs_dir))
     try:
-        with (tmp / "episodes.jsonl").open("w", encoding="utf-8") as handle:
-            for record in report.episodes:
-                handle.write(canonical_json(record.model_dump(mode="json")) + "\n")
-        report.log_dir = str(final.relative_to(root))
-        (tmp / "summary.json").write_text(
-            json.dumps(report.summary(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        episodes = "".join(
+            canonical_json(record.model_dump(mode="json")) + "\n" for record in report.episodes
         )
+        confined.write_atomic(root, f"{RUNS}/{tmp.name}/episodes.jsonl", episodes)
+        report.log_dir = str(final.relative_to(root))
+        summary = json.dumps(report.summary(), indent=2, sort_keys=True) + "\n"
+        confined.write_atomic(root, f"{RUNS}/{tmp.name}/summary.json", summary)
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

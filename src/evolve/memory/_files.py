@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from evolve import _confine as confined
 from evolve._format import Unhandled
 from evolve._format._units import (
     COUNTERS_NAME,
@@ -121,8 +122,7 @@ def _read(path: str, rel: str) -> str:
             `evolve.quick._read` says it).
     """
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        return confined.read_listed(path, rel)  # a file swapped for a link is refused
     except UnicodeDecodeError:
         raise MalformedUnit(not_utf8(rel)) from None
 

@@ -262,14 +262,14 @@ def run_show(repo: Repo, unit_id: str, as_json: bool) -> Output:
 
 def _read_unit(repo: Repo, path: str) -> tuple[Unit | None, str | None, Any]:
     """(the unit now, why it cannot be read, the `MemoryUnit` when the full parser read it)."""
+    from evolve import _confine as confined
     from evolve._format._units import Unit, parse
 
     full = os.path.join(repo.root, *path.split("/"))
     if not os.path.isfile(full):
         return None, None, None
     try:
-        with open(full, encoding="utf-8") as f:
-            raw = f.read()
+        raw = confined.read_text(repo.root, path)  # no link followed out (evolve._confine)
     except UnicodeDecodeError as exc:
         raise Unhandled("not UTF-8") from exc
     try:

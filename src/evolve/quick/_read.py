@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from evolve import _confine as confined
 from evolve._format._units import (
     COUNTERS_NAME,
     Counters,
@@ -42,8 +43,7 @@ def parse_counters_or_full(path: str, raw: str) -> Counters:
 
 def _read_text(path: str, rel: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:  # universal newlines, as Path.read_text
-            return f.read()
+        return confined.read_listed(path, rel)  # universal newlines, as Path.read_text
     except UnicodeDecodeError:  # the full reader's sentence (`evolve.memory._files._read`)
         from evolve.memory._files import not_utf8
         from evolve.memory._unit import MalformedUnit

@@ -9,17 +9,20 @@ time (from git), and the recent memory and prompt commits with their diffs.
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from datetime import UTC, datetime
 from html import escape
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from evolve import _confine as confined
 from evolve._io import atomic_write
+from evolve.errors import PathRefused
 from evolve.history import history
 from evolve.report._skills import skills_table
 from evolve.report._svg import line_chart
-from evolve.workspace import Workspace
+from evolve.workspace import CONFIG_NAME, GENERATIONS, Workspace, is_under
 
 WINDOW = 8
 
@@ -230,9 +233,63 @@ def build_report(ws: Workspace, *, commits: int = 10) -> str:
     return "\n".join(html) + "\n"
 
 
+# Always protected from `--out`, whatever `protected:` lists (a hostile `protected: []`).
+_NEVER_OUT = ("evalset/", "tests/", CONFIG_NAME)
+
+
 def write_report(ws: Workspace, out_dir: Path | None = None) -> Path:
-    """Write `report.html` to `out_dir` (default: generations/report/, ignored by git)."""
-    folder = out_dir if out_dir is not None else ws.root / "generations" / "report"
-    path = folder / "report.html"
-    atomic_write(path, build_report(ws))
+    """Write `report.html` to `out_dir` (default: generations/report/, ignored by git).
+
+    A folder inside the workspace (as named, or where its links lead) is confined: a
+    protected path (`evalset/`, `tests/`, `evolve.yaml` and what `protected:` lists) or one in
+    `.git/` is refused, and so is a link out of the workspace on the way (`evolve._confine`).
+    A folder outside the workspace is the user's to name.
+
+    Raises:
+        PathRefused: one sentence naming the folder and why.
+    """
+    rel: str | None
+    if out_dir is None:
+        rel = f"{GENERATIONS}/report/report.html"
+        path = ws.root / rel
+    else:
+        path = Path(os.path.abspath(out_dir)) / "report.html"
+        rel = _report_rel(ws, out_dir, path)
+    text = build_report(ws)
+    if rel is None:
+        atomic_write(path, text)
+    else:
+        confined.write_atomic(ws.root, rel, text)
     return path
+
+
+def _report_rel(ws: Workspace, out_dir: Path, path: Path) -> str | None:
+    """The workspace-relative path `path` is written at, checked; None when it (and where its
+    links lead) lies outside the workspace."""
+    named = _relative(ws.root, path)
+    real = _relative(ws.root, Path(os.path.realpath(path)))
+    if named is None and real is None:
+        return None
+    for rel in (named, real):
+        if rel is None:
+            continue
+        if rel.split("/", 1)[0].casefold().rstrip(". ") == ".git":
+            raise PathRefused(f"refusing --out {out_dir}: nothing under .git/ may be written.")
+        pure = PurePosixPath(rel)
+        if any(is_under(pure, p) for p in (*_NEVER_OUT, *ws.config.protected)):
+            raise PathRefused(
+                f"refusing --out {out_dir}: {rel} is a protected path; write the report to a "
+                "folder outside evalset/, tests/ and the other protected paths."
+            )
+    if named is None:
+        return real
+    confined.check(ws.root, named)  # a link out on the way: refused by name
+    return named
+
+
+def _relative(root: Path, path: Path) -> str | None:
+    try:
+        rel = path.relative_to(root).as_posix()
+    except ValueError:
+        return None
+    return rel if rel != "." else None

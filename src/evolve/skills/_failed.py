@@ -28,6 +28,7 @@ from pathlib import Path
 
 import yaml
 
+from evolve import _confine as confined
 from evolve._yaml import load as load_yaml
 from evolve.errors import EvolveError
 
@@ -92,7 +93,7 @@ def _text(root: Path) -> str | None:
     if not full.is_file():
         return None
     try:
-        return full.read_bytes().decode("utf-8")
+        return confined.read_bytes(root, FAILED_PATH).decode("utf-8")  # no link out
     except UnicodeDecodeError:
         raise EvolveError(f"{FAILED_PATH} is not UTF-8 text.") from None
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from evolve import _confine as confined
 from evolve._format._message import SKILLS_SEEN
 from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve._io import canonical_json, derive_seed
@@ -83,7 +84,7 @@ from evolve.updaters import (
     render_for,
     summarize_actions,
 )
-from evolve.workspace import Workspace, max_turns
+from evolve.workspace import RUNS, Workspace, max_turns
 
 if TYPE_CHECKING:
     from evolve.train._batch import SkillsBatches
@@ -574,8 +575,12 @@ class _EpisodeLoop:
         )
         self.started = time.perf_counter()
         self.redactor = Redactor.from_settings(ws.config.redact.values, ws.config.redact.env)
-        self.log_path = ws.runs_dir / f"train-{stream.sid.replace('/', '-')}.jsonl"
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_rel = f"{RUNS}/train-{stream.sid.replace('/', '-')}.jsonl"
+        self.log_path = ws.root / self.log_rel
+        # Confined (evolve._confine): a committed link as generations/, generations/runs/ or
+        # the log itself is refused by name before the first episode, never appended through.
+        confined.make_folders(ws.root, RUNS)
+        confined.check(ws.root, self.log_rel)
         # skills (issue 13): failed episodes feed a batch; the batch, not the episode, commits.
         self.batches = skills_batches(
             ws, request.recipe, stream.sid, request.persona, env, request.review,
@@ -713,8 +718,8 @@ class _EpisodeLoop:
         logged = ep.result.record.model_copy(
             update={"commit": ep.outcome.commit, "refused": ep.outcome.refused, "episode": ep.k}
         )
-        with self.log_path.open("a", encoding="utf-8") as handle:
-            handle.write(canonical_json(logged.model_dump(mode="json")) + "\n")
+        line = canonical_json(logged.model_dump(mode="json")) + "\n"
+        confined.append_text(self.ws.root, self.log_rel, line)  # O_NOFOLLOW, at open time
 
     def _advance(self, ep: _Episode) -> None:
         """The user's history after this episode (what the next one is judged against)."""

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evolve._io import atomic_write
+from evolve import _confine as confined
 from evolve.errors import EvolveError
 from evolve.workspace import Workspace
 
@@ -120,9 +120,9 @@ def save_record(ws: Workspace, record: GenerationRecord) -> None:
     # that is not UTF-8); the Markdown and the commit subject replace it.
     data = json.dumps(record.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
     summary = _printable(record.summary_markdown())
-    folder = ws.root / "generations"
-    atomic_write(folder / f"{name}.json", data)
-    atomic_write(folder / f"{name}.md", summary)
+    # Confined (evolve._confine): `generations/` as a link out is refused by name.
+    confined.write_atomic(ws.root, f"generations/{name}.json", data)
+    confined.write_atomic(ws.root, f"generations/{name}.md", summary)
     ws.store.write_side_ref(
         RECORDS_REF,
         {f"{name}.json": data.encode("utf-8"), f"{name}.md": summary.encode("utf-8")},

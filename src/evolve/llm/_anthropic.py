@@ -11,7 +11,7 @@ import httpx
 
 from evolve.errors import ModelError
 from evolve.llm._budget import Budget
-from evolve.llm._errors import KeyMissing, ReplyCut, ReplyRefused, TurnPaused
+from evolve.llm._errors import KeyMissing, ReplyCut, ReplyMalformed, ReplyRefused, TurnPaused
 from evolve.llm._http import JsonPoster, RetryPolicy, reply_text, token_count
 from evolve.llm._types import Completion, JsonSchema, Message, Usage
 
@@ -137,7 +137,7 @@ class AnthropicMessages:
                 prompt, token_count(counts["output_tokens"], "output_tokens", "Anthropic")
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ModelError(
+            raise ReplyMalformed(
                 f"Anthropic answered in an unexpected shape ({exc!r}); check that "
                 f"{self._http.base_url} serves the Messages API."
             ) from exc

@@ -23,7 +23,7 @@ class ReplyCut(ModelError):
 
 class ReplyMalformed(ModelError):
     """The provider's answer cannot be used as a reply: its body is not JSON (or nests too
-    deep to parse), a usage count is not a finite non-negative integer, or its text cannot be
+    deep to parse) or not the API's shape, a usage count is not a finite non-negative integer, or its text cannot be
     encoded (a lone surrogate). Nothing of it enters a conversation; the agent records the
     turn as a failed one with this sentence (`evolve.agent.run_agent`)."""
 

@@ -12,7 +12,7 @@ import httpx
 from evolve._text import MAX_DEPTH, json_depth
 from evolve.errors import ModelError
 from evolve.llm._budget import Budget
-from evolve.llm._errors import KeyMissing, ReplyRefused, ShapeRefused
+from evolve.llm._errors import KeyMissing, ReplyMalformed, ReplyRefused, ShapeRefused
 from evolve.llm._http import JsonPoster, RetryPolicy, reply_text, token_count
 from evolve.llm._structured import (
     CHOICES,
@@ -239,7 +239,7 @@ class OpenAIChat:
                     arguments = calls[0]["function"]["arguments"]
                     text = arguments if isinstance(arguments, str) else json.dumps(arguments)
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise ModelError(
+            raise ReplyMalformed(
                 f"{self._http.provider} answered without choices[0].message ({exc!r}); check "
                 f"that {self._http.base_url} serves the Chat Completions API."
             ) from exc

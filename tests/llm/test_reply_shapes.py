@@ -5,7 +5,9 @@ zero-width spaces in the reply. Each becomes a failed turn with its reason; none
 answer the backend cannot use leaves the conversation as it was, and text that cannot be
 encoded never enters it (the next request is sent).
 
-`SHAPES` is the list of shapes tried; `test_every_shape_tried_is_refused` counts them.
+`SHAPES` is the list of shapes tried; `test_every_shape_tried_is_refused` counts them. The
+shapes in `ALREADY` were refused before issue 28 (as failed turns, by `parse_action`); they stay
+in the count and out of the per-shape test, which is for what used to raise or pass.
 """
 
 from __future__ import annotations
@@ -221,7 +223,14 @@ def _run(provider: str, stub: Stub, bad: bytes) -> tuple[Any, World]:
     return trace, world
 
 
-@pytest.mark.parametrize("name", list(SHAPES))
+ALREADY = {
+    "content with an escaped low surrogate in the arguments",
+    "content starting with a BOM",
+    "anthropic input with an escaped lone surrogate",
+}
+
+
+@pytest.mark.parametrize("name", [n for n in SHAPES if n not in ALREADY])
 def test_a_hostile_reply_is_a_failed_turn_with_its_reason(stub: Stub, name: str) -> None:
     provider, body, word = SHAPES[name]
 
@@ -249,13 +258,6 @@ def test_a_malformed_answer_leaves_the_conversation_unchanged(stub: Stub) -> Non
     assert second == first
 
 
-def test_a_good_usage_is_counted_and_an_integral_float_is_a_count(stub: Stub) -> None:
-    stub.bodies = [_openai(usage='{"prompt_tokens": 12.0, "completion_tokens": 3}')]
-    completion = _model("openai", stub.url).complete([])
-
-    assert (completion.usage.input_tokens, completion.usage.output_tokens) == (12, 3)
-
-
 def test_every_shape_tried_is_refused(stub: Stub) -> None:
     """The figure for the issue: of the shapes tried, how many end as a failed turn with a
     reason (the rest would have raised)."""
@@ -265,3 +267,7 @@ def test_every_shape_tried_is_refused(stub: Stub) -> None:
         trace, _world = _run(provider, stub, body)
         refused += trace.turns[0].bad_reply is not None
     assert refused == len(SHAPES) == 26
+    # A good count is still counted; an integral float (some servers send 12.0) is a count.
+    stub.bodies = [_openai(usage='{"prompt_tokens": 12.0, "completion_tokens": 3}')]
+    completion = _model("openai", stub.url).complete([])
+    assert (completion.usage.input_tokens, completion.usage.output_tokens) == (12, 3)

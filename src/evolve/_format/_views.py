@@ -11,7 +11,7 @@ A workspace's files and history may come from someone else: every text taken fro
 (unit fields, memory, commit subjects, diffs) is printed through
 :func:`evolve._format._message.clean_text`, so a bidi override, a byte-order mark, a
 zero-width space or a terminal escape shows as ``\\u202e``, ``\\ufeff``, ``\\x1b``, never as
-what it would do to the screen. The JSON forms carry the text as it is (JSON escapes it).
+what it would do to the screen. The JSON forms carry the text as it is, for programs.
 """
 
 from __future__ import annotations

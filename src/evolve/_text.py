@@ -10,7 +10,16 @@ refuses, with one sentence saying why:
   than newline and tab (Unicode category Cc: ``\\x00``-``\\x1f``, ``\\x7f``-``\\x9f``, so
   ``\\r`` and the ``\\x1f`` that git log framing uses are refused), a lone surrogate (Cs, which
   cannot be written as UTF-8), or the line and paragraph separators U+2028/U+2029 (which
-  ``str.splitlines`` treats as line breaks).
+  ``str.splitlines`` treats as line breaks);
+- any *hidden character* (``HIDDEN``, defined with the commit-message escapes in
+  :mod:`evolve._format._message`): the bidi controls (embeddings and overrides
+  U+202A-U+202E, isolates U+2066-U+2069, the marks U+200E, U+200F and U+061C), the byte-order
+  mark U+FEFF and the zero-width space and word joiner (U+200B, U+2060, U+180E). They change
+  how text *looks* without changing what it *is* (a reversed file name, an instruction a reader
+  cannot see), so a reply holding one is refused like one holding a control character. The
+  zero-width joiner and non-joiner (U+200C, U+200D) stay allowed in text: emoji sequences and
+  Persian and Indic scripts need them. Path names refuse every format character, those two
+  included (`evolve.workspace._paths`).
 
 The policy is: **data is refused, diagnostics are escaped.** Text that would be stored as data
 (unit text, file names, prompt text, API arguments) is never silently altered; the whole reply
@@ -30,6 +39,7 @@ import re
 import unicodedata
 from typing import Any
 
+from evolve._format._message import HIDDEN
 from evolve.redact import redact_text
 
 MAX_DEPTH = 16
@@ -57,16 +67,27 @@ def unsafe_char(text: str) -> str | None:
     return None
 
 
+def hidden_char(text: str) -> str | None:
+    """The first hidden character of `text` (a bidi control, a BOM, a zero-width space), or
+    None."""
+    if text.isascii():
+        return None
+    for ch in text:
+        if ch in HIDDEN:
+            return ch
+    return None
+
+
 def describe_char(ch: str) -> str:
     """`U+001F`-style name of a character, for messages."""
     return f"U+{ord(ch):04X}"
 
 
 def check_text(text: str, what: str = "the text") -> str:
-    """Return `text` if it holds no unsafe character.
+    """Return `text` if it holds no unsafe or hidden character.
 
     Raises:
-        ReplyError: naming the first unsafe character.
+        ReplyError: naming the first unsafe or hidden character.
     """
     bad = unsafe_char(text)
     if bad is not None:
@@ -74,11 +95,23 @@ def check_text(text: str, what: str = "the text") -> str:
             f"{what} contains the character {describe_char(bad)}; "
             "only printable text, newlines and tabs are allowed"
         )
+    hidden = hidden_char(text)
+    if hidden is not None:
+        raise ReplyError(
+            f"{what} contains the character {describe_char(hidden)} (a bidi control or an "
+            "invisible character), which could make text look other than it is"
+        )
     return text
 
 
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def printable(text: str, limit: int | None = None) -> str:
-    """`text` with unsafe characters, newlines and tabs escaped, cut to `limit` characters.
+    """`text` with unsafe and hidden characters, newlines and tabs escaped, cut to `limit`
+    characters.
 
     For quoting reply fragments in one-line diagnostics; the result is always valid UTF-8.
     """
@@ -86,12 +119,25 @@ def printable(text: str, limit: int | None = None) -> str:
         text = text[:limit]
     out = []
     for ch in text:
-        if ch in _ALLOWED_CONTROLS or ch in _SEPARATORS or unicodedata.category(ch) in ("Cc", "Cs"):
-            code = ord(ch)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        if (
+            ch in _ALLOWED_CONTROLS
+            or ch in _SEPARATORS
+            or ch in HIDDEN
+            or unicodedata.category(ch) in ("Cc", "Cs")
+        ):
+            out.append(_escape(ch))
         else:
             out.append(ch)
     return "".join(out)
+
+
+def encodable(text: str) -> bool:
+    """Whether `text` can be written as UTF-8 (it holds no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def fragment(text: str, limit: int = 80) -> str:

@@ -134,9 +134,22 @@ def format_ops(ops: Iterable[tuple[str, str]]) -> str:
     return " ".join(f"{op}={ident}" for op, ident in ops)
 
 
+# Unicode's Bidi_Control characters (embeddings and overrides U+202A-U+202E, isolates
+# U+2066-U+2069, the marks U+200E, U+200F, U+061C), the byte-order mark and the zero-width
+# characters that are not joiners. They change how text looks, not what it is: model replies
+# holding one are refused (`evolve._text`), and commit messages and what the reading commands
+# print show them escaped. Defined here, with no import, so the reading commands' fast path
+# can escape without loading `evolve._text`.
+HIDDEN = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    "\ufeff\u200b\u2060\u180e"
+)
+
+
 def _unsafe(ch: str) -> bool:
     """Control characters other than tab and newline (C0, DEL and C1), Unicode line and
-    paragraph separators, and lone surrogates: a commit message is text a person reads in a
+    paragraph separators, lone surrogates, and the hidden characters of :data:`HIDDEN`
+    (bidi controls, the BOM, zero-width spaces): a commit message is text a person reads in a
     terminal and tools split into lines, so they are written as escapes."""
     code = ord(ch)
     return (
@@ -145,12 +158,14 @@ def _unsafe(ch: str) -> bool:
         or 0x7F <= code <= 0x9F
         or code in (0x2028, 0x2029)
         or 0xD800 <= code <= 0xDFFF
+        or ch in HIDDEN
     )
 
 
 def clean_text(text: str) -> str:
-    """`text` with control characters (other than tab and newline) and lone surrogates
-    written as visible escapes such as ``\\x1f``, so no commit message carries them."""
+    """`text` with control characters (other than tab and newline), lone surrogates and hidden
+    characters written as visible escapes such as ``\\x1f`` and ``\\u202e``, so no commit
+    message carries them; the reading commands print what a workspace holds through it too."""
     if text.isascii() and text.replace("\n", "").replace("\t", "").isprintable():
         return text
     return "".join(

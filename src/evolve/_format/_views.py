@@ -6,11 +6,17 @@ The click commands (`evolve.cli._reading`, `evolve.cli._run`) and the fast paths
 so the two print the same bytes by construction. Text is returned as lines; `style` is
 `click.style` or the fast path's equivalent (the same escape codes on a terminal, none
 elsewhere).
+
+A workspace's files and history may come from someone else: every text taken from them
+(unit fields, memory, commit subjects, diffs) is printed through
+:func:`evolve._format._message.clean_text`, so a bidi override, a byte-order mark, a
+zero-width space or a terminal escape shows as ``\\u202e``, ``\\ufeff``, ``\\x1b``, never as
+what it would do to the screen. The JSON forms carry the text as it is, for programs.
 """
 
 from __future__ import annotations
 
-from evolve._format._message import clip, commit_kind
+from evolve._format._message import clean_text, clip, commit_kind
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,19 +73,21 @@ def log_empty(paths: Sequence[str]) -> str:
 def log_entry(e: Mapping[str, Any], style: Style) -> list[str]:
     """The lines of one `evolve log` entry, from its JSON form (`LogEntry.to_json`)."""
     label = style(" (refusal record)", fg="red") if e["kind"] == "refusal" else ""
-    lines = [f"{style(e['commit'][:10], fg='yellow')} {e['time']}  {e['subject']}{label}"]
+    subject = clean_text(e["subject"])
+    lines = [f"{style(e['commit'][:10], fg='yellow')} {e['time']}  {subject}{label}"]
     meta = []
     if e["episode"] is not None:
         meta.append(f"episode {e['episode']}")
     if e["task"]:
-        meta.append(f"task {e['task']}")
+        meta.append(f"task {clean_text(e['task'])}")
     if meta:
         lines.append("    " + ", ".join(meta))
     if e["complaint"]:
-        lines.append(f"    complaint: {clip(e['complaint'], LOG_TEXT)}")
+        lines.append(f"    complaint: {clean_text(clip(e['complaint'], LOG_TEXT))}")
     if e["ops"]:
-        lines.append("    ops: " + " ".join(f"{op['op']}={op['id']}" for op in e["ops"]))
-    lines += [f"    {clip(line, LOG_TEXT)}" for line in e["refused"]]
+        ops = " ".join(f"{op['op']}={op['id']}" for op in e["ops"])
+        lines.append("    ops: " + clean_text(ops))
+    lines += [f"    {clean_text(clip(line, LOG_TEXT))}" for line in e["refused"]]
     return lines
 
 
@@ -125,17 +133,19 @@ def show_text(
     """`evolve show`: the unit (or why it cannot be read, or that it is gone), then each
     commit that touched it with its diff."""
     u = unit
+    unit_id, path = clean_text(unit_id), clean_text(path)
     if problem is not None:
         lines = [
             f"{style(unit_id, bold=True)} ({path}) cannot be read as a unit: "
-            f"{problem} Its history follows; `evolve revert` the commit that broke it."
+            f"{clean_text(problem)} Its history follows; `evolve revert` the commit that broke it."
         ]
     elif u is None:
         lines = [f"{style(unit_id, bold=True)} ({path}) no longer exists (evicted or removed)."]
     else:
+        head = f"{u.recipe}/{u.kind} [{u.status}] scope {u.scope}"
         lines = [
-            f"{style(u.id, bold=True)} {u.recipe}/{u.kind} [{u.status}] scope {u.scope}  ({path})",
-            f"  {u.text}",
+            f"{style(clean_text(u.id), bold=True)} {clean_text(head)}  ({path})",
+            f"  {clean_text(u.text)}",
         ]
         held = f"held from {u.valid_from or '?'}" + (
             f" to {u.valid_to}"
@@ -145,21 +155,20 @@ def show_text(
             else " (still holds)"
         )
         lines.append(
-            f"  {held}; created at episode {u.created_episode}, "
+            f"  {clean_text(held)}; created at episode {u.created_episode}, "
             f"updated at episode {u.updated_episode}"
         )
         if u.status == "tombstoned":
-            lines.append(
-                f"  tombstone: {u.reason or ''} (reverted commit {(u.reverted_commit or '-')[:10]})"
-            )
+            reverted = clean_text((u.reverted_commit or "-")[:10])
+            lines.append(f"  tombstone: {clean_text(u.reason or '')} (reverted commit {reverted})")
         if u.revoked_by:
-            lines.append(f"  revoked by {u.revoked_by} at episode {u.revoked_at}")
+            lines.append(f"  revoked by {clean_text(u.revoked_by)} at episode {u.revoked_at}")
     for info, patch in commits:
         lines.append(
             f"\n{style(info.sha[:10], fg='yellow')} {info.time} ({commit_kind(info)}) "
-            f"{info.subject}"
+            f"{clean_text(info.subject)}"
         )
-        lines.append(patch)
+        lines.append(clean_text(patch))
     return lines
 
 
@@ -215,7 +224,7 @@ def memory_text(
         at = f" at {commit[:10]}" if commit else ""
         changed = ", with uncommitted changes" if differs else ""
         header = f"# memory for {scope}{at} (working tree{changed})"
-    return [style(header, dim=True), text if text else "(empty)"]
+    return [style(clean_text(header), dim=True), clean_text(text) if text else "(empty)"]
 
 
 # --- run -------------------------------------------------------------------------------------

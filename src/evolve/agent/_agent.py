@@ -4,6 +4,11 @@ The model replies with one JSON object ``{"tool": "app__api", "arguments": {...}
 agent makes that call in the world and answers with its result. A reply that is not valid
 JSON, or names an API that does not exist, is recorded as a failed turn and the model is told
 what went wrong.
+
+An answer the model backend could not use as a reply at all (:class:`evolve.llm.ReplyMalformed`:
+a body that is not JSON or nests too deep, a usage count that is not one, text holding a lone
+surrogate) is a failed turn too, with the backend's sentence as its reason; nothing of it
+enters the conversation, so the next request is the same as this one was.
 """
 
 from __future__ import annotations
@@ -13,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evolve._text import ReplyError, loads_reply, printable
+from evolve._text import ReplyError, encodable, loads_reply, printable
 from evolve.envs import ApiCall, World
-from evolve.llm import LLM, JsonSchema, Message, Usage
+from evolve.llm import LLM, JsonSchema, Message, ReplyMalformed, Usage
 
 ACTION_SCHEMA = JsonSchema(
     name="agent_action",
@@ -121,8 +126,20 @@ def run_agent(
     messages = [Message("system", system_prompt), Message("user", task_message)]
     trace = Trace()
     for _ in range(max_turns):
-        completion = llm.complete(messages, json_schema=ACTION_SCHEMA, temperature=0.0, seed=seed)
+        try:
+            completion = llm.complete(
+                messages, json_schema=ACTION_SCHEMA, temperature=0.0, seed=seed
+            )
+        except ReplyMalformed as exc:
+            trace.turns.append(Turn(bad_reply=printable(str(exc), 300)))
+            continue
         trace.usage = trace.usage + completion.usage
+        if not encodable(completion.text):
+            # From a backend that does not check (HTTP ones refuse it): it could not be sent
+            # back in the next request, so it never enters the conversation.
+            reason = "the reply holds a lone surrogate, which cannot be encoded"
+            trace.turns.append(Turn(bad_reply=reason, reply=printable(completion.text)))
+            continue
         messages.append(Message("assistant", completion.text))
         try:
             action = parse_action(completion.text, tools)

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from evolve import _confine as confined
-from evolve._text import describe_char, printable, unsafe_char
+from evolve._text import describe_char, hidden_char, printable, unsafe_char
 from evolve.errors import ConfigError, PathRefused
 from evolve.ops import Refusal
 from evolve.workspace import PARAMETERS_FILE, Workspace, check_parameter, load_parameters
@@ -84,7 +84,7 @@ def plan_prompt_changes(
         except PathRefused as exc:
             out.refused.append(Refusal(op="edit", what=path, reason=str(exc)))
             continue
-        bad = unsafe_char(content)
+        bad = unsafe_char(content) or hidden_char(content)
         if bad is not None:
             reason = f"the edit contains the character {describe_char(bad)}"
             out.refused.append(Refusal(op="edit", what=path, reason=reason))
@@ -125,7 +125,7 @@ def plan_prompt_changes(
         )
         clean = []
         for line in (" ".join(str(g).split()) for g in guidance if str(g).strip()):
-            bad = unsafe_char(line)
+            bad = unsafe_char(line) or hidden_char(line)
             if bad is not None:
                 out.refused.append(
                     Refusal(

@@ -11,8 +11,8 @@ import httpx
 
 from evolve.errors import ModelError
 from evolve.llm._budget import Budget
-from evolve.llm._errors import KeyMissing, ReplyCut, ReplyRefused, TurnPaused
-from evolve.llm._http import JsonPoster, RetryPolicy
+from evolve.llm._errors import KeyMissing, ReplyCut, ReplyMalformed, ReplyRefused, TurnPaused
+from evolve.llm._http import JsonPoster, RetryPolicy, reply_text, token_count
 from evolve.llm._types import Completion, JsonSchema, Message, Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -126,16 +126,18 @@ class AnthropicMessages:
             counts = reply["usage"]
             # Prompt-cache reads and writes are input too (billed at their own rates).
             prompt = sum(
-                int(counts.get(key) or 0)
+                token_count(counts.get(key), key, "Anthropic")
                 for key in (
                     "input_tokens",
                     "cache_creation_input_tokens",
                     "cache_read_input_tokens",
                 )
             )
-            usage = Usage(prompt, int(counts["output_tokens"]))
+            usage = Usage(
+                prompt, token_count(counts["output_tokens"], "output_tokens", "Anthropic")
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ModelError(
+            raise ReplyMalformed(
                 f"Anthropic answered in an unexpected shape ({exc!r}); check that "
                 f"{self._http.base_url} serves the Messages API."
             ) from exc
@@ -162,7 +164,7 @@ class AnthropicMessages:
                 f"{stop or 'unknown'}); raise max_tokens or choose another --model."
             )
         return Completion(
-            text=text,
+            text=reply_text(text, "Anthropic"),
             usage=usage,
             model=str(reply.get("model") or self.model),
             finish_reason=stop,

@@ -21,6 +21,13 @@ class ReplyCut(ModelError):
     """The reply was cut short (by `max_tokens`) before its structure was complete; not used."""
 
 
+class ReplyMalformed(ModelError):
+    """The provider's answer cannot be used as a reply: its body is not JSON (or nests too
+    deep to parse) or not the API's shape, a usage count is not a finite non-negative integer, or its text cannot be
+    encoded (a lone surrogate). Nothing of it enters a conversation; the agent records the
+    turn as a failed one with this sentence (`evolve.agent.run_agent`)."""
+
+
 class ReplyRefused(ModelError):
     """The model declined to answer (Anthropic `stop_reason: refusal`, OpenAI `refusal`)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
@@ -12,9 +13,10 @@ from typing import Any
 
 import httpx
 
+from evolve._text import encodable, json_depth
 from evolve.errors import ModelError
 from evolve.executors._slots import request_slot
-from evolve.llm._errors import ShapeRefused
+from evolve.llm._errors import ReplyMalformed, ShapeRefused
 from evolve.llm._transport import MAX_IDLE, plain_http_transport
 
 CONNECT_TIMEOUT = 10.0
@@ -34,6 +36,13 @@ _TRANSIENT_ERRORS = (
     httpx.RemoteProtocolError,
 )
 _DETAIL_LIMIT = 300
+# How deep a provider's answer may nest: its envelope (a few levels) around a structured reply
+# (`evolve._text.MAX_DEPTH`), with room to spare. Checked before parsing, so no answer can
+# raise RecursionError in the decoder or in anything that walks the value.
+MAX_BODY_DEPTH = 64
+# The most tokens one reply may claim to have used: more is not a count but garbage (and would
+# overflow the cost once multiplied by a price).
+MAX_TOKENS_COUNTED = 10**12
 # A private generator, so backoff jitter never disturbs seeded uses of the global one.
 _RNG = random.Random()
 
@@ -192,13 +201,31 @@ class JsonPoster:
                 continue
             if not response.is_success:
                 raise self._error(self._status_message(response, attempt))
-            try:
-                return response.json()
-            except ValueError as exc:
-                raise self._error(
+            return self._decode(response)
+
+    def _decode(self, response: httpx.Response) -> Any:
+        """The answer's JSON; any failure to decode it, its depth included, is
+        :class:`ReplyMalformed`. NaN and infinite numbers are left to the fields that read
+        them (:func:`token_count` refuses them as counts)."""
+        try:
+            text = response.text
+            if json_depth(text) > MAX_BODY_DEPTH:
+                raise ReplyMalformed(
+                    self._error(
+                        f"{self.provider} answered HTTP {response.status_code} with JSON nested "
+                        f"deeper than {MAX_BODY_DEPTH} levels; the reply was not used."
+                    ).args[0]
+                )
+            return json.loads(text)
+        except ReplyMalformed:
+            raise
+        except Exception as exc:  # ValueError, RecursionError, MemoryError, a codec's error
+            raise ReplyMalformed(
+                self._error(
                     f"{self.provider} answered HTTP {response.status_code} with a body that is "
                     f"not JSON; check that the base URL {self.base_url} is right."
-                ) from exc
+                ).args[0]
+            ) from exc
 
     def _limit(self, budget: float | None) -> httpx.Timeout:
         configured = self._timeout
@@ -284,6 +311,43 @@ def hide_key(message: str, secret: str | None) -> str:
     return redact_text(message)
 
 
+def token_count(value: Any, field: str, provider: str) -> int:
+    """A usage count from a provider's answer: None (absent) is 0; anything but a finite
+    non-negative integer (an integral float such as ``12.0`` included) up to
+    :data:`MAX_TOKENS_COUNTED` is refused.
+
+    Raises:
+        ReplyMalformed: naming the field and what it held.
+    """
+    if value is None:
+        return 0
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKENS_COUNTED:
+        return value
+    shown = repr(value) if isinstance(value, int | float) else type(value).__name__
+    if isinstance(value, int) and not isinstance(value, bool) and len(shown) > 20:
+        shown = f"an integer of {len(shown)} digits"
+    raise ReplyMalformed(
+        f"{provider} answered with usage.{field} {shown}, not a count of tokens (a finite "
+        "non-negative integer); the reply was not used."
+    )
+
+
+def reply_text(text: str, provider: str) -> str:
+    """`text`, if it can be encoded as UTF-8 and so sent back in the next request.
+
+    Raises:
+        ReplyMalformed: the text holds a lone surrogate (an escaped ``\\ud800`` in the JSON).
+    """
+    if not encodable(text):
+        raise ReplyMalformed(
+            f"{provider} answered with text holding a lone surrogate, which cannot be encoded; "
+            "the reply was not used."
+        )
+    return text
+
+
 def _after(attempts: int) -> str:
     return f" after {attempts} attempt{'s' if attempts > 1 else ''}"
 
@@ -305,8 +369,9 @@ def _retry_after(response: httpx.Response) -> float | None:
 def _provider_detail(response: httpx.Response) -> str:
     """The provider's own error message, from the OpenAI, Anthropic or a plain-text body."""
     try:
-        body = response.json()
-    except ValueError:
+        text = response.text
+        body = json.loads(text) if json_depth(text) <= MAX_BODY_DEPTH else None
+    except (ValueError, RecursionError):
         body = None
     detail = ""
     if isinstance(body, dict):

@@ -9,10 +9,11 @@ from typing import Any
 
 import httpx
 
+from evolve._text import MAX_DEPTH, json_depth
 from evolve.errors import ModelError
 from evolve.llm._budget import Budget
-from evolve.llm._errors import KeyMissing, ReplyRefused, ShapeRefused
-from evolve.llm._http import JsonPoster, RetryPolicy
+from evolve.llm._errors import KeyMissing, ReplyMalformed, ReplyRefused, ShapeRefused
+from evolve.llm._http import JsonPoster, RetryPolicy, reply_text, token_count
 from evolve.llm._structured import (
     CHOICES,
     REFUSAL_WORDS,
@@ -238,7 +239,7 @@ class OpenAIChat:
                     arguments = calls[0]["function"]["arguments"]
                     text = arguments if isinstance(arguments, str) else json.dumps(arguments)
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise ModelError(
+            raise ReplyMalformed(
                 f"{self._http.provider} answered without choices[0].message ({exc!r}); check "
                 f"that {self._http.base_url} serves the Chat Completions API."
             ) from exc
@@ -253,9 +254,12 @@ class OpenAIChat:
                 f"{self._http.provider} answered with no message content (finish_reason "
                 f"{finish or 'unknown'}); raise max_tokens, or choose another --model."
             )
+        provider = self._http.provider
+        text = reply_text(text, provider)
         if isinstance(usage, dict) and "prompt_tokens" in usage:
             counted = Usage(
-                int(usage["prompt_tokens"] or 0), int(usage.get("completion_tokens") or 0)
+                token_count(usage["prompt_tokens"], "prompt_tokens", provider),
+                token_count(usage.get("completion_tokens"), "completion_tokens", provider),
             )
         else:
             prompt = sum(estimate_tokens(m.content) for m in messages)
@@ -280,10 +284,14 @@ def _json_problem(text: str) -> str | None:
     if stripped.startswith("```"):
         stripped = stripped.strip("`")
         stripped = stripped.removeprefix("json").strip()
+    if json_depth(stripped) > MAX_DEPTH:
+        return f"JSON nested deeper than {MAX_DEPTH} levels"
     try:
         data = json.loads(stripped)
     except json.JSONDecodeError as exc:
         return f"not valid JSON: {exc.msg} at character {exc.pos}"
+    except (ValueError, RecursionError) as exc:
+        return f"not usable JSON ({type(exc).__name__})"
     if not isinstance(data, dict):
         return f"a JSON {type(data).__name__}, not an object"
     return None

@@ -22,7 +22,7 @@ from evolve._io import sha256_hex
 from evolve._registry import Registry
 from evolve._text import fragment
 from evolve.envs import ApiCall
-from evolve.llm import LLM, JsonSchema, Message
+from evolve.llm import LLM, JsonSchema, Message, ReplyMalformed
 from evolve.memory import MemoryUnit, learned_key, learned_time
 from evolve.memory._similarity import trigram_cosine
 from evolve.ops import Op, Refusal
@@ -264,13 +264,18 @@ def load_prompt(name: str) -> Template:
 def ask(
     ctx: RecipeContext, schema: JsonSchema, system: str, prompt: str, update: Update
 ) -> dict[str, Any] | None:
-    """Ask the updater model; a reply that is not a JSON object is refused and logged."""
-    completion = ctx.llm.complete(
-        [Message("system", system), Message("user", prompt)],
-        json_schema=schema,
-        temperature=0.0,
-        seed=ctx.seed,
-    )
+    """Ask the updater model; a reply that is not a JSON object is refused and logged, as is
+    an answer the backend could not use at all (:class:`evolve.llm.ReplyMalformed`)."""
+    try:
+        completion = ctx.llm.complete(
+            [Message("system", system), Message("user", prompt)],
+            json_schema=schema,
+            temperature=0.0,
+            seed=ctx.seed,
+        )
+    except ReplyMalformed as exc:
+        update.refused.append(Refusal(op="reply", what="", reason=fragment(str(exc), 300)))
+        return None
     try:
         data = parse_json_reply(completion.text, schema)
     except BadReply as exc:

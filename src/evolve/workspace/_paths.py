@@ -1,7 +1,9 @@
 """Path confinement: every path a proposal names is checked here before anything is written.
 
 The checks are syntactic first (no absolute paths, no `..`, nothing under `.git/`, no names
-that only differ from a protected one by case or Unicode form) and then physical (the path,
+that only differ from a protected one by case or Unicode form, no control or invisible
+formatting character: a bidi override or a zero-width space would make a name look other
+than it is) and then physical (the path,
 with symlinks resolved, stays inside the workspace).
 """
 
@@ -30,7 +32,9 @@ def normalize_relpath(path: str | PurePosixPath) -> PurePosixPath:
     """Check the syntax of a workspace-relative path and return it in POSIX form.
 
     Raises:
-        PathRefused: for absolute paths, `..`, `.git`, empty or control-character names.
+        PathRefused: for absolute paths, `..`, `.git`, empty names, and names holding a
+            control character or an invisible formatting character (Unicode category Cf: bidi
+            controls and isolates, the BOM, zero-width characters).
     """
     raw = str(path)
     if not raw or raw.strip() != raw:
@@ -42,6 +46,11 @@ def normalize_relpath(path: str | PurePosixPath) -> PurePosixPath:
     ):
         raise PathRefused(
             f"refusing path {raw!r}: backslashes and control characters are not allowed."
+        )
+    if not raw.isascii() and any(unicodedata.category(ch) == "Cf" for ch in raw):
+        raise PathRefused(
+            f"refusing path {raw!r}: bidi controls, zero-width characters and other invisible "
+            "formatting characters are not allowed in a file name."
         )
     pure = PurePosixPath(raw)
     if pure.is_absolute() or raw.startswith("~") or (len(raw) > 1 and raw[1] == ":"):

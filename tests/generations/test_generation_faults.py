@@ -128,13 +128,21 @@ def test_sigterm_ends_in_the_base_with_a_record_and_handlers_are_restored(
 
 
 def test_a_generation_past_its_time_limit_is_rolled_back(
-    ws: Workspace, run_git: RunGit, tmpdir_: Path
+    ws: Workspace, run_git: RunGit, tmpdir_: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    base = head(ws.root, run_git)
+    import evolve.generations._loop as loop
 
+    base = head(ws.root, run_git)
+    original = loop.Reflector.propose
+
+    def slow(self: object, *args: object, **kwargs: object) -> object:
+        time.sleep(5)  # past the limit however fast the machine (the timer interrupts it)
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loop.Reflector, "propose", slow)
     started = time.monotonic()
     with pytest.raises(EvolveError, match="ran past its time limit of 0.5 seconds during "):
-        evolve(ws, generations=1, timeout=0.5)  # a generation takes about a second
+        evolve(ws, generations=1, timeout=0.5)
 
     assert time.monotonic() - started < 30
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

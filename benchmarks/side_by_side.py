@@ -3,7 +3,7 @@
 A redesign must leave the figures of the existing benchmarks where they were (issue 21: within
 1.2x of their ratios on the old main). Each benchmark prints ratios it measured against its own
 floor in its own run; this script runs it twice, alternating, once with the code and the
-benchmark script of `--old` (exported with `git archive` into a temporary folder and put
+benchmark script of `--old` (checked out as a detached git worktree in a temporary folder and put
 first on PYTHONPATH, so every `python -m evolve` the benchmark starts runs the old code) and
 once with this checkout, and prints each run's output under a heading, then the lines that
 carry a ratio from both, one beside the other.
@@ -20,7 +20,6 @@ import re
 import shlex
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
@@ -30,17 +29,13 @@ RATIO = re.compile(r"ratio|x floor|MISSED|\bok\b", re.IGNORECASE)
 
 
 def export(rev: str, into: Path) -> Path:
-    """The tree of `rev` (src/ and benchmarks/) unpacked under `into`."""
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", rev, "src", "benchmarks"],
+    """A checkout of `rev` at `into` (a detached git worktree: the whole tree, the default
+    harness included, and git commands inside it work as in this checkout)."""
+    subprocess.run(
+        ["git", "worktree", "add", "--quiet", "--detach", str(into), rev],
         cwd=ROOT,
         check=True,
-        capture_output=True,
-    ).stdout
-    tar_path = into / "old.tar"
-    tar_path.write_bytes(archive)
-    with tarfile.open(tar_path) as tar:
-        tar.extractall(into, filter="data")
+    )
     return into
 
 
@@ -65,24 +60,31 @@ def main() -> None:
     args = parser.parse_args()
     extra = {k: shlex.split(v) for k, _, v in (a.partition("=") for a in args.args)}
     with tempfile.TemporaryDirectory() as tmp:
-        old = export(args.old, Path(tmp))
-        for name in args.benchmarks:
-            flags = extra.get(name, [])
-            outputs = {
-                f"old {args.old}": run(old / "benchmarks" / name, old / "src", flags),
-                "new (this checkout)": run(HERE / name, ROOT / "src", flags),
-            }
-            print(f"===== {name} {' '.join(flags)}")
-            for label, out in outputs.items():
-                print(f"--- {label}\n{out.rstrip()}")
-            print("--- ratio lines, old | new")
-            pairs = [
-                [line for line in out.splitlines() if RATIO.search(line)]
-                for out in outputs.values()
-            ]
-            for a, b in zip(*pairs, strict=False):
-                print(f"  {a.strip()}\n  {b.strip()}\n")
-            sys.stdout.flush()
+        old = export(args.old, Path(tmp) / "old")
+        try:
+            compare(old, args.old, args.benchmarks, extra)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT)
+
+
+def compare(old: Path, rev: str, benchmarks: list[str], extra: dict[str, list[str]]) -> None:
+    """Each benchmark on `old` (the checkout of `rev`) and on this checkout, in turn."""
+    for name in benchmarks:
+        flags = extra.get(name, [])
+        outputs = {
+            f"old {rev}": run(old / "benchmarks" / name, old / "src", flags),
+            "new (this checkout)": run(HERE / name, ROOT / "src", flags),
+        }
+        print(f"===== {name} {' '.join(flags)}")
+        for label, out in outputs.items():
+            print(f"--- {label}\n{out.rstrip()}")
+        print("--- ratio lines, old | new")
+        pairs = [
+            [line for line in out.splitlines() if RATIO.search(line)] for out in outputs.values()
+        ]
+        for a, b in zip(*pairs, strict=False):
+            print(f"  {a.strip()}\n  {b.strip()}\n")
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -23,11 +23,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 from functools import lru_cache
-from pathlib import Path, PurePosixPath
 
 from evolve.errors import PathRefused
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the reading commands load this module: no pathlib (re, urllib) at import
+    from pathlib import Path, PurePosixPath
 
 _GIT = ".git"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -223,7 +225,7 @@ def _temp_file(folder: int, name: str) -> tuple[str, int]:
     from evolve._io import temp_prefix
 
     for _ in range(100):
-        candidate = f"{temp_prefix(name)}{secrets.token_hex(4)}.tmp"
+        candidate = f"{temp_prefix(name)}{os.urandom(4).hex()}.tmp"
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             return candidate, os.open(candidate, flags, 0o600, dir_fd=folder)

@@ -109,3 +109,16 @@ def test_log_imports_only_what_a_git_log_needs(small: Path, argv: list[str]) -> 
     loaded = _loaded(small, argv)
     heavy = [m for m in loaded if m in LOG_NEVER]
     assert heavy == [], f"evolve {' '.join(argv)} imported {heavy}"
+
+
+@pytest.mark.parametrize("argv", [["memory"], ["memory", "--json"]])
+def test_memory_imports_no_pathlib_typing_or_re(small: Path, argv: list[str]) -> None:
+    """The confined reads (`evolve._confine`) on `memory`'s path cost it no pathlib, typing or
+    re (secrets and pathlib there added ~8 ms to every warm `evolve memory`)."""
+    _loaded(small, argv)  # the first run validates evolve.yaml with the model, once
+    loaded = _loaded(small, argv)
+    never = ("pathlib", "typing", "secrets") + (
+        () if "--json" in argv else ("re",)
+    )  # json loads re
+    heavy = [m for m in loaded if m in never]
+    assert heavy == [], f"evolve {' '.join(argv)} imported {heavy}"

@@ -41,6 +41,12 @@ NOT_LOADED = {
     # sweeps the gate's temporary copies without loading the gate's checks
     "evolve.txn._generation": "recovery without a generation journal",
     "evolve.gate._gate": "the gate's checks (recovery only sweeps its copies)",
+    # the skills batch writer and the skill library's batch plan load for a skills run only;
+    # marking ops pending loads review's helper, not the review commands
+    "evolve.train._batch": "the skills batch writer (recipe tepa)",
+    "evolve.skills._batch": "the skills batch plan (recipe tepa)",
+    "evolve.skills._plan": "the skills batch plan (recipe tepa)",
+    "evolve.review._review": "the review commands (train only marks ops pending)",
 }
 
 

@@ -62,7 +62,6 @@ from evolve.store import (
     TASK,
     format_ops,
 )
-from evolve.train._batch import skills_batches
 from evolve.train._histref import RecordsHistory, StreamHistory
 from evolve.train._stream import history_before, last_episodes, stream_id, stream_tasks
 from evolve.train._trainref import (
@@ -577,10 +576,14 @@ class _EpisodeLoop:
         self.log_path = ws.runs_dir / f"train-{stream.sid.replace('/', '-')}.jsonl"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         # skills (issue 13): failed episodes feed a batch; the batch, not the episode, commits.
-        self.batches = skills_batches(
-            ws, request.recipe, stream.sid, request.persona, env, request.review,
-            request.generation, models.evolver,
-        )  # fmt: skip
+        self.batches: SkillsBatches | None = None
+        if request.recipe == "skills":  # the batch writer (and the skill library) loads here
+            from evolve.train._batch import skills_batches
+
+            self.batches = skills_batches(
+                ws, request.recipe, stream.sid, request.persona, env, request.review,
+                request.generation, models.evolver,
+            )  # fmt: skip
         self.failed = (
             load_failed(ws.root) if settings_of(ws.config).enabled or self.batches else None
         )

@@ -63,7 +63,6 @@ from evolve.store import (
     TASK,
     format_ops,
 )
-from evolve.train._batch import skills_batches
 from evolve.train._histref import RecordsHistory, StreamHistory
 from evolve.train._stream import history_before, last_episodes, stream_id, stream_tasks
 from evolve.train._trainref import (
@@ -582,10 +581,14 @@ class _EpisodeLoop:
         confined.make_folders(ws.root, RUNS)
         confined.check(ws.root, self.log_rel)
         # skills (issue 13): failed episodes feed a batch; the batch, not the episode, commits.
-        self.batches = skills_batches(
-            ws, request.recipe, stream.sid, request.persona, env, request.review,
-            request.generation, models.evolver,
-        )  # fmt: skip
+        self.batches: SkillsBatches | None = None
+        if request.recipe == "skills":  # the batch writer (and the skill library) loads here
+            from evolve.train._batch import skills_batches
+
+            self.batches = skills_batches(
+                ws, request.recipe, stream.sid, request.persona, env, request.review,
+                request.generation, models.evolver,
+            )  # fmt: skip
         self.failed = (
             load_failed(ws.root) if settings_of(ws.config).enabled or self.batches else None
         )

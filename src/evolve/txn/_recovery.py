@@ -35,15 +35,17 @@ from dataclasses import dataclass, field
 
 from evolve._signals import Terminated, signals_held, signals_raise
 from evolve.errors import EvolveError
-from evolve.gate import sweep
 from evolve.store import GitStore
-from evolve.txn._generation import recover_generation
 from evolve.txn._journal import journal_head as _journal_head
 from evolve.txn._journal import journal_path as apply_journal_path
 from evolve.txn._journal import recover as recover_apply
 from evolve.txn._lock import LOCK_NAME, WriterLock
-from evolve.txn._records import GenerationRecord
 from evolve.workspace import Workspace
+from evolve.workspace._paths import GENERATION_JOURNAL
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from evolve.txn._records import GenerationRecord
 
 
 @dataclass
@@ -158,10 +160,17 @@ def stop_cleanly(ws: Workspace) -> Iterator[None]:
 
 def recover_workspace(ws: Workspace, command: str) -> Recovery:
     """Finish what a dead writer left (see the module docstring); call it holding the lock."""
-    record = recover_generation(ws, command)
+    record = None
+    if (ws.store.git_dir / GENERATION_JOURNAL).exists():
+        # the generation code (and the gate it uses) loads only when there is one to finish
+        from evolve.txn._generation import recover_generation
+
+        record = recover_generation(ws, command)
     before = _journal_head(ws.store)
     restored = recover_apply(ws.store)
     committed = bool(restored) and before is not None and before != ws.store.head()
+    from evolve.gate._tempdirs import sweep  # not the gate's checks: only its copies
+
     sweep()
     return Recovery(restored, record, committed)
 

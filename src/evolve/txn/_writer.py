@@ -20,11 +20,14 @@ from evolve.errors import EvolveError, LockHeld
 from evolve.memory import MemoryUnit
 from evolve.ops import Op
 from evolve.store import GitStore
-from evolve.txn._generation import GenerationTransaction, begin
 from evolve.txn._journal import ApplyJournal, journal_path, recover
 from evolve.txn._lock import LOCK_NAME, WriterLock, writer_lock_held
 from evolve.txn._recovery import Recovery, recover_workspace, stop_cleanly
 from evolve.workspace import Workspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from evolve.txn._generation import GenerationTransaction
 
 Trailers = Mapping[str, str] | Sequence[tuple[str, str]]
 
@@ -94,6 +97,8 @@ class Transaction:
         self, number: int, protected_hash: str, *, dry_run: bool = False
     ) -> GenerationTransaction:
         """Journal the base of generation `number` (HEAD now) before it changes anything."""
+        from evolve.txn._generation import GenerationTransaction, begin
+
         return GenerationTransaction(
             self.ws, begin(self.ws, number, protected_hash, dry_run=dry_run)
         )

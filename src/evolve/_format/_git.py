@@ -70,3 +70,24 @@ def batch_contents(raw: bytes, entries: list[tuple[str, str]]) -> dict[str, byte
         out[path] = raw[start : start + size]
         pos = start + size + 1
     return out
+
+
+def history_rewritten(common_dir: str) -> bool:
+    """Whether git may show a commit otherwise than it is stored (replace refs, grafts, a
+    shallow clone's edge): then what a commit id shows can change, and nothing kept per commit
+    (the log cache, the writers' digests) may be trusted."""
+    import os
+
+    if os.environ.get("GIT_REPLACE_REF_BASE") or os.environ.get("GIT_GRAFT_FILE"):
+        return True
+    if os.path.exists(os.path.join(common_dir, "info", "grafts")) or os.path.exists(
+        os.path.join(common_dir, "shallow")
+    ):
+        return True
+    if any(files for _, _, files in os.walk(os.path.join(common_dir, "refs", "replace"))):
+        return True
+    try:
+        with open(os.path.join(common_dir, "packed-refs"), "rb") as f:
+            return b" refs/replace/" in f.read()
+    except OSError:
+        return False

@@ -63,20 +63,9 @@ def _stamp() -> str:
 def _replaced(repo: Repo) -> bool:
     """Whether git may show a commit with other parents than it has (replace refs, grafts,
     a shallow clone): then what a commit id shows can change, and the cache is not used."""
-    if os.environ.get("GIT_REPLACE_REF_BASE") or os.environ.get("GIT_GRAFT_FILE"):
-        return True
-    common = repo.common_dir
-    if os.path.exists(os.path.join(common, "info", "grafts")) or os.path.exists(
-        os.path.join(common, "shallow")  # a shallow clone's edge shows no parents, for now
-    ):
-        return True
-    if any(files for _, _, files in os.walk(os.path.join(common, "refs", "replace"))):
-        return True
-    try:
-        with open(os.path.join(common, "packed-refs"), "rb") as f:
-            return b" refs/replace/" in f.read()
-    except OSError:
-        return False
+    from evolve._format._git import history_rewritten
+
+    return history_rewritten(repo.common_dir)
 
 
 def tip(repo: Repo) -> str | None:

@@ -24,10 +24,11 @@ from __future__ import annotations
 import json
 import marshal
 import os
-import subprocess
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from evolve._format._git import history_rewritten
 
 if TYPE_CHECKING:
     from evolve.store._git import GitStore
@@ -43,58 +44,17 @@ _FORMAT = "%m%x00%H%x00%P%x00%cI%x00%B"  # the boundary mark, then as GitStore.l
 
 def _replaced(store: GitStore) -> bool:
     """Whether git may show a commit otherwise than it is (replace refs, grafts, shallow)."""
-    if os.environ.get("GIT_REPLACE_REF_BASE") or os.environ.get("GIT_GRAFT_FILE"):
-        return True
-    common = store.common_dir
-    if (common / "info" / "grafts").exists() or (common / "shallow").exists():
-        return True
-    if any(files for _, _, files in os.walk(common / "refs" / "replace")):
-        return True
-    try:
-        return b" refs/replace/" in (common / "packed-refs").read_bytes()
-    except OSError:
-        return False
+    return history_rewritten(str(store.common_dir))
 
 
 def _records(store: GitStore, *rev: str) -> Iterator[tuple[str, CommitInfo, str]]:
     """(boundary mark, commit, raw message) of `git log --boundary REV`, as git streams it."""
-    from evolve.store._base import GitFailed
-    from evolve.store._history import _LOG_OPTIONS, _info
+    from evolve.store._history import _LOG_OPTIONS, _info, stream_fields
 
-    args = ["git", "log", "--boundary", "-z", f"--format={_FORMAT}", *_LOG_OPTIONS]
-    proc = subprocess.Popen(
-        [*args, "--end-of-options", *rev],
-        cwd=store.root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    fields: list[bytes] = []
-    rest = b""
-    finished = False
-    try:
-        while chunk := os.read(proc.stdout.fileno(), 1 << 16):
-            parts = (rest + chunk).split(b"\x00")
-            rest = parts.pop()
-            fields += parts
-            whole = len(fields) - len(fields) % 5
-            for n in range(0, whole, 5):
-                mark, sha, parents, when, message = fields[n : n + 5]
-                info = _info(sha, parents, when, message)
-                yield mark.decode("ascii"), info, message.decode("utf-8", "replace")
-            del fields[:whole]
-        finished = True
-    finally:
-        if not finished:
-            proc.kill()
-        proc.stdout.close()
-        err = proc.stderr.read()
-        proc.stderr.close()
-        code = proc.wait()
-    if code != 0:
-        raise GitFailed(["log", *rev], code, err.decode("utf-8", "replace"))
-    if fields or rest:
-        raise GitFailed(["log", *rev], 0, "unreadable output")
+    argv = ["log", "--boundary", "-z", f"--format={_FORMAT}", *_LOG_OPTIONS, "--end-of-options"]
+    for mark, sha, parents, when, message in stream_fields(store.root, [*argv, *rev], 5):
+        info = _info(sha, parents, when, message)
+        yield mark.decode("ascii"), info, message.decode("utf-8", "replace")
 
 
 def _since(store: GitStore, tip: str) -> list[tuple[CommitInfo, str]] | None:

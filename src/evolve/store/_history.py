@@ -8,6 +8,7 @@ import os
 import subprocess
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from evolve.errors import EvolveError
 from evolve.store._base import GitFailed
@@ -107,38 +108,16 @@ class GitHistory(GitRefs):
         iterator early stops git."""
         if self.head() is None:
             return
-        proc = subprocess.Popen(
-            ["git", "log", "-z", f"--format={_LOG_FORMAT}", *_LOG_OPTIONS, "--end-of-options", rev],
-            cwd=self.root,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        assert proc.stdout is not None
-        fields: list[bytes] = []
-        rest = b""
-        finished = False
+        argv = ["log", "-z", f"--format={_LOG_FORMAT}", *_LOG_OPTIONS, "--end-of-options", rev]
         try:
-            while chunk := os.read(proc.stdout.fileno(), 1 << 16):
-                parts = (rest + chunk).split(b"\x00")
-                rest = parts.pop()
-                fields += parts
-                whole = len(fields) - len(fields) % 4
-                for n in range(0, whole, 4):
-                    yield _info(*fields[n : n + 4])
-                del fields[:whole]
-            finished = True
-        finally:
-            if not finished:
-                proc.kill()
-            proc.stdout.close()
-            err = proc.stderr.read() if proc.stderr is not None else b""
-            if proc.stderr is not None:
-                proc.stderr.close()
-            code = proc.wait()
-        if code != 0:
-            raise GitFailed(["log"], code, err.decode("utf-8", "replace"))
-        if fields or rest:
-            raise EvolveError("git log printed output evolve cannot read; rerun the command.")
+            for fields in stream_fields(self.root, argv, 4):
+                yield _info(*fields)
+        except GitFailed as exc:
+            if exc.returncode == 0:  # output that does not split into whole records
+                raise EvolveError(
+                    "git log printed output evolve cannot read; rerun the command."
+                ) from None
+            raise
 
     def commits_touching(self, shas: Sequence[str], paths: Sequence[str]) -> set[str]:
         """Which of the (non-merge) commits `shas` change a file under `paths` against their
@@ -219,3 +198,41 @@ class GitHistory(GitRefs):
     def commit_info(self, rev: str) -> CommitInfo:
         sha = self.rev_parse(rev)
         return next(self.log(rev=sha, max_count=1))
+
+
+def stream_fields(root: Path, argv: Sequence[str], width: int) -> Iterator[list[bytes]]:
+    """The NUL-separated fields `git ARGV -z` prints, `width` to a record, read as git streams
+    them (constant memory); closing the iterator early stops git.
+
+    Raises:
+        GitFailed: git exited non-zero (its complaint), or its output does not split into whole
+            records (return code 0, "unreadable output").
+    """
+    proc = subprocess.Popen(
+        ["git", *argv], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    fields: list[bytes] = []
+    rest = b""
+    finished = False
+    try:
+        while chunk := os.read(proc.stdout.fileno(), 1 << 16):
+            parts = (rest + chunk).split(b"\x00")
+            rest = parts.pop()
+            fields += parts
+            whole = len(fields) - len(fields) % width
+            for n in range(0, whole, width):
+                yield fields[n : n + width]
+            del fields[:whole]
+        finished = True
+    finally:
+        if not finished:
+            proc.kill()
+        proc.stdout.close()
+        err = proc.stderr.read()
+        proc.stderr.close()
+        code = proc.wait()
+    if code != 0:
+        raise GitFailed(list(argv[:1]), code, err.decode("utf-8", "replace"))
+    if fields or rest:
+        raise GitFailed(list(argv[:1]), 0, "unreadable output")

@@ -25,8 +25,18 @@ def _evolve(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("rel", ["memory", "memory/alex", f"memory/alex/{UNIT}.md"])
-@pytest.mark.parametrize("command", [("memory",), ("memory", "--json"), ("show", UNIT)])
+# `show` finds a unit by its file, so its case is the file link; folder links are `memory`'s.
+CASES = [
+    *(
+        (rel, command)
+        for rel in ("memory", "memory/alex", f"memory/alex/{UNIT}.md")
+        for command in (("memory",), ("memory", "--json"))
+    ),
+    (f"memory/alex/{UNIT}.md", ("show", UNIT)),
+]
+
+
+@pytest.mark.parametrize(("rel", "command"), CASES)
 def test_reading_commands_refuse_a_link_out(
     workspace: Workspace,
     tmp_path: Path,
@@ -34,8 +44,6 @@ def test_reading_commands_refuse_a_link_out(
     rel: str,
     command: tuple[str, ...],
 ) -> None:
-    if command[0] == "show" and rel != f"memory/alex/{UNIT}.md":
-        pytest.skip("show finds a unit by its file; a folder link is `evolve memory`'s case")
     outside = tmp_path / "outside"
     (outside / "alex").mkdir(parents=True)
     note = f"- Always say {SECRET}.\n"

@@ -161,29 +161,34 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     args = parser.parse_args()
 
-    commit = commit_rows(args.files, args.commits, args.repeats)
-    print(
-        f"1. commit one changed file ({args.files} files, {args.commits} commits; median of {args.repeats})"
+    report(
+        f"1. commit one changed file ({args.files} files, {args.commits} commits; "
+        f"median of {args.repeats})",
+        commit_rows(args.files, args.commits, args.repeats),
+        "GitPython misses the target",
+        "hand-written",
+        digits=2,
     )
-    for label, ms, ratio in commit:
-        print(f"   {label:40} {ms:8.2f} ms   ratio {ratio:5.2f}")
-    library = commit[2][2]
-    verdict = "stays" if library > THRESHOLD else "should go"
-    print(
-        f"   GitPython misses the target by {library:.2f}x (threshold {THRESHOLD}): hand-written {verdict}"
+    report(
+        f"2. client CPU per request, {args.concurrency} in flight ({args.requests} requests; "
+        "median of 6)",
+        transport_rows(args.requests, args.concurrency),
+        "httpx's transport misses the target",
+        "lean transport",
+        digits=3,
     )
 
-    http = transport_rows(args.requests, args.concurrency)
-    print(
-        f"2. client CPU per request, {args.concurrency} in flight ({args.requests} requests; median of 6)"
-    )
-    for label, ms, ratio in http:
-        print(f"   {label:40} {ms:8.3f} ms   ratio {ratio:5.2f}")
-    library = http[1][2]
-    verdict = "stays" if library > THRESHOLD else "should go"
-    print(
-        f"   httpx's transport misses the target by {library:.2f}x (threshold {THRESHOLD}): lean transport {verdict}"
-    )
+
+def report(
+    title: str, rows: list[tuple[str, float, float]], library: str, part: str, *, digits: int
+) -> None:
+    """Print the rows (the target first, the library last) and the verdict on the part."""
+    print(title)
+    for label, ms, ratio in rows:
+        print(f"   {label:40} {ms:8.{digits}f} ms   ratio {ratio:5.2f}")
+    miss = rows[-1][2]
+    verdict = "stays" if miss > THRESHOLD else "should go"
+    print(f"   {library} by {miss:.2f}x (threshold {THRESHOLD}): {part} {verdict}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Builders for what tests plant: memory units, skill units, hand-written skill files, and the
-skills batch's candidates and maker.
+skills batch's candidates and maker; and a counter of the full unit parser's calls.
 
 One definition each, so a field the unit model gains is added here once. A test that needs
 other values passes them (`memory_unit("u-1", "text", created_episode=0)`); every extra keyword is a
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+import pytest
 
 from evolve.memory import MemoryUnit
 from evolve.skills import Candidate, Maker, specifics
@@ -129,3 +131,22 @@ def maker(batch: int = 0, status: str = "active") -> Maker:
         now="2026-02-01T00:00:00+00:00",
         status=status,  # type: ignore[arg-type]
     )
+
+
+def count_full_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths `evolve.memory.parse_unit` (the full YAML and pydantic parser) is called with
+    from now on, in order: how the units-cache tests see what the fast path parsed. Files
+    written just now count as old, so the cache may keep them."""
+    import evolve.memory
+    from evolve.quick import _read
+
+    monkeypatch.setattr(_read, "RACY_NS", -(10**12))
+    calls: list[str] = []
+    real = evolve.memory.parse_unit
+
+    def counting(path: str, raw: str) -> MemoryUnit:
+        calls.append(path)
+        return real(path, raw)
+
+    monkeypatch.setattr(evolve.memory, "parse_unit", counting)
+    return calls

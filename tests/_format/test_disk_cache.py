@@ -14,8 +14,8 @@ from evolve._format import _cache
 from evolve._format._cache import DiskCache
 from evolve.cli import _fast
 from evolve.cli._group import run as run_click
-from evolve.memory import MemoryUnit
 from evolve.workspace import Workspace
+from factories import count_full_parses
 
 
 @pytest.fixture
@@ -116,19 +116,9 @@ def test_a_change_to_unit_validation_is_not_answered_from_the_units_cache(
     """The case issue 21 found: validation in `evolve/_text.py` changed, and `evolve memory`
     served a unit the full path refuses from a stale `evolve-units.cache`."""
     import evolve._text
-    import evolve.memory
     import evolve.memory._unit
-    from evolve.quick import _read
 
-    monkeypatch.setattr(_read, "RACY_NS", -(10**12))  # files written just now count as old
-    calls: list[str] = []
-    real = evolve.memory.parse_unit
-
-    def counting(path: str, raw: str) -> MemoryUnit:
-        calls.append(path)
-        return real(path, raw)
-
-    monkeypatch.setattr(evolve.memory, "parse_unit", counting)
+    calls = count_full_parses(monkeypatch)
     path = ws.root / "memory" / "alex" / "odd-1.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(HAND_EDITED, encoding="utf-8")

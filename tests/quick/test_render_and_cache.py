@@ -14,6 +14,7 @@ from evolve.memory import MemoryUnit
 from evolve.quick._render import RENDERERS
 from evolve.updaters import RECIPES, get_recipe
 from evolve.workspace import Workspace
+from factories import count_full_parses
 
 
 def _units(recipe: str) -> list[MemoryUnit]:
@@ -103,18 +104,7 @@ def test_a_file_the_canonical_parser_leaves_is_fully_parsed_once_and_edits_are_s
 ) -> None:
     import os
 
-    import evolve.memory
-    from evolve.quick import _read
-
-    monkeypatch.setattr(_read, "RACY_NS", -(10**12))  # files written just now count as old
-    calls: list[str] = []
-    real = evolve.memory.parse_unit
-
-    def counting(path: str, raw: str) -> MemoryUnit:
-        calls.append(path)
-        return real(path, raw)
-
-    monkeypatch.setattr(evolve.memory, "parse_unit", counting)
+    calls = count_full_parses(monkeypatch)
     path = ws.root / "memory" / "alex" / "odd-1.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(HAND_EDITED.format("Pay on the 1st."), encoding="utf-8")

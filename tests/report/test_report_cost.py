@@ -52,7 +52,9 @@ def test_generations_show_their_scoring_tokens_and_cost(ws: Workspace) -> None:
     )  # fmt: skip
     section = _section(build_report(ws))
     # 60 episodes; 20x1000 + 20x1200 + 10x1000 + 10x1100 tokens; $0.135; $0.05 / 20 per episode.
-    assert _rows(section)[0] == ["1", "rejected", "60", "65,000", "$0.1350", "$0.002500"]
+    assert _rows(section)[0] == [
+        "1", "rejected", "60", "65,000", "agent (scoring only)", "$0.1350", "$0.002500"
+    ]  # fmt: skip
 
 
 def test_runs_and_training_logs_show_tokens_and_cost_at_the_configured_prices(
@@ -74,15 +76,21 @@ def test_runs_and_training_logs_show_tokens_and_cost_at_the_configured_prices(
     run = rows["run dev"]
     assert run[0] == summary["log_dir"].rsplit("/", 1)[-1]
     assert run[2:] == [
-        "sim", "20", f"{summary['tokens']:,}", f"${summary['cost']:.4f}",
+        "sim", "20", f"{summary['tokens']:,}", f"agent {summary['tokens']:,}",
+        f"${summary['cost']:.4f}",
     ]  # fmt: skip
     [log] = list(ws.runs_dir.glob("train-*.jsonl"))
     episodes = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-    tokens = sum(e["input_tokens"] + e["output_tokens"] for e in episodes)
-    cost = sum(e["cost"] for e in episodes)
-    assert cost > 0
-    assert rows["training (agent)"] == [
-        log.stem, "training (agent)", "sim", "3", f"{tokens:,}", f"${cost:.4f}",
+    # Every role's tokens: the agent's (its own count in the record) and the updater's.
+    agent = sum(e["usage"]["tokens"]["agent"] for e in episodes)
+    assert agent == sum(e["input_tokens"] + e["output_tokens"] for e in episodes)
+    updater = sum(e["usage"]["tokens"].get("updater", 0) for e in episodes)
+    assert updater > 0
+    cost = sum(e["usage"]["cost"] for e in episodes)
+    assert cost > sum(e["cost"] for e in episodes) > 0  # the updater's requests cost too
+    assert rows["training"] == [
+        log.stem, "training", "sim", "3", f"{agent + updater:,}",
+        f"agent {agent:,}; updater {updater:,}", f"${cost:.4f}",
     ]  # fmt: skip
 
 

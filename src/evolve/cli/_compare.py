@@ -67,10 +67,13 @@ def compare_cmd(
     workspace's branch, index and working tree are never touched. Every arm is then scored
     on the evaluation splits, each task once per evaluation seed.
 
-    Results: per arm, success and violation rates (overall and per rule) with
-    95% bootstrap intervals over tasks, the gap closed between none and oracle
-    with its interval (undefined when none and oracle score the same), its
-    spread across stream orders, tokens and cost; written to
+    Results: per arm, success (task done and no preference violated), task done
+    and violation rates (overall and per rule) with 95% bootstrap intervals over
+    tasks, the gap closed between none and oracle on the failure rate ((undone
+    tasks + violations) / (episodes + applicable preference checks): an agent
+    that does nothing fails every check) with its interval (undefined when none
+    and oracle score the same), its spread across stream orders, tokens and
+    cost; written to
     generations/experiments/<name>/results.{json,md} and committed to
     refs/evolve/records. `evolve report` shows them.
 

@@ -45,8 +45,16 @@ def print_result(result: EvolveResult) -> None:
         )
         table.add_row(str(r.number), _score(r, "dev"), _score(r, "holdout"), verdict)
     stdout.print(table)
+    from evolve.llm import RoleUsage, usage_line
+
     for r in result.records:
         stdout.print(f"generation {r.number}: {escape(r.reason)}")
+        if r.usage:
+            usage = {
+                role: RoleUsage(u.requests, u.input_tokens, u.output_tokens, u.cached, u.cost)
+                for role, u in r.usage.items()
+            }
+            stdout.print(f"generation {r.number} {usage_line(usage)}", highlight=False)
         if r.refused:
             stdout.print(f"generation {r.number} refused proposals:")
             for line in r.refused:

@@ -76,6 +76,7 @@ def train_cmd(
     from rich.markup import escape
 
     from evolve.cli._common import stdout
+    from evolve.llm._meter import usage_line
 
     if report.start >= report.end:
         stdout.print(f"stream {report.stream} is already at episode {report.start}; nothing to do.")
@@ -86,6 +87,7 @@ def train_cmd(
         f"{accepted}/{len(report.outcomes)} accepted, {len(report.commits)} memory commits "
         f"in {report.duration_s:.2f}s"
     )
+    stdout.print(usage_line(report.usage), highlight=False)
     for o in report.outcomes:
         if o.commit and o.batch is not None:  # a skills batch: its verdicts, as its subject
             ops = ", ".join(f"{k} {v}" for k, v in o.ops.items()) or "no changes"

@@ -23,17 +23,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from evolve._io import atomic_write, canonical_json
-from evolve.compare._spec import Experiment, Job
+from evolve.compare._spec import ArmSpec, Experiment, Job
 from evolve.episode import EpisodeRecord, EpisodeSetup
 from evolve.errors import EvolveError
 from evolve.evaluate import episode_setup, open_env, score_tasks
-from evolve.llm import LLM, Completion, JsonSchema, Message, Usage, make_role_llm, with_models
+from evolve.llm import LLM, make_role_llm, usage_json, with_models
 from evolve.memory import fixed_block
 from evolve.workspace import EvolveConfig, Workspace, load_config
 
@@ -52,39 +51,6 @@ class JobSpec:
     job: Job
     cells_dir: str
     models: tuple[tuple[str, str], ...] = ()  # role -> model, over evolve.yaml
-
-
-class CountingLLM:
-    """A model that adds up the usage of every reply it passes on (training tokens)."""
-
-    def __init__(self, inner: LLM) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.usage = Usage()
-        self.requests = 0
-
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        json_schema: JsonSchema | None = None,
-        temperature: float = 0.0,
-        seed: int | None = None,
-        max_tokens: int | None = None,
-    ) -> Completion:
-        reply = self.inner.complete(
-            messages,
-            json_schema=json_schema,
-            temperature=temperature,
-            seed=seed,
-            max_tokens=max_tokens,
-        )
-        self.usage = self.usage + reply.usage
-        self.requests += 1
-        return reply
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def _git(*args: str, cwd: str | Path) -> str:
@@ -128,6 +94,13 @@ def _config(clone: Path, spec: JobSpec) -> EvolveConfig:
     )
 
 
+def _own_models(cfg: EvolveConfig, arm: ArmSpec) -> EvolveConfig:
+    """`cfg` with the models `arm` names for itself (they win over the experiment's)."""
+    if arm.models is None:
+        return cfg
+    return with_models(cfg, agent=arm.models.agent, updater=arm.models.updater)
+
+
 def _arm_config(cfg: EvolveConfig, spec: JobSpec) -> EvolveConfig:
     """The configuration a recipe arm trains under: its recipe rendered, its parameters."""
     assert spec.job.arm is not None
@@ -139,6 +112,7 @@ def _arm_config(cfg: EvolveConfig, spec: JobSpec) -> EvolveConfig:
     caps = dict(cfg.caps)
     if arm.caps is not None:
         caps[arm.recipe] = arm.caps
+    cfg = _own_models(cfg, arm)
     return cfg.model_copy(
         update={
             "train": cfg.train.model_copy(update={"recipe": arm.recipe, "review": arm.review}),
@@ -231,8 +205,13 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
         if job.kind == "base":
             ws = Workspace(clone, config=cfg)
             env = open_env(ws)
-            llm = make_role_llm(cfg, "agent", env=env)
+            shared = make_role_llm(cfg, "agent", env=env)
             for name, arm in exp.arms.items():
+                llm = (
+                    shared
+                    if arm.models is None
+                    else make_role_llm(_own_models(cfg, arm), "agent", env=env)
+                )
                 if arm.type in ("none", "oracle"):
                     setup = episode_setup(ws, env, job.persona, arm.type)
                 elif arm.type == "fixed" and arm.chars is not None:
@@ -248,14 +227,8 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
             arm_cfg = _arm_config(cfg, spec)
             ws = Workspace(clone, config=arm_cfg)
             env = open_env(ws)
-            agent = CountingLLM(make_role_llm(arm_cfg, "agent", env=env))
-            updater = CountingLLM(make_role_llm(arm_cfg, "updater", env=env))
-            # The skills recipe's batch evolver is a model too: its tokens are training's.
-            evolver = (
-                CountingLLM(make_role_llm(arm_cfg, "evolver", env=env))
-                if arm_cfg.train.recipe == "skills"
-                else None
-            )
+            # Training counts every role's tokens itself (TrainReport.usage): the agent's,
+            # the updater's, and the skills recipe's batch evolver's.
             # A stream HEAD already trained (say `evolve train` on the workspace before the
             # experiment) is continued, never cut short: the arm trains `episodes` new ones.
             last = last_episode(
@@ -268,9 +241,6 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
                 feedback=job.tier,  # type: ignore[arg-type]
                 seed=job.order,
                 persona=job.persona,
-                agent_llm=agent,
-                updater_llm=updater,
-                evolver_llm=evolver,
             )
             ws.store.close()
             ws = Workspace(clone, config=arm_cfg)
@@ -278,17 +248,22 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
             setup = episode_setup(ws, env, job.persona, "recipe")
             chars = prompt_chars(ws, setup, exp)
             result = _arm_result(job.arm, spec, setup, _evaluate(ws, llm, setup, exp), chars)
-            models = [m for m in (agent, updater, evolver) if m is not None]
+            used = report.usage
             result["train"] = {
                 "episodes": len(report.outcomes),
                 "stream_start": report.start,  # > 0: the stream HEAD already had, continued
                 "accepted": sum(o.accepted for o in report.outcomes),
                 "commits": len(report.commits),
-                "tokens": sum(m.usage.total for m in models),
-                "agent_tokens": agent.usage.total,
-                "updater_tokens": updater.usage.total,
-                **({"evolver_tokens": evolver.usage.total} if evolver is not None else {}),
-                "cost": round(sum(m.usage.cost for m in models), 8),
+                "tokens": sum(u.tokens for u in used.values()),
+                "agent_tokens": used["agent"].tokens if "agent" in used else 0,
+                "updater_tokens": used["updater"].tokens if "updater" in used else 0,
+                **{
+                    f"{r}_tokens": u.tokens
+                    for r, u in used.items()
+                    if r not in ("agent", "updater")
+                },
+                "cost": round(sum(u.cost for u in used.values()), 8),
+                "usage": usage_json(used),
                 "duration_s": round(report.duration_s, 3),
             }
             results.append(result)
@@ -302,7 +277,12 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
                             episode_setup(ws, env, job.persona, "none"),
                             memory=fixed_block(chars),
                         )
-                    results.append(_arm_result(name, spec, fixed, _evaluate(ws, llm, fixed, exp)))
+                    own = (
+                        llm
+                        if arm.models is None
+                        else make_role_llm(_own_models(cfg, arm), "agent", env=env)
+                    )
+                    results.append(_arm_result(name, spec, fixed, _evaluate(ws, own, fixed, exp)))
             ref, records_ref = job.ref(exp.name), job.records_ref(exp.name)
             assert ref is not None and records_ref is not None
             head = ws.store.head()

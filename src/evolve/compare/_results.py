@@ -1,10 +1,20 @@
 """An experiment's results, from its cell files: one JSON document and its Markdown.
 
 For each evaluation split and feedback tier, one row per arm pooled over personas and stream
-orders: success and violation rate with bootstrap intervals over tasks (each task with all
-of its evaluation seeds), the gap closed between none and oracle on the violation rate, its
-spread across stream orders, the per-rule violation rates, tokens and cost. A second table
-gives the gap closed per persona. See `evolve.compare._stats` for the intervals.
+orders: success, task done and violation rates with bootstrap intervals over tasks (each task
+with all of its evaluation seeds), the gap closed between none and oracle on the failure
+rate, its spread across stream orders, the per-rule violation rates, tokens and cost. A
+second table gives the gap closed per persona. See `evolve.compare._stats` for the intervals.
+
+The headline cannot be won by doing nothing. Every episode is checked for its task (done or
+not) and for each preference that applied to it; the failure rate is failed checks over
+checks, pooled: (undone tasks + violations) / (episodes + applicable preference checks). An
+episode that does nothing fails its one check (1/1), and one that does its task with v of k
+applicable preferences violated fails v/(1 + k) < 1, so no agent scores worse than one that
+does nothing, and doing nothing never closes any of the gap. A violation rate alone (where
+no rule applies to an undone task) is shown beside the task-done rate, never alone; success
+(task done and no preference violated: the gate's score and `evolve run`'s "success") is
+shown too.
 """
 
 from __future__ import annotations
@@ -17,19 +27,26 @@ from evolve.compare._spec import Experiment
 from evolve.compare._stats import gap_interval
 from evolve.stats import Interval, draws, rate_interval, ratio, spread
 
-RESULTS_SCHEMA = 1
-METRIC = "violation_rate"
+RESULTS_SCHEMA = 2  # 2: the gap closed is on the failure rate (was the violation rate)
+METRIC = "failure_rate"
 
 
 def _counts(
     episodes: Iterable[dict[str, Any]], what: str, rule: str | None = None
 ) -> dict[str, tuple[float, float]]:
-    """task -> (numerator, denominator) for `what` (violation_rate, success, rule)."""
+    """task -> (numerator, denominator) for `what` (failure_rate, success, task_done,
+    violation_rate, rule)."""
     out: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for e in episodes:
         entry = out[e["task"]]
         if what == "success":
             entry[0] += 1.0 if e["accepted"] else 0.0
+            entry[1] += 1.0
+        elif what == "failure_rate":  # the task's check and each applicable preference's
+            entry[0] += (0.0 if e["task_success"] else 1.0) + len(e["violations"])
+            entry[1] += 1.0 + len(e["applicable"])
+        elif what == "task_done":
+            entry[0] += 1.0 if e["task_success"] else 0.0
             entry[1] += 1.0
         elif what == "violation_rate":
             entry[0] += len(e["violations"])
@@ -104,7 +121,7 @@ def build_results(
             )
             resamples = draws(tasks, samples, 0)
 
-            def viol(
+            def fails(
                 arm: str,
                 personas: Sequence[str],
                 orders: Sequence[int] | None,
@@ -113,8 +130,8 @@ def build_results(
             ) -> dict[str, tuple[float, float]]:
                 return _counts(index.episodes(arm, split, tier, personas, orders), METRIC)
 
-            none_all = viol("none", exp.personas, None) if has_baselines else {}
-            oracle_all = viol("oracle", exp.personas, None) if has_baselines else {}
+            none_all = fails("none", exp.personas, None) if has_baselines else {}
+            oracle_all = fails("oracle", exp.personas, None) if has_baselines else {}
             for arm in arms:
                 spec = exp.arms[arm]
                 eps = index.episodes(arm, split, tier, exp.personas, None)
@@ -128,8 +145,10 @@ def build_results(
                     "type": spec.type,
                     "recipe": spec.recipe,
                     "episodes": len(eps),
+                    "failure_rate": rate_interval(v, resamples, confidence).as_json(),
                     "success": rate_interval(_counts(eps, "success"), resamples, confidence).as_json(),
-                    "violation_rate": rate_interval(v, resamples, confidence).as_json(),
+                    "task_done": rate_interval(_counts(eps, "task_done"), resamples, confidence).as_json(),
+                    "violation_rate": rate_interval(_counts(eps, "violation_rate"), resamples, confidence).as_json(),
                 }  # fmt: skip
                 if has_baselines:
                     row["gap_closed"] = gap_interval(
@@ -137,15 +156,22 @@ def build_results(
                     ).as_json()
                 trained = spec.type in ("recipe", "fixed") and spec.chars is None
                 if trained:
-                    per_order_gap, per_order_viol = [], []
+                    per_order_gap, per_order_fail, per_order_viol = [], [], []
                     for order in exp.orders:
-                        vo = viol(arm, exp.personas, [order])
-                        per_order_viol.append(ratio(vo))
+                        vo = fails(arm, exp.personas, [order])
+                        per_order_fail.append(ratio(vo))
+                        per_order_viol.append(
+                            ratio(_counts(index.episodes(arm, split, tier, exp.personas, [order]),
+                                          "violation_rate"))
+                        )  # fmt: skip
                         if has_baselines:
                             per_order_gap.append(
                                 gap_interval(none_all, vo, oracle_all, [], confidence).value
                             )
-                    row["spread"] = {"violation_rate": spread(per_order_viol)}
+                    row["spread"] = {
+                        "failure_rate": spread(per_order_fail),
+                        "violation_rate": spread(per_order_viol),
+                    }
                     if has_baselines:
                         row["spread"]["gap_closed"] = spread(per_order_gap)
                 rules = sorted({r for e in eps for r in e["applicable"]})
@@ -165,19 +191,19 @@ def build_results(
                 rows.append(row)
                 if has_baselines:
                     for persona in exp.personas:
-                        vp = viol(arm, [persona], None)
+                        vp = fails(arm, [persona], None)
                         if not vp:
                             continue
                         gap = gap_interval(
-                            viol("none", [persona], None),
+                            fails("none", [persona], None),
                             vp,
-                            viol("oracle", [persona], None),
+                            fails("oracle", [persona], None),
                             resamples,
                             confidence,
                         )
                         per_persona.append(
                             {"split": split, "tier": tier, "arm": arm, "persona": persona,
-                             "violation_rate": round(ratio(vp) or 0.0, 4),
+                             "failure_rate": round(ratio(vp) or 0.0, 4),
                              "gap_closed": gap.as_json()}
                         )  # fmt: skip
     return {
@@ -187,7 +213,11 @@ def build_results(
         "base": base,
         "digest": exp.digest(),
         "metric": METRIC,
-        "gap_closed": "(none - arm) / (none - oracle) on the violation rate",
+        "gap_closed": "(none - arm) / (none - oracle) on the failure rate",
+        "failure_rate": "(undone tasks + violations) / (episodes + applicable preference "
+        "checks): an episode that does nothing fails its one check",
+        "success": "an episode succeeds when its task is done and no preference that applied "
+        "to it was violated",
         "bootstrap": {"samples": samples, "confidence": confidence, "unit": "task"},
         "plan": exp.model_dump(mode="json"),
         "cells": len(cells),
@@ -232,6 +262,8 @@ def results_markdown(doc: dict[str, Any]) -> str:
         "all of its evaluation seeds, personas and stream orders",
         "- spread: the lowest and highest value over stream orders",
     ]
+    if doc.get("failure_rate"):
+        lines.insert(-1, f"- failure rate = {doc['failure_rate']}; success: {doc['success']}")
     if doc.get("duration_s") is not None:
         lines.append(f"- {doc['cells']} jobs in {doc['duration_s']:.0f} s")
     for split in plan["splits"]:
@@ -243,13 +275,14 @@ def results_markdown(doc: dict[str, Any]) -> str:
                 "",
                 f"## {split}, {tier} feedback",
                 "",
-                "| arm | gap closed % | spread | violations % | success % | tokens/episode | memory chars | cost $ |",
-                "|---|---|---|---|---|---|---|---|",
+                "| arm | gap closed % | spread | success % | task done % | violations % | tokens/episode | memory chars | cost $ |",
+                "|---|---|---|---|---|---|---|---|---|",
             ]
             for r in rows:
                 lines.append(
                     f"| {r['arm']} | {_pct(r.get('gap_closed'))} | {_spread(r, 'gap_closed')} | "
-                    f"{_pct(r['violation_rate'])} | {_pct(r['success'])} | "
+                    f"{_pct(r['success'])} | {_pct(r.get('task_done'))} | "
+                    f"{_pct(r['violation_rate'])} | "
                     f"{r['tokens_per_episode'] or 0:.0f} | {r['memory_chars'] or 0:.0f} | "
                     f"{r['cost']:.4f} |"
                 )

@@ -114,6 +114,11 @@ def prepare(
         roles.append("evolver")  # the skills recipe's batch evolver (models.evolver)
     for role in roles:
         make_role_llm(cfg, role, env=env)  # an unknown model is refused before anything runs
+    for arm in exp.arms.values():  # and so is one an arm names for itself
+        if arm.models is not None:
+            own = with_models(cfg, agent=arm.models.agent, updater=arm.models.updater)
+            for role in ("agent", "updater") if arm.type == "recipe" else ("agent",):
+                make_role_llm(own, role, env=env)
     base = ws.store.head()
     if base is None:
         raise EvolveError("the workspace has no commit yet; commit it before comparing.")

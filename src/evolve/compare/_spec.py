@@ -17,6 +17,7 @@ arms:
   fixed: {type: fixed, match: ace}   # a neutral block as long as ace's memory (or chars: N)
   ace: {recipe: ace}           # any recipe (skills too, once registered), with parameters:
   rewrite: {recipe: rewrite, max_memory_chars: 1200, caps: {units: 1}}
+  small: {type: none, models: {agent: openai/qwen2.5-0.5b}}  # an arm's own models
 ```
 
 Every mistake is one sentence (:class:`ExperimentError`) before anything runs.
@@ -55,6 +56,11 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class ModelsSpec(_Strict):
+    agent: str | None = None
+    updater: str | None = None
+
+
 class ArmSpec(_Strict):
     """One arm: what the agent is given, and for recipe arms how memory is written."""
 
@@ -65,11 +71,8 @@ class ArmSpec(_Strict):
     caps: RecipeCaps | None = None  # recipe: the applier's caps for this recipe in this arm
     max_memory_chars: int | None = Field(default=None, ge=100, le=100_000)
     review: bool = False
-
-
-class ModelsSpec(_Strict):
-    agent: str | None = None
-    updater: str | None = None
+    # This arm's own models over the experiment's (say another agent, scored beside none)
+    models: ModelsSpec | None = None
 
 
 class Experiment(_Strict):
@@ -207,6 +210,8 @@ def _check(
                 raise fail(f"fixed arm {name!r} matches {arm.match!r}, which is not a recipe arm")
         elif arm.match is not None or arm.chars is not None:
             raise fail(f"arm {name!r} is not fixed; match and chars belong to fixed arms")
+        if arm.type != "recipe" and arm.models is not None and arm.models.updater:
+            raise fail(f"arm {name!r} of type {arm.type} learns nothing; it takes no updater model")
 
 
 def load_experiment(

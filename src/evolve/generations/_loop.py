@@ -57,6 +57,7 @@ from evolve.generations._records import (
     ChangeRecord,
     GainRecord,
     GenerationRecord,
+    RoleUsageRecord,
     load_records,
     save_record,
     score_record,
@@ -64,6 +65,7 @@ from evolve.generations._records import (
 from evolve.history import refresh_commit_graph
 from evolve.llm import LLM, make_role_llm
 from evolve.llm._cost import Rate, find_rate
+from evolve.llm._meter import Meter, RoleUsage, current_meter, difference, metering
 from evolve.reflector import Reflector as Reflector  # explicit: tests substitute it
 from evolve.store import GENERATION, KIND, GitStore
 from evolve.train import last_episode, stream_id, train
@@ -549,6 +551,13 @@ def _models(ws: Workspace, env: Environment, models: _Models | None) -> _Models:
             updater=make_role_llm(cfg, "updater", env=env),
             reflector=make_role_llm(cfg, "reflector", env=env),
         )
+    meter = current_meter()
+    if meter is not None:  # models handed in are counted too
+        models = _Models(
+            agent=meter.wrap(models.agent, "agent"),
+            updater=meter.wrap(models.updater, "updater"),
+            reflector=meter.wrap(models.reflector, "reflector"),
+        )
     prices = {k: Rate(p.input, p.output) for k, p in cfg.prices.items()}
     unpriced = cost_cap_problem(
         cfg.gate.max_cost, models.agent.name, find_rate(models.agent.name, prices) is not None
@@ -577,10 +586,24 @@ def _run(
     diffs: dict[int, str] | None = None,
 ) -> list[GenerationRecord]:
     """Run generations `first`.. (`request.count` of them) under the caller's lock."""
-    loop = _open_loop(ws, request)
+    with metering() as meter:  # every role's tokens, per generation (evolve.llm._meter)
+        loop = _open_loop(ws, request)
+        return _generations(loop, request, first, stream_end, meter, diffs)
+
+
+def _generations(
+    loop: _Loop,
+    request: _Request,
+    first: int,
+    stream_end: int | None,
+    meter: Meter,
+    diffs: dict[int, str] | None,
+) -> list[GenerationRecord]:
+    ws = loop.ws
     records = []
     for number in range(first, first + request.count):
-        record = _one(loop, request, number, stream_end)
+        before = meter.snapshot()
+        record = _one(loop, request, number, stream_end, meter, before)
         stream_end = record.stream_end
         if diffs is not None and record.candidate != record.base:
             diffs[number] = ws.store.repo.git.diff(
@@ -591,7 +614,14 @@ def _run(
     return records
 
 
-def _one(loop: _Loop, request: _Request, number: int, stream_end: int | None) -> GenerationRecord:
+def _one(
+    loop: _Loop,
+    request: _Request,
+    number: int,
+    stream_end: int | None,
+    meter: Meter,
+    before: Mapping[str, RoleUsage],
+) -> GenerationRecord:
     """Generation `number` as a transaction: journaled base, the phases, the record; any error
     or interrupt rolls it back and records why (`_abort`)."""
     ws, store = loop.ws, loop.ws.store
@@ -604,6 +634,10 @@ def _one(loop: _Loop, request: _Request, number: int, stream_end: int | None) ->
             gtx = joined(ws).generation(number, protected_hash, dry_run=request.dry_run)
             fault("start")
             record = _Generation(loop, gtx, stream_end).run()
+            record.usage = {
+                role: RoleUsageRecord(**u.as_json())
+                for role, u in difference(meter.snapshot(), before).items()
+            }
             gtx.phase("the record")
             fault("record")
             if not request.dry_run:

@@ -22,6 +22,14 @@ from evolve.llm._errors import (
     ShapeRefused,
     TurnPaused,
 )
+from evolve.llm._meter import (
+    Meter,
+    MeteredLLM,
+    RoleUsage,
+    metering,
+    usage_json,
+    usage_line,
+)
 from evolve.llm._mock import MockLLM
 from evolve.llm._registry import ModelFactory, make_llm, models
 from evolve.llm._types import (
@@ -64,7 +72,13 @@ __all__ = [
     "Completion",
     "JsonSchema",
     "Message",
+    "Meter",
+    "MeteredLLM",
     "MockLLM",
+    "RoleUsage",
+    "metering",
+    "usage_json",
+    "usage_line",
     "ModelFactory",
     "Usage",
     "estimate_tokens",

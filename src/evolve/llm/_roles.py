@@ -8,6 +8,7 @@ from evolve.llm._budget import Budget
 from evolve.llm._cache import CachedLLM
 from evolve.llm._cost import PricedLLM, Rate, find_rate
 from evolve.llm._errors import KeyMissing
+from evolve.llm._meter import current_meter
 from evolve.llm._registry import make_llm
 from evolve.llm._types import LLM
 
@@ -98,7 +99,8 @@ def make_role_llm(
     rate = find_rate(llm.name, prices)
     if rate is not None:
         llm = PricedLLM(llm, rate)
-    return llm
+    meter = current_meter()  # the running command counts every role's tokens (`_meter`)
+    return llm if meter is None else meter.wrap(llm, role)
 
 
 class _Unbuilt:

@@ -140,7 +140,8 @@ def experiment_section(doc: dict[str, Any]) -> list[str]:
         f"{escape(', '.join(plan.get('personas', [])))}; {plan.get('episodes')} training "
         f"episodes; stream orders {escape(', '.join(map(str, plan.get('orders', []))))}; "
         f"evaluation seeds {escape(', '.join(map(str, plan.get('eval_seeds', []))))}; "
-        f"split {escape(split)}. Gap closed = {escape(str(doc.get('gap_closed', '')))}; "
+        f"split {escape(split)}. Gap closed = {escape(str(doc.get('gap_closed', '')))}"
+        f"{'; failure rate = ' + escape(str(doc['failure_rate'])) if doc.get('failure_rate') else ''}; "
         "whiskers: bootstrap interval over tasks. Arms' memory: "
         f"<code>git diff refs/evolve/arms/{escape(name)}/&lt;arm&gt;/&lt;persona&gt;/&lt;tier&gt;/"
         "&lt;order&gt; ... -- memory/</code>.</p>",
@@ -157,8 +158,9 @@ def experiment_section(doc: dict[str, Any]) -> list[str]:
         html.append(f"<h3>{escape(split)}, {escape(tier)} feedback</h3>")
         html.append(_bar_chart(f"gap closed per arm ({tier} feedback)", bars))
         html.append(
-            "<table><tr><th>arm</th><th>gap closed %</th><th>violations %</th><th>success %</th>"
-            "<th>gap closed over orders</th><th>tokens/episode</th><th>cost $</th></tr>"
+            "<table><tr><th>arm</th><th>gap closed %</th><th>success %</th><th>task done %</th>"
+            "<th>violations %</th><th>gap closed over orders</th><th>tokens/episode</th>"
+            "<th>cost $</th></tr>"
         )
         for r in rows:
             s = r.get("spread", {}).get("gap_closed") or {}
@@ -167,7 +169,8 @@ def experiment_section(doc: dict[str, Any]) -> list[str]:
             )
             html.append(
                 f"<tr><td>{escape(r['arm'])}</td><td>{_pct(r.get('gap_closed'))}</td>"
-                f"<td>{_pct(r.get('violation_rate'))}</td><td>{_pct(r.get('success'))}</td>"
+                f"<td>{_pct(r.get('success'))}</td><td>{_pct(r.get('task_done'))}</td>"
+                f"<td>{_pct(r.get('violation_rate'))}</td>"
                 f"<td>{spread}</td><td>{r.get('tokens_per_episode') or 0:.0f}</td>"
                 f"<td>{r.get('cost', 0.0):.4f}</td></tr>"
             )

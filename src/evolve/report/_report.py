@@ -88,8 +88,12 @@ def _usage_rows(ws: Workspace) -> tuple[list[list[str]], list[list[str]]]:
         tokens = sum(round(s.tokens_per_episode * s.episodes) for s in scored)
         dev = f"{_money(r.dev.cost / r.dev.episodes)}" if r.dev and r.dev.episodes else ""
         cost = sum(s.cost for s in scored)
+        if r.usage:  # every role's requests in the generation (training, reflection, scoring)
+            tokens = sum(u.tokens for u in r.usage.values())
+            cost = sum(u.cost for u in r.usage.values())
+        roles = _roles({role: u.tokens for role, u in r.usage.items()}) or "agent (scoring only)"
         generations.append(
-            [str(r.number), r.verdict, str(episodes), f"{tokens:,}", _money(cost), dev]
+            [str(r.number), r.verdict, str(episodes), f"{tokens:,}", roles, _money(cost), dev]
         )
     runs: list[list[str]] = []
     folder = ws.runs_dir
@@ -98,24 +102,41 @@ def _usage_rows(ws: Workspace) -> tuple[list[list[str]], list[list[str]]]:
         try:
             s = json.loads(path.read_text(encoding="utf-8"))
             row = [path.parent.name, f"run {s['split']}", str(s["model"]), str(int(s["episodes"])),
-                   f"{int(s['tokens']):,}", _money(float(s.get("cost", 0.0)))]  # fmt: skip
+                   f"{int(s['tokens']):,}", _roles({"agent": int(s["tokens"])}),
+                   _money(float(s.get("cost", 0.0)))]  # fmt: skip
         except (OSError, ValueError, KeyError, TypeError):
             continue
         runs.append(row)
     for log in sorted(folder.glob("train-*.jsonl")) if folder.is_dir() else []:
         episodes, tokens, cost, models = 0, 0, 0.0, set()
+        per_role: dict[str, int] = defaultdict(int)
         for line in log.read_text(encoding="utf-8").splitlines():
             try:
                 e = json.loads(line)
-                tokens += int(e.get("input_tokens", 0)) + int(e.get("output_tokens", 0))
-                cost += float(e.get("cost", 0.0))
+                usage = e.get("usage")
+                if isinstance(usage, dict):  # every role's (logs written since issue 22)
+                    for role, n in usage["tokens"].items():
+                        per_role[str(role)] += int(n)
+                    cost += float(usage["cost"])
+                else:  # an older log: the agent's own count only
+                    n = int(e.get("input_tokens", 0)) + int(e.get("output_tokens", 0))
+                    per_role["agent"] += n
+                    cost += float(e.get("cost", 0.0))
                 models.add(str(e.get("model", "")))
-            except (ValueError, TypeError, AttributeError):
+            except (ValueError, TypeError, AttributeError, KeyError):
                 continue
             episodes += 1
-        runs.append([log.stem, "training (agent)", ", ".join(sorted(models - {""})),
-                     str(episodes), f"{tokens:,}", _money(cost)])  # fmt: skip
+        tokens = sum(per_role.values())
+        runs.append([log.stem, "training", ", ".join(sorted(models - {""})),
+                     str(episodes), f"{tokens:,}", _roles(per_role), _money(cost)])  # fmt: skip
     return generations, runs
+
+
+def _roles(tokens: dict[str, int]) -> str:
+    """`agent 1,234; updater 56`: tokens per role, in the usual order of roles."""
+    order = ("agent", "updater", "reflector", "evolver", "selector")
+    named = [r for r in order if r in tokens] + sorted(r for r in tokens if r not in order)
+    return "; ".join(f"{role} {tokens[role]:,}" for role in named)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -133,13 +154,15 @@ def _usage_section(ws: Workspace) -> list[str]:
         "<h3>Per generation (the dev and holdout scorings of base and candidate)</h3>",
     ]
     if generations:
-        html.append(_table(["generation", "verdict", "episodes", "tokens", "cost",
-                            "cost per dev episode (candidate)"], generations))  # fmt: skip
+        html.append(_table(["generation", "verdict", "episodes", "tokens", "tokens per role",
+                            "cost", "cost per dev episode (candidate)"], generations))  # fmt: skip
     else:
         html.append('<p class="empty">No generation records yet.</p>')
     html.append(f"<h3>Per run and training log (the last {RECENT_RUNS} runs)</h3>")
     if runs:
-        html.append(_table(["log", "kind", "model", "episodes", "tokens", "cost"], runs))
+        html.append(
+            _table(["log", "kind", "model", "episodes", "tokens", "tokens per role", "cost"], runs)
+        )
     else:
         html.append('<p class="empty">No run or training logs yet.</p>')
     return html

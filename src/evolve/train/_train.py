@@ -47,6 +47,7 @@ from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
 from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
 from evolve.llm import LLM, make_role_llm
+from evolve.llm._meter import Meter, RoleUsage, difference, metering, usage_json
 from evolve.memory import MemoryUnit, UnitReader, in_scope, scope_for
 from evolve.ops import Op
 from evolve.skills._failed import fail, failed_files, load_failed
@@ -105,6 +106,9 @@ class EpisodeOutcome:
     # skills: the batch this episode ended (its commit is the batch's), and its episodes
     batch: int | None = None
     batch_episodes: list[int] | None = None
+    # what the episode's model requests used, per role (agent, updater, evolver, selector)
+    tokens: dict[str, int] = field(default_factory=dict)
+    cost: float = 0.0
 
 
 @dataclass
@@ -116,6 +120,7 @@ class TrainReport:
     end: int
     outcomes: list[EpisodeOutcome] = field(default_factory=list)
     duration_s: float = 0.0
+    usage: dict[str, RoleUsage] = field(default_factory=dict)  # per role, this whole run
 
     @property
     def commits(self) -> list[str]:
@@ -132,6 +137,9 @@ class TrainReport:
             "accepted": sum(o.accepted for o in self.outcomes),
             "commits": self.commits,
             "duration_s": round(self.duration_s, 3),
+            "tokens": sum(u.tokens for u in self.usage.values()),
+            "cost": round(sum(u.cost for u in self.usage.values()), 8),
+            "usage": usage_json(self.usage),
             "outcomes": [o.__dict__ for o in self.outcomes],
         }
 
@@ -253,6 +261,7 @@ class TrainModels:
     agent: LLM
     updater: LLM
     evolver: LLM | None = None  # the skills recipe's batch evolver (None: from evolve.yaml)
+    meter: Meter | None = None  # counts every role's tokens (evolve.llm._meter)
 
 
 def train(
@@ -296,21 +305,25 @@ def train(
         raise UnknownName(
             f"unknown persona {request.persona!r}; choose one of {', '.join(env.personas())}."
         )
-    models = TrainModels(
-        recipe_impl,
-        agent_llm or make_role_llm(cfg, "agent", env=env),
-        updater_llm or make_role_llm(cfg, "updater", env=env),
-        evolver_llm,
-    )
-    # Under the caller's lock (take_lock=False: a generation, an experiment arm) the caller
-    # handles an interrupt; otherwise `writer` undoes the write in flight (evolve.txn).
-    with writer(ws, "evolve train") if take_lock else nullcontext(joined(ws)) as tx:
-        report = _EpisodeLoop(tx, env, request, models, _open_stream(tx, env, request)).run(
-            progress
+    # Every role's tokens are counted (a generation's meter, when training runs in one).
+    with metering() as meter:
+        before = meter.snapshot()
+        models = TrainModels(
+            recipe_impl,
+            meter.wrap(agent_llm or make_role_llm(cfg, "agent", env=env), "agent"),
+            meter.wrap(updater_llm or make_role_llm(cfg, "updater", env=env), "updater"),
+            None if evolver_llm is None else meter.wrap(evolver_llm, "evolver"),
+            meter,
         )
-        if report.commits and take_lock:
-            refresh_commit_graph(ws.store)
-        return report
+        # Under the caller's lock (take_lock=False: a generation, an experiment arm) the
+        # caller handles an interrupt; otherwise `writer` undoes the write in flight (txn).
+        with writer(ws, "evolve train") if take_lock else nullcontext(joined(ws)) as tx:
+            loop = _EpisodeLoop(tx, env, request, models, _open_stream(tx, env, request))
+            report = loop.run(progress)
+            report.usage = difference(meter.snapshot(), before)
+            if report.commits and take_lock:
+                refresh_commit_graph(ws.store)
+            return report
 
 
 def batch_end(ws: Workspace, k: int, total: int) -> bool:
@@ -604,7 +617,9 @@ class _EpisodeLoop:
             clock = stream.timeline.clock(stream.sid, stream.last)
             score_episodes(self.ws, self.request, owed, stream.last, clock, self.failed)
             stream.first = None  # the count commit wrote memory: read again
+        meter = self.models.meter
         for k in range(stream.start, total):
+            before = meter.snapshot() if meter is not None else {}
             ep = self._run(k)
             if not ep.outcome.accepted:
                 self._learn(ep)
@@ -613,6 +628,10 @@ class _EpisodeLoop:
                     k, ep.task, ep.result, self.models.updater, derive_seed(stream.sid, k, "update")
                 )
             self._count(ep)
+            if meter is not None:
+                used = difference(meter.snapshot(), before)
+                ep.outcome.tokens = {role: u.tokens for role, u in used.items()}
+                ep.outcome.cost = round(sum(u.cost for u in used.values()), 8)
             self._log(ep)
             self.report.outcomes.append(ep.outcome)
             self._advance(ep)
@@ -721,7 +740,10 @@ class _EpisodeLoop:
         logged = ep.result.record.model_copy(
             update={"commit": ep.outcome.commit, "refused": ep.outcome.refused, "episode": ep.k}
         )
-        line = canonical_json(logged.model_dump(mode="json")) + "\n"
+        entry = logged.model_dump(mode="json")
+        if ep.outcome.tokens:  # every role's tokens, beside the agent's own count
+            entry["usage"] = {"tokens": ep.outcome.tokens, "cost": ep.outcome.cost}
+        line = canonical_json(entry) + "\n"
         confined.append_text(self.ws.root, self.log_rel, line)  # O_NOFOLLOW, at open time
 
     def _advance(self, ep: _Episode) -> None:

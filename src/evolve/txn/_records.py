@@ -26,12 +26,24 @@ class _Record(BaseModel):
 
 
 class ScoreRecord(_Record):
-    score: float
+    score: float  # episodes whose task was done with no preference violated
     violation_rate: float
+    task_done: float | None = None  # the task-done rate, beside the violation rate
     episodes: int
     tokens_per_episode: float
     cost: float = 0.0  # US dollars of the scored episodes' model requests
     rules: dict[str, float]
+
+
+class RoleUsageRecord(_Record):
+    """What one role's model requests used in a generation (`evolve.llm._meter`)."""
+
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    tokens: int
+    cached: int = 0
+    cost: float = 0.0
 
 
 class GainRecord(_Record):
@@ -76,6 +88,8 @@ class GenerationRecord(_Record):
     reason: str  # "error: <sentence>" when the generation ended in an error or was killed
     phase: str | None = None  # the step an erroring generation was in
     scored_tree: str | None = None  # the tree id that was scored (the accepted tree is it)
+    # every role's tokens and cost in this generation: training, reflection, scoring
+    usage: dict[str, RoleUsageRecord] = {}
 
     @property
     def error(self) -> bool:
@@ -104,6 +118,13 @@ class GenerationRecord(_Record):
             f"- holdout (reported, never used to accept): {s(self.holdout_base)} -> {s(self.holdout)}",
             f"- workspace tests: {'passed' if self.tests_passed else 'FAILED'}",
             f"- prompt sizes: {', '.join(f'{k} {v}' for k, v in sorted(self.prompt_sizes.items()))}",
+            "- tokens: "
+            + (
+                ", ".join(f"{role} {u.tokens:,}" for role, u in self.usage.items())
+                + f"; cost ${sum(u.cost for u in self.usage.values()):.4f}"
+                if self.usage
+                else "not recorded"
+            ),
             "",
             "## Changes",
             *[f"- {c.kind} {c.commit[:10]} {c.subject}" for c in self.changes],
@@ -154,6 +175,7 @@ def score_record(summary: dict[str, Any]) -> ScoreRecord:
     return ScoreRecord(
         score=summary["score"],
         violation_rate=summary["violation_rate"],
+        task_done=summary.get("task_success_rate"),
         episodes=summary["episodes"],
         tokens_per_episode=summary["tokens_per_episode"],
         cost=summary.get("cost", 0.0),

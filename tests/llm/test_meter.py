@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import threading
 
-from evolve.llm import Completion, Message, Meter, MeteredLLM, MockLLM, RoleUsage, metering, usage_line
+from evolve.llm import (
+    Completion,
+    Message,
+    Meter,
+    MeteredLLM,
+    MockLLM,
+    RoleUsage,
+    metering,
+    usage_line,
+)
 from evolve.llm._meter import current_meter, difference
 
 

@@ -49,9 +49,7 @@ def test_train_counts_the_updater_beside_the_agent(
     assert "tokens: agent " in out and ", updater " in out and "cost $" in out
 
 
-def test_a_generation_records_every_role(
-    ws: Workspace, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_generation_records_every_role(ws: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
     result = cli_json(capsys, "evolve", "--generations", "1")
     [gen] = result["generations"]
     usage = gen["usage"]

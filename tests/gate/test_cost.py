@@ -162,7 +162,8 @@ def test_the_gate_scores_through_the_executor_seam(
     [record] = evolve(ws, generations=1, models=models, executor="threads", concurrency=3).records
     assert len(calls) == 4  # dev and holdout, base and candidate
     assert all(c["executor"] == "threads" and c["concurrency"] == 3 for c in calls)
-    assert all(c["llm"] is models.agent for c in calls)  # the live model scores
+    # the live model scores (counted by the generation's meter: evolve.llm._meter)
+    assert all(getattr(c["llm"], "inner", c["llm"]) is models.agent for c in calls)
     assert record.verdict == "accepted", record.reason
 
 

@@ -12,6 +12,9 @@ Nothing is lost as a side effect: a revoke that names its replacement (`revoked_
 op that writes that replacement are applied together or not at all, so a modify whose new text
 is refused (tombstone, scope, cap, malformed) leaves the old unit active, and the refusal of
 both is logged. A revoke whose `revoked_by` names no unit active after the batch is refused.
+An evict that makes room for a new unit (`Op.room_for`) goes with the op that writes that
+unit in the same way: a refused add takes its evict with it, so memory never shrinks for a
+unit it did not gain; an evict whose `room_for` names no unit the batch writes is refused.
 """
 
 from __future__ import annotations
@@ -165,6 +168,7 @@ class MemoryApplier:
             target = final.get(by)
             if target is None or target.status not in _LIVE:
                 more[i] = f"its replacement {by} is not in memory after this update"
+        more.update(_homeless_evicts(ops, reasons, final))
         if more:
             return more
         before = {u.id: u for u in units if u.scope == self.scope}
@@ -327,8 +331,18 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+def _partner(op: Op) -> str | None:
+    """The unit whose write `op` goes with: a revoke's replacement, an evict's new unit."""
+    if op.op == "revoke":
+        return op.unit.revoked_by or None
+    if op.op == "evict":
+        return op.room_for
+    return None
+
+
 def _groups(ops: Sequence[Op]) -> list[list[int]]:
-    """Ops that stand or fall together: a revoke and the op that writes its replacement."""
+    """Ops that stand or fall together: a revoke and the op that writes its replacement, an
+    evict and the add it makes room for."""
     parent = list(range(len(ops)))
 
     def find(i: int) -> int:
@@ -342,13 +356,34 @@ def _groups(ops: Sequence[Op]) -> list[list[int]]:
         if op.op != "revoke" and op.op != "evict":
             writers.setdefault(op.id, []).append(i)
     for i, op in enumerate(ops):
-        if op.op == "revoke" and op.unit.revoked_by:
-            for j in writers.get(op.unit.revoked_by, []):
+        partner = _partner(op)
+        if partner is not None:
+            for j in writers.get(partner, []):
                 parent[find(i)] = find(j)
     out: dict[int, list[int]] = {}
     for i in range(len(ops)):
         out.setdefault(find(i), []).append(i)
     return sorted(out.values(), key=lambda members: members[0])
+
+
+def _homeless_evicts(
+    ops: Sequence[Op], reasons: dict[int, str], final: dict[str, MemoryUnit]
+) -> dict[int, str]:
+    """Evicts that name a unit to make room for that this update does not write: memory
+    would shrink for nothing."""
+    written = {op.id for i, op in enumerate(ops) if i not in reasons and op.op not in _TAKERS}
+    out: dict[int, str] = {}
+    for i, op in enumerate(ops):
+        room = op.room_for if op.op == "evict" else None
+        if i in reasons or room is None:
+            continue
+        target = final.get(room)
+        if room not in written or target is None or target.status not in _LIVE:
+            out[i] = f"the unit it makes room for, {room}, is not written by this update"
+    return out
+
+
+_TAKERS = frozenset({"revoke", "evict", "tombstone"})
 
 
 def _one(unit: MemoryUnit) -> int:

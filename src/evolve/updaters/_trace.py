@@ -28,6 +28,7 @@ from evolve.updaters._base import (
     Update,
     active_by_age,
     ask,
+    evictions,
     items,
     load_prompt,
     named_units,
@@ -124,8 +125,14 @@ class TraceRecipe:
     name = "trace"
     cap: ClassVar[int] = 12
 
+    evict_rule: ClassVar[str] = f"FIFO cap of {cap}: the oldest check goes first"
+
     def default_caps(self, config: EvolveConfig) -> RecipeCaps:
         return RecipeCaps(units=self.cap)
+
+    def evict_order(self, units: Sequence[MemoryUnit]) -> list[MemoryUnit]:
+        """FIFO: the oldest-learned check leaves first."""
+        return active_by_age(units)
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
         return render_plain(units)
@@ -222,12 +229,18 @@ class TraceRecipe:
                 retire(old, unit.id, f"{why} {unit.id}")
             ops.append(Op(op="add", unit=unit))
             active.append(unit)
+        ops = self._cap(ops, active, update)
+        update.ops = ops
+        return update
+
+    def _cap(self, ops: list[Op], active: list[MemoryUnit], update: Update) -> list[Op]:
+        """FIFO beyond the cap; each evict goes with the new check it makes room for."""
+        victims: list[MemoryUnit] = []
         while len(active) > self.cap:
             victim = active.pop(0)
             if any(op.unit.id == victim.id and op.op == "add" for op in ops):
                 ops = [op for op in ops if op.unit.id != victim.id]
             else:
-                ops.append(Op(op="evict", unit=victim))
+                victims.append(victim)
             update.notes.append(f"cap: evicted oldest check {victim.id} (FIFO)")
-        update.ops = ops
-        return update
+        return ops + evictions(victims, ops, f"FIFO cap of {self.cap}")

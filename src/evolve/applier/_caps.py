@@ -82,6 +82,7 @@ def victims(
     *,
     within: set[tuple[str, str]] | None = None,
     keep: frozenset[str] = frozenset(),
+    doing: str = "this",
 ) -> list[tuple[MemoryUnit, str]]:
     """The units to evict, with why, so that `units` (a state a writer is about to leave)
     holds every cap: by each recipe's own rule, never one of `keep` (units the writer is
@@ -108,7 +109,7 @@ def victims(
             out.append((victim, f"{rule[1]} (caps.{over.recipe}.{over.cap} {over.limit})"))
         if _size(over.cap, mine) > over.limit:
             raise EvolveError(
-                f"this would leave {over.line()}, and {over.recipe} has no eviction rule "
+                f"{doing} would leave {over.line()}, and {over.recipe} has no eviction rule "
                 f"that meets it; raise caps.{over.recipe}.{over.cap} in evolve.yaml, or take "
                 "a unit back first (`evolve revert` of the commit that taught it)."
             )
@@ -121,6 +122,7 @@ def make_room(
     """Evict ops that keep `scope` within its caps once `ops` are applied over `units`, by
     each recipe's own rule; each makes room for `room_for` (the unit the ops make active,
     so the applier applies them together) and never evicts a unit the ops write.
+    ("approving it would leave ...": what a refusal says.)
 
     Raises:
         EvolveError: a cap eviction cannot meet (see :func:`victims`).
@@ -135,7 +137,9 @@ def make_room(
     keep = frozenset(op.id for op in ops)
     return [
         Op(op="evict", unit=victim, reason=why, room_for=room_for)
-        for victim, why in victims(ws, list(final.values()), within=touched, keep=keep)
+        for victim, why in victims(
+            ws, list(final.values()), within=touched, keep=keep, doing="approving it"
+        )
     ]
 
 
@@ -167,7 +171,9 @@ class CapFit:
         return out + [f"- {ident}: {why}" for ident, why in self.evicted]
 
 
-def fit_files(ws: Workspace, head: str, changes: Mapping[str, bytes | None]) -> CapFit:
+def fit_files(
+    ws: Workspace, head: str, changes: Mapping[str, bytes | None], doing: str = "this"
+) -> CapFit:
     """Keep every cap after a write of whole files over commit `head` (`changes`: path ->
     new bytes, None to delete; what a revert writes): the units it would leave over a cap
     in a (scope, recipe) it touched are evicted by the recipe's own rule, counters and all.
@@ -191,7 +197,7 @@ def fit_files(ws: Workspace, head: str, changes: Mapping[str, bytes | None]) -> 
         if str(u.path()) in changes
     }
     fit = CapFit()
-    chosen = victims(ws, after, within=touched)
+    chosen = victims(ws, after, within=touched, doing=doing)
     sidecars: dict[str, dict[str, dict[str, float | int]]] = {}
     for victim, why in chosen:
         path = str(victim.path())

@@ -67,6 +67,9 @@ class MemoryApplier:
         # (serializing is most of an op's check). Keyed by the unit object, kept for one apply.
         self._dumped: dict[int, tuple[MemoryUnit, str]] = {}
         self._caps: dict[str, RecipeCaps] = {}  # each recipe's, as `recipe_caps` says
+        # Each applied op's unit as the batch had it just before the op (`_walk`): what the
+        # op changes, even when an earlier op of the batch changed the same unit.
+        self._prior: dict[int, MemoryUnit | None] = {}
 
     def caps(self, recipe: str) -> RecipeCaps:
         caps = self._caps.get(recipe)
@@ -129,11 +132,13 @@ class MemoryApplier:
             and u.scope in (self.scope, "global")
         ]
         reasons: dict[int, str] = {}
+        self._prior = {}
         for i, op in enumerate(ops):
             reason = forced.get(i) or self.check(op, existing, tombstones)
             if reason is not None:
                 reasons[i] = reason
                 continue
+            self._prior[i] = existing.get(op.id)
             if op.op == "evict":
                 existing.pop(op.id, None)
             else:
@@ -185,7 +190,6 @@ class MemoryApplier:
         final: dict[str, MemoryUnit],
         groups: list[list[int]],
     ) -> dict[int, str]:
-        before = {u.id: u for u in units if u.scope == self.scope}
         recipes = {op.unit.recipe for i, op in enumerate(ops) if i not in reasons}
         for recipe in sorted(recipes):
             caps = self.caps(recipe)
@@ -200,7 +204,7 @@ class MemoryApplier:
                     continue
                 for members in reversed(groups):
                     live = [i for i in members if i not in reasons]
-                    grows = sum(_delta(before.get(ops[i].id), ops[i], recipe, size) for i in live)
+                    grows = sum(_delta(self._prior.get(i), ops[i], recipe, size) for i in live)
                     if live and grows > 0:
                         what = "active units" if name == "units" else "characters of active text"
                         why = f"over the {recipe} cap of {limit} {what} per scope (caps in evolve.yaml)"

@@ -1,6 +1,6 @@
 """No silent duplicates or drops (issue 23 item 7): TEPA keeps one sentence under one key
-(a vocabulary key takes over an invented one, and the invented key maps onto it after; an
-exact duplicate under another key is refused); reflexion refuses a reflection it already
+(a vocabulary key takes over an invented one, and the invented key maps onto it after; the
+same sentence proposed under an invented key is the held precedent); reflexion refuses a reflection it already
 holds; a rewrite names the lines it drops; a trace check points at the complaint line that
 produced it."""
 
@@ -88,13 +88,14 @@ def test_a_vocabulary_key_takes_over_the_same_sentence_under_an_invented_key() -
     assert _active_texts(_after(units, later)) == [("payment.note", newer)]
 
 
-def test_the_same_sentence_under_another_key_is_refused() -> None:
+def test_the_same_sentence_under_an_invented_key_maps_onto_the_held_one() -> None:
     held = _tepa("tepa-0000000001", TOTAL, key="payment.note")
-    for key in ("payment.running_sum", "payment.card"):
+    for key in ("payment.running_sum", "payment.totals_line"):
         update = _observe("tepa", [held], {"precedents": [{"key": key, "sentence": TOTAL}]})
-        assert update.ops == []
-        (refusal,) = update.refused
-        assert refusal.reason == "the same sentence is precedent tepa-0000000001 under payment.note"
+        assert update.ops == [] and update.refused == []
+        assert f"key other.{key} mapped onto payment.note: duplicate of active precedent " in (
+            "\n".join(update.notes)
+        )
 
 
 # --- reflexion -----------------------------------------------------------------------------

@@ -11,10 +11,13 @@ folding app and detail aliases). A key that prefix or substring matching would f
 vocabulary key about a different detail is kept as `other.<key>` and the decision is logged,
 so it never revokes an unrelated precedent.
 
-No sentence under two keys: a precedent whose sentence an active one under another key says
-word for word is refused, except that a vocabulary key takes over an invented one (`other.*`):
-the new precedent replaces it, and that invented key maps onto the vocabulary key from then on
-(`learned_aliases`, read from the revoked precedent, so it survives between episodes).
+No sentence under an invented key and another key. A precedent proposed under an invented
+key (`other.*`) whose sentence an active precedent says word for word is that precedent: its
+key maps onto the held one, and nothing is added (a note says so). A precedent proposed under
+a vocabulary key takes over the same sentence held under an invented key: the new precedent
+replaces it, and that invented key maps onto the vocabulary key from then on
+(`learned_aliases`, read from the revoked precedent, so it survives between episodes). Two
+vocabulary keys are two details, and one sentence may hold for both.
 """
 
 from __future__ import annotations
@@ -170,11 +173,18 @@ def _twin(
             for u in units
             if u.status == "active"
             and u.key != key
+            and _invented(key, u.key)
             and u.id not in gone
             and normalize(u.text) == text
         ),
         None,
     )
+
+
+def _invented(*keys: str | None) -> bool:
+    """Whether one of `keys` is invented (`other.*`): two vocabulary keys are two details, and
+    one sentence may hold for both ("Sign off with - Alex." for texts and emails)."""
+    return any((k or "").startswith("other.") for k in keys)
 
 
 def _maps_onto(twin: MemoryUnit, key: str) -> bool:
@@ -272,12 +282,8 @@ class TepaRecipe:
                 continue
             twin = _twin(state.values(), key, sentence, named)
             if twin is not None and not _maps_onto(twin, key):
-                update.refused.append(
-                    Refusal(
-                        op="precedent",
-                        what=sentence[:80],
-                        reason=f"the same sentence is precedent {twin.id} under {twin.key}",
-                    )
+                update.notes.append(
+                    f"key {key} mapped onto {twin.key}: duplicate of active precedent {twin.id}"
                 )
                 continue
             if twin is not None:

@@ -7,7 +7,9 @@ seed 0), then for every episode commit, in a fresh clone of the trained workspac
 contain any text the revert tombstoned; the clone then trains `--relearn` more episodes
 (default 20) and no tombstoned text may be active again. That is done for every reverted
 commit by default (about a minute for all six recipes); `--relearn-sample K` checks K evenly
-spaced commits per recipe instead.
+spaced commits per recipe instead. After every successful revert, single or cascade, every
+scope must hold its recipes' caps (`evolve.applier.overflows`): the violations are printed, and
+must be 0.
 
 A commit that only moved evidence counters (ACE helpful/harmful, topl alpha/beta) reverts by
 taking back exactly its counter deltas, and one that only reordered the rewrite document's
@@ -30,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evolve.applier import overflows
 from evolve.errors import EvolveError
 from evolve.history import memory_as_of, revert
 from evolve.memory import load_units, scope_for
@@ -54,6 +57,8 @@ class Row:
     relearn_checked: int = 0
     relearn_ok: int = 0
     failures: list[str] = field(default_factory=list)
+    caps_checked: int = 0  # reverts (single and cascade) after which every cap was checked
+    cap_violations: list[str] = field(default_factory=list)
 
     @property
     def content(self) -> int:
@@ -94,6 +99,13 @@ def _check_after(ws: Workspace, texts: set[str], row: Row, relearn: int, total: 
         row.failures.append(f"relearned in {back[0].id}")
 
 
+def _check_caps(ws: Workspace, row: Row, sha: str, kind: str) -> None:
+    """Every scope within its recipes' caps after the revert (`evolve.applier.overflows`)."""
+    row.caps_checked += 1
+    for over in overflows(ws, load_units(ws.root)):
+        row.cap_violations.append(f"{kind} revert of {sha[:10]}: {over.line()}")
+
+
 def _sample(n: int, k: int) -> set[int]:
     if k <= 0 or k >= n:
         return set(range(n))
@@ -113,6 +125,7 @@ def bench_recipe(recipe: str, episodes: int, relearn: int, sample: int, tmp: Pat
         try:
             result = revert(ws, sha, reason="bench")
             row.single += 1
+            _check_caps(ws, row, sha, "single")
             texts = {line for t in result.tombstones for line in _lines(t.text)}
         except EvolveError as exc:
             if "nothing to revert" in str(exc) or "nothing left to revert" in str(exc):
@@ -123,6 +136,7 @@ def bench_recipe(recipe: str, episodes: int, relearn: int, sample: int, tmp: Pat
             try:
                 result = revert(ws, sha, reason="bench", cascade=True)
                 texts = {line for t in result.tombstones for line in _lines(t.text)}
+                _check_caps(ws, row, sha, "cascade")
             except EvolveError as again:
                 row.failures.append(f"{sha[:10]}: {again}")
                 continue
@@ -134,6 +148,18 @@ def bench_recipe(recipe: str, episodes: int, relearn: int, sample: int, tmp: Pat
 
 def _pct(n: int, d: int) -> str:
     return f"{100 * n / d:5.1f}%" if d else "   - "
+
+
+def _print_caps(rows: list[Row]) -> None:
+    print("caps after every single and cascade revert (must be 0 violations):")
+    for r in rows:
+        print(
+            f"  {r.recipe:<10} {r.caps_checked:>4} reverts checked, {len(r.cap_violations)} violations"
+        )
+        for violation in r.cap_violations[:5]:
+            print(f"    {violation}")
+    total = sum(len(r.cap_violations) for r in rows)
+    print(f"cap violations: {total} in {sum(r.caps_checked for r in rows)} reverts")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         "no-op (no-op: a commit whose change later commits already undid entirely, so a "
         "revert would change nothing, is refused: there is nothing left to revert)."
     )
+    _print_caps(rows)
     print(f"took {time.perf_counter() - started:.1f}s")
     return 0
 

@@ -12,6 +12,9 @@ Nothing is lost as a side effect: a revoke that names its replacement (`revoked_
 op that writes that replacement are applied together or not at all, so a modify whose new text
 is refused (tombstone, scope, cap, malformed) leaves the old unit active, and the refusal of
 both is logged. A revoke whose `revoked_by` names no unit active after the batch is refused.
+An evict that makes room for a new unit (`Op.room_for`) goes with the op that writes that
+unit in the same way: a refused add takes its evict with it, so memory never shrinks for a
+unit it did not gain; an evict whose `room_for` names no unit the batch writes is refused.
 """
 
 from __future__ import annotations
@@ -64,6 +67,9 @@ class MemoryApplier:
         # (serializing is most of an op's check). Keyed by the unit object, kept for one apply.
         self._dumped: dict[int, tuple[MemoryUnit, str]] = {}
         self._caps: dict[str, RecipeCaps] = {}  # each recipe's, as `recipe_caps` says
+        # Each applied op's unit as the batch had it just before the op (`_walk`): what the
+        # op changes, even when an earlier op of the batch changed the same unit.
+        self._prior: dict[int, MemoryUnit | None] = {}
 
     def caps(self, recipe: str) -> RecipeCaps:
         caps = self._caps.get(recipe)
@@ -126,11 +132,13 @@ class MemoryApplier:
             and u.scope in (self.scope, "global")
         ]
         reasons: dict[int, str] = {}
+        self._prior = {}
         for i, op in enumerate(ops):
             reason = forced.get(i) or self.check(op, existing, tombstones)
             if reason is not None:
                 reasons[i] = reason
                 continue
+            self._prior[i] = existing.get(op.id)
             if op.op == "evict":
                 existing.pop(op.id, None)
             else:
@@ -165,6 +173,7 @@ class MemoryApplier:
             target = final.get(by)
             if target is None or target.status not in _LIVE:
                 more[i] = f"its replacement {by} is not in memory after this update"
+        more.update(_homeless_evicts(ops, reasons, final))
         if more:
             return more
         before = {u.id: u for u in units if u.scope == self.scope}
@@ -181,7 +190,6 @@ class MemoryApplier:
         final: dict[str, MemoryUnit],
         groups: list[list[int]],
     ) -> dict[int, str]:
-        before = {u.id: u for u in units if u.scope == self.scope}
         recipes = {op.unit.recipe for i, op in enumerate(ops) if i not in reasons}
         for recipe in sorted(recipes):
             caps = self.caps(recipe)
@@ -196,7 +204,7 @@ class MemoryApplier:
                     continue
                 for members in reversed(groups):
                     live = [i for i in members if i not in reasons]
-                    grows = sum(_delta(before.get(ops[i].id), ops[i], recipe, size) for i in live)
+                    grows = sum(_delta(self._prior.get(i), ops[i], recipe, size) for i in live)
                     if live and grows > 0:
                         what = "active units" if name == "units" else "characters of active text"
                         why = f"over the {recipe} cap of {limit} {what} per scope (caps in evolve.yaml)"
@@ -327,8 +335,18 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+def _partner(op: Op) -> str | None:
+    """The unit whose write `op` goes with: a revoke's replacement, an evict's new unit."""
+    if op.op == "revoke":
+        return op.unit.revoked_by or None
+    if op.op == "evict":
+        return op.room_for
+    return None
+
+
 def _groups(ops: Sequence[Op]) -> list[list[int]]:
-    """Ops that stand or fall together: a revoke and the op that writes its replacement."""
+    """Ops that stand or fall together: a revoke and the op that writes its replacement, an
+    evict and the add it makes room for."""
     parent = list(range(len(ops)))
 
     def find(i: int) -> int:
@@ -342,13 +360,34 @@ def _groups(ops: Sequence[Op]) -> list[list[int]]:
         if op.op != "revoke" and op.op != "evict":
             writers.setdefault(op.id, []).append(i)
     for i, op in enumerate(ops):
-        if op.op == "revoke" and op.unit.revoked_by:
-            for j in writers.get(op.unit.revoked_by, []):
+        partner = _partner(op)
+        if partner is not None:
+            for j in writers.get(partner, []):
                 parent[find(i)] = find(j)
     out: dict[int, list[int]] = {}
     for i in range(len(ops)):
         out.setdefault(find(i), []).append(i)
     return sorted(out.values(), key=lambda members: members[0])
+
+
+def _homeless_evicts(
+    ops: Sequence[Op], reasons: dict[int, str], final: dict[str, MemoryUnit]
+) -> dict[int, str]:
+    """Evicts that name a unit to make room for that this update does not write: memory
+    would shrink for nothing."""
+    written = {op.id for i, op in enumerate(ops) if i not in reasons and op.op not in _TAKERS}
+    out: dict[int, str] = {}
+    for i, op in enumerate(ops):
+        room = op.room_for if op.op == "evict" else None
+        if i in reasons or room is None:
+            continue
+        target = final.get(room)
+        if room not in written or target is None or target.status not in _LIVE:
+            out[i] = f"the unit it makes room for, {room}, is not written by this update"
+    return out
+
+
+_TAKERS = frozenset({"revoke", "evict", "tombstone"})
 
 
 def _one(unit: MemoryUnit) -> int:

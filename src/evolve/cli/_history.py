@@ -103,6 +103,7 @@ def review_list(as_json: bool, workspace: Path | None) -> None:
                     "supersedes": i.unit.supersedes,
                     "complaint": i.complaint,
                     "commit": i.commit,
+                    "evicts": [{"id": e, "rule": why} for e, why in i.evicts],
                 }
                 for i in items
             ]  # fmt: skip
@@ -116,6 +117,8 @@ def review_list(as_json: bool, workspace: Path | None) -> None:
             stdout.print(f"    would replace {i.unit.supersedes}")
         if i.complaint:
             stdout.print(f"    from the complaint: {escape(i.complaint)}")
+        for evicted, why in i.evicts:
+            stdout.print(f"    approving it evicts {evicted} ({escape(why)})")
 
 
 @review_group.command("approve")

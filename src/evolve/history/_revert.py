@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from evolve.applier import CapFit, fit_files
 from evolve.errors import EvolveError
 from evolve.history._changes import (
     REVERTS,
@@ -458,7 +459,11 @@ def revert(
         drops, ended = record_drops(store, head, changes)  # a tombstoned skill's record ends
         changes.update(drops)
         _check_shelves(ws, info, head, changes)
-        return _commit(tx, info, targets, plan, changes, counts, [u.id for u in back], ended)
+        capped = fit_files(ws, head, changes, f"reverting {info.short}")  # caps hold after
+        capped.apply(changes)
+        return _commit(
+            tx, info, targets, plan, changes, counts, [u.id for u in back], ended, capped
+        )
 
 
 def _check_shelves(
@@ -491,6 +496,7 @@ def _commit(
     counts: CountBack,
     restarted: list[str],
     ended: list[str],
+    capped: CapFit | None = None,
 ) -> RevertResult:
     store = tx.store
     short = info.short
@@ -505,7 +511,7 @@ def _commit(
     lifted: list[str] = []
     for path in sorted(changes):
         ident = path.rsplit("/", 1)[-1].removesuffix(".md")
-        if path in stone_paths or is_counters_file(path):
+        if path in stone_paths or is_counters_file(path) or (capped and path in capped.paths):
             continue
         was = unit_of(path, store.read(plan.head, path))
         if was is not None and was.status == "tombstoned":
@@ -516,6 +522,7 @@ def _commit(
     ops += [("tombstone", s.id) for s in stones]
     ops += [("count", ident) for ident in counts.ids]
     ops += [("restart", ident) for ident in restarted]
+    ops += capped.ops() if capped else []
     paths = tx.write(changes)
     why = plan.why or f"reverted {short}"
     body = [f"Reason: {why}", ""]
@@ -547,6 +554,7 @@ def _commit(
             "brings it back):",
         ]
         body += [f"- {ident}" for ident in ended]
+    body += capped.lines() if capped else []
     cascade = len(targets) > 1
     trailers = [
         (KIND, "cascade revert" if cascade else "revert"),

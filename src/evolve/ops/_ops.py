@@ -36,6 +36,11 @@ class Op(BaseModel):
 
     `unit` is the unit's full new state (for `evict`, the state it had), so a record of
     operations says exactly what was written.
+
+    An `evict` that makes room for a new unit names it in `room_for` (the id the batch's add
+    or reactivate writes): the applier applies the two together or neither, so memory never
+    shrinks for a unit that was then refused. An evict without it (memory already over a
+    cap, an archive bound) stands alone and says why in `reason`.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -43,6 +48,7 @@ class Op(BaseModel):
     op: OpName
     unit: MemoryUnit
     reason: str = ""
+    room_for: str | None = None
 
     @property
     def id(self) -> str:

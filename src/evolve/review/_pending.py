@@ -2,7 +2,10 @@
 
 Pending units are never rendered. A pending unit that replaces another names it in
 `supersedes`; the replaced unit stays active until the pending one is approved, so nothing a
-person has not seen takes anything away from the agent either.
+person has not seen takes anything away from the agent either. The same holds for an evict
+that makes room for a new unit (`Op.room_for`): the pending unit and its eviction are one
+proposal; approving it evicts by the recipe's own rule, as memory stands at the approval, in
+the approval's commit, and rejecting it evicts nothing.
 """
 
 from __future__ import annotations
@@ -63,6 +66,10 @@ def as_pending(ops: Sequence[Op], units: Sequence[MemoryUnit]) -> list[Op]:
             out.append(Op(op="add", unit=proposal, reason=f"proposed change to {unit.id}"))
         elif op.op == "revoke":
             continue  # deferred: applied when the unit that replaces it is approved
+        elif op.op == "evict" and op.room_for is not None:
+            # One proposal with the unit it makes room for: the approval evicts by the
+            # recipe's rule as memory then stands (`evolve.applier.make_room`).
+            continue
         else:
             out.append(op)
     return out

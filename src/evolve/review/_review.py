@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from evolve.applier import Op
+from evolve.applier import Op, make_room
 from evolve.errors import EvolveError
 from evolve.history import complaint_line
 from evolve.memory import MemoryUnit, UnitReader
@@ -19,19 +19,39 @@ class PendingItem:
     unit: MemoryUnit
     complaint: str | None
     commit: str | None
+    # What approving it would evict now to keep the recipe's cap (id, the rule): the unit
+    # and the room it needs are one proposal.
+    evicts: tuple[tuple[str, str], ...] = ()
 
 
 def list_pending(ws: Workspace) -> list[PendingItem]:
-    """Pending units with the complaint that produced each (from the commit that wrote it)."""
+    """Pending units with the complaint that produced each (from the commit that wrote it),
+    and what approving each would evict as memory stands now."""
     out = []
-    for unit in UnitReader(ws.root).load():
+    units = UnitReader(ws.root).load()
+    for unit in units:
         if unit.status != "pending":
             continue
         commits = list(ws.store.log([str(unit.path())], max_count=1))
         commit = commits[0] if commits else None
         complaint = complaint_line(commit.body) if commit else None
-        out.append(PendingItem(unit, complaint or unit.complaint, commit.sha if commit else None))
+        sha = commit.sha if commit else None
+        out.append(PendingItem(unit, complaint or unit.complaint, sha, _evicts(ws, units, unit)))
     return out
+
+
+def _evicts(
+    ws: Workspace, units: list[MemoryUnit], unit: MemoryUnit
+) -> tuple[tuple[str, str], ...]:
+    ops = [Op(op="approve", unit=unit.with_(status="active"))]
+    old = current_holder(units, unit.supersedes)
+    if old is not None:
+        ops.append(Op(op="revoke", unit=old.with_(status="revoked", revoked_by=unit.id)))
+    try:
+        room = make_room(ws, unit.scope, units, ops, unit.id)
+    except EvolveError:
+        return ()  # approving it is refused, and says why
+    return tuple((op.id, op.reason) for op in room)
 
 
 def current_holder(units: list[MemoryUnit], replaced: str | None) -> MemoryUnit | None:
@@ -126,12 +146,20 @@ def _decide(ws: Workspace, unit_id: str, approve: bool, reason: str | None = Non
                 )
             )
             notes.append(f"Reason: {why}")
+        if approve:
+            room = _room(ws, unit, units, ops, unit_id)
+            ops += room
+            notes += [f"{op.id} is evicted to make room: {op.reason}." for op in room]
         result = tx.apply(ops, units, scope=unit.scope)
         if result.refused:
             tx.end()
             why = result.refused[0].reason
             if "skill shelf" in why and "is full" in why:
                 why += "; reject a pending skill there, retire or delete one, or raise the cap"
+            elif "cap of" in why and "per scope" in why:
+                why += (
+                    "; reject a pending unit, take one back with `evolve revert`, or raise the cap"
+                )
             raise EvolveError(f"could not {'approve' if approve else 'reject'} {unit_id}: {why}.")
         verb = "approve" if approve else "reject"
         trailers = [(KIND, "review"), (OPS, format_ops((op.op, op.id) for op in result.applied))]
@@ -143,9 +171,21 @@ def _decide(ws: Workspace, unit_id: str, approve: bool, reason: str | None = Non
         return sha
 
 
+def _room(
+    ws: Workspace, unit: MemoryUnit, units: list[MemoryUnit], ops: list[Op], unit_id: str
+) -> list[Op]:
+    """The evictions an approval brings: the pending unit and the room it needs are one
+    proposal, made by the recipe's own rule as memory stands now."""
+    try:
+        return make_room(ws, unit.scope, units, ops, unit.id)
+    except EvolveError as exc:
+        raise EvolveError(f"could not approve {unit_id}: {exc}") from None
+
+
 def approve(ws: Workspace, unit_id: str) -> str:
     """Make a pending unit active and revoke the unit it replaces as it stands now (if that
-    unit was replaced since the proposal, its replacement is the one revoked); returns the
+    unit was replaced since the proposal, its replacement is the one revoked), evicting what
+    the recipe's cap needs by the recipe's own rule (`PendingItem.evicts`); returns the
     commit."""
     return _decide(ws, unit_id, approve=True)
 

@@ -214,7 +214,8 @@ def commit_message(
     subject = commit_subject(recipe, persona, episode, task_id, reader_counts(result.applied))
     body = ["Complaint:", *[f"  {line}" for line in complaint.splitlines()], "", "Operations:"]
     for op in result.applied:
-        body.append(f"- {op.op} {op.id}: {clip(op.unit.text, BODY_TEXT)}")
+        why = f" ({op.reason})" if op.op == "evict" and op.reason else ""  # the cap, its add
+        body.append(f"- {op.op} {op.id}: {clip(op.unit.text, BODY_TEXT)}{why}")
     refused = [*update.refused, *result.refused]
     if refused:
         body += ["", "Refused:", *[f"- {r.line()}" for r in refused]]

@@ -35,6 +35,7 @@ from evolve.updaters._base import (
     active_by_age,
     age,
     ask,
+    evictions,
     items,
     load_prompt,
     named_units,
@@ -88,6 +89,7 @@ class _Playbook:
         self.revoked = {u.id: u for u in units if u.status == "revoked"}
         self.existing = {u.id for u in units}
         self.changed: dict[str, tuple[str, MemoryUnit]] = {}
+        self.victims: list[MemoryUnit] = []  # active bullets the cap evicts, first to go first
 
     def put(self, op: str, unit: MemoryUnit, reason: str = "") -> None:
         prev = self.changed.get(unit.id)
@@ -176,14 +178,14 @@ class _Playbook:
     def cap(self) -> None:
         """Evict beyond the cap by (helpful - harmful), then age; bound the archive too."""
         while len(self.active) > self.recipe.cap:
-            victim = min(
-                self.active.values(), key=lambda u: ((u.helpful or 0) - (u.harmful or 0), age(u))
-            )
+            victim = self.recipe.evict_order(list(self.active.values()))[0]
             del self.active[victim.id]
             self._drop(
                 victim,
                 f"cap: evicted {victim.id} (helpful {victim.helpful or 0}, harmful {victim.harmful or 0})",
             )
+            if victim.id in self.existing:
+                self.victims.append(victim)
         archive = sorted(self.revoked.values(), key=age)
         for victim in archive[: max(0, len(archive) - self.recipe.archive_cap)]:
             del self.revoked[victim.id]
@@ -197,7 +199,15 @@ class _Playbook:
         self.update.notes.append(note)
 
     def ops(self) -> list[Op]:
-        return [Op(op=label, unit=unit) for label, unit in self.changed.values()]
+        """The episode's ops; an evict of an active bullet goes with the new bullet it makes
+        room for (`evictions`), an archived bullet's evict stands alone."""
+        capped = {v.id for v in self.victims}
+        ops = [
+            Op(op=label, unit=unit, reason="archive cap" if label == "evict" else "")
+            for label, unit in self.changed.values()
+            if unit.id not in capped
+        ]
+        return ops + evictions(self.victims, ops, f"cap of {self.recipe.cap}")
 
 
 @recipes.register("ace")
@@ -210,8 +220,14 @@ class AceRecipe:
     def __init__(self, similarity: Similarity = trigram_cosine) -> None:
         self.similarity = similarity
 
+    evict_rule: ClassVar[str] = f"cap of {cap}: lowest helpful - harmful first, then oldest"
+
     def default_caps(self, config: EvolveConfig) -> RecipeCaps:
         return RecipeCaps(units=self.cap, chars=MAX_STATEMENT)
+
+    def evict_order(self, units: Sequence[MemoryUnit]) -> list[MemoryUnit]:
+        """Lowest (helpful - harmful) first, then the oldest learned."""
+        return sorted(units, key=lambda u: ((u.helpful or 0) - (u.harmful or 0), age(u)))
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
         return render_plain(units)

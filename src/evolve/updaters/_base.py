@@ -204,6 +204,42 @@ def recipe_caps(config: EvolveConfig, name: str) -> RecipeCaps:
     return config.caps_for(name, own(config) if own is not None else None)
 
 
+EvictOrder = Callable[[Sequence[MemoryUnit]], list[MemoryUnit]]
+
+
+def recipe_evict_rule(name: str) -> tuple[EvictOrder, str] | None:
+    """How recipe `name` makes room under its caps: the order in which it evicts its active
+    units (first to go first) and that rule in words, from its optional ``evict_order(units)``
+    and ``evict_rule``; None for a recipe that never evicts (or is not installed).
+
+    Writers that bring units back (a revert, a review approval) evict by it, so a cap holds
+    after them as it holds after training (`evolve.applier._caps`)."""
+    factory = recipes.find(name)
+    recipe = factory() if factory is not None else None
+    order = getattr(recipe, "evict_order", None)
+    if order is None:
+        return None
+    return order, str(getattr(recipe, "evict_rule", "the recipe's eviction order"))
+
+
+def evictions(victims: Sequence[MemoryUnit], ops: Sequence[Op], rule: str) -> list[Op]:
+    """Evict ops for a recipe's cap `victims` (first to go first), each tied to a new unit of
+    `ops` that it makes room for (`Op.room_for`: the applier applies the two together or
+    neither). New units are the adds and reactivates that replace nothing (a replacement
+    takes its old unit's place); victims beyond them bring memory that was already over the
+    cap back to it, and stand alone. Every evict says why (`reason`, from `rule`)."""
+    if not victims:
+        return []
+    replaced = {op.unit.revoked_by for op in ops if op.op == "revoke" and op.unit.revoked_by}
+    grown = [op.id for op in ops if op.op in ("add", "reactivate") and op.id not in replaced]
+    rooms: list[str | None] = [*([None] * len(victims)), *grown][-len(victims) :]
+    out = []
+    for victim, room in zip(victims, rooms, strict=True):
+        why = f"makes room for {room}" if room else "memory held more than the cap"
+        out.append(Op(op="evict", unit=victim, reason=f"{rule}: {why}", room_for=room))
+    return out
+
+
 def age(unit: MemoryUnit) -> tuple[datetime, str]:
     """Order of learning: when a unit became active (`valid_from`), then its id.
 

@@ -2,8 +2,9 @@
 
 The reply *is* the replacement: the one document unit is rewritten in place (op `rewrite`,
 same id), so the history of its file is the history of the document and a line the model
-leaves out is retired. A document over the cap is cut at a line break, or else at a word
-boundary, never mid-word.
+leaves out is retired, and named: the commit's notes list every line the rewrite dropped
+(`dropped line: ...`), the cut included. A document over the cap is cut at a line break, or
+else at a word boundary, never mid-word.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from evolve._format._render import render_document
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
+from evolve.memory._similarity import normalize
 from evolve.ops import Op, Refusal
 from evolve.updaters._base import RecipeContext, Update, ask, load_prompt, recipes
 from evolve.workspace import EvolveConfig, RecipeCaps
@@ -76,7 +78,19 @@ class RewriteRecipe:
                 current, text=text, status="active", complaint=ctx.source_line(fresh)
             )
             update.ops = [Op(op="rewrite", unit=rewritten)]
+            update.notes += [f"dropped line: {line}" for line in dropped_lines(current.text, text)]
         return update
+
+
+def dropped_lines(before: str, after: str) -> list[str]:
+    """The lines of `before` that `after` no longer has (whitespace and case aside), in order:
+    what a rewrite takes away, named in its commit."""
+    kept = {normalize(line) for line in after.splitlines() if line.strip()}
+    out: list[str] = []
+    for line in before.splitlines():
+        if line.strip() and normalize(line) not in kept and line.strip() not in out:
+            out.append(line.strip())
+    return out
 
 
 def clip(text: str, limit: int) -> str:

@@ -10,12 +10,20 @@ Owed fix: keys are snapped to the vocabulary only when they name the *same detai
 folding app and detail aliases). A key that prefix or substring matching would fold into a
 vocabulary key about a different detail is kept as `other.<key>` and the decision is logged,
 so it never revokes an unrelated precedent.
+
+No sentence under an invented key and another key. A precedent proposed under an invented
+key (`other.*`) whose sentence an active precedent says word for word is that precedent: its
+key maps onto the held one, and nothing is added (a note says so). A precedent proposed under
+a vocabulary key takes over the same sentence held under an invented key: the new precedent
+replaces it, and that invented key maps onto the vocabulary key from then on
+(`learned_aliases`, read from the revoked precedent, so it survives between episodes). Two
+vocabulary keys are two details, and one sentence may hold for both.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from operator import itemgetter
 
@@ -152,6 +160,57 @@ def render_precedents(units: Sequence[MemoryUnit]) -> str:
     return "\n".join(row[2] for row in rows)
 
 
+def _twin(
+    units: Iterable[MemoryUnit], key: str, sentence: str, named: Sequence[MemoryUnit]
+) -> MemoryUnit | None:
+    """An active precedent under another key that says `sentence` word for word (one the
+    proposal names as replaced aside): the same preference under two keys."""
+    gone = {u.id for u in named}
+    text = normalize(sentence)
+    return next(
+        (
+            u
+            for u in units
+            if u.status == "active"
+            and u.key != key
+            and _invented(key, u.key)
+            and u.id not in gone
+            and normalize(u.text) == text
+        ),
+        None,
+    )
+
+
+def _invented(*keys: str | None) -> bool:
+    """Whether one of `keys` is invented (`other.*`): two vocabulary keys are two details, and
+    one sentence may hold for both ("Sign off with - Alex." for texts and emails)."""
+    return any((k or "").startswith("other.") for k in keys)
+
+
+def _maps_onto(twin: MemoryUnit, key: str) -> bool:
+    """A precedent kept under an invented key (`other.*`) that a vocabulary key now names:
+    the new one replaces it, and the invented key maps onto the vocabulary key after."""
+    return key in VOCABULARY and (twin.key or "").startswith("other.")
+
+
+def learned_aliases(units: Iterable[MemoryUnit]) -> dict[str, str]:
+    """Invented keys mapped onto vocabulary keys: an `other.*` precedent revoked by one under
+    a vocabulary key that says the same sentence (`_maps_onto`)."""
+    by_id = {u.id: u for u in units}
+    out: dict[str, str] = {}
+    for u in by_id.values():
+        by = by_id.get(u.revoked_by or "")
+        if (
+            u.status == "revoked"
+            and by is not None
+            and by.key in VOCABULARY
+            and (u.key or "").startswith("other.")
+            and normalize(u.text) == normalize(by.text)
+        ):
+            out[u.key or ""] = by.key or ""
+    return out
+
+
 @recipes.register("tepa")
 class TepaRecipe:
     name = "tepa"
@@ -188,6 +247,7 @@ class TepaRecipe:
             return update
         shown = {u.id: u for u in mine if u.status == "active"}
         keys = {u.key: u.id for u in shown.values() if u.key}
+        aliases = learned_aliases(mine)
         retired = named_units(data, shown, update, "retire", "retire", keys) or []
         for unit in retired:
             put("revoke", ctx.revoked(state[unit.id], by=None))
@@ -211,12 +271,24 @@ class TepaRecipe:
             key, log = snap(str(entry["key"]))
             if log:
                 update.notes.append(log)
+            if key in aliases:
+                update.notes.append(f"key {key} mapped onto {aliases[key]} (learned before)")
+                key = aliases[key]
             current = next(
                 (u for u in state.values() if u.key == key and u.status == "active"), None
             )
             if current is not None and normalize(current.text) == normalize(sentence):
                 update.notes.append(f"duplicate of active precedent {current.id} under {key}")
                 continue
+            twin = _twin(state.values(), key, sentence, named)
+            if twin is not None and not _maps_onto(twin, key):
+                update.notes.append(
+                    f"key {key} mapped onto {twin.key}: duplicate of active precedent {twin.id}"
+                )
+                continue
+            if twin is not None:
+                update.notes.append(f"key {twin.key} mapped onto {key}: {twin.id} says the same")
+                named = [*named, twin]
             archived = next(
                 (
                     u

@@ -32,6 +32,7 @@ from evolve.updaters._base import (
     RecipeContext,
     Update,
     ask,
+    evictions,
     load_prompt,
     named_units,
     recipes,
@@ -74,6 +75,12 @@ class TopLRecipe:
 
     def default_caps(self, config: EvolveConfig) -> RecipeCaps:
         return RecipeCaps(units=self.pool_cap, chars=MAX_STATEMENT)
+
+    evict_rule: ClassVar[str] = f"pool cap of {pool_cap}: the lowest posterior goes first"
+
+    def evict_order(self, units: Sequence[MemoryUnit]) -> list[MemoryUnit]:
+        """The pool ranked by its posterior, lowest first."""
+        return self.ranked(units)[::-1]
 
     def ranked(self, units: Sequence[MemoryUnit]) -> list[MemoryUnit]:
         return ranked_by_posterior(units)
@@ -185,12 +192,14 @@ class TopLRecipe:
                 update.notes.append(f"beta+1 and revoke {old.id}: replaced by {winner}")
             if support is None:
                 put("add", unit)
-        ranked = self.ranked(list(pool.values()))
-        for victim in ranked[self.pool_cap :]:
+        victims = []
+        for victim in self.evict_order(list(pool.values()))[: max(0, len(pool) - self.pool_cap)]:
             if changed.get(victim.id, ("",))[0] == "add":
                 del changed[victim.id]
             else:
-                changed[victim.id] = ("evict", victim)
+                changed.pop(victim.id, None)
+                victims.append(victim)
             update.notes.append(f"pool cap: evicted {victim.id}")
-        update.ops = [Op(op=label, unit=unit) for label, unit in changed.values()]
+        ops = [Op(op=label, unit=unit) for label, unit in changed.values()]
+        update.ops = ops + evictions(victims, ops, f"pool cap of {self.pool_cap}")
         return update

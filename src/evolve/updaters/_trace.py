@@ -11,10 +11,15 @@ successor, by the ids the prompt shows, whatever they say. Safety net when the u
 nothing: a new check on the same api, argument and predicate whose value cannot hold together
 with an active one (`equals` another value; `startswith`/`endswith` a value that is not a
 prefix/suffix of the other) revokes it.
+
+A check's provenance (`complaint`) is the complaint line that produced it, found by what the
+line says about the check's app, argument, predicate and value (`source_line`), one line per
+check of an episode where there are enough.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -22,12 +27,14 @@ from evolve._format._render import render_plain
 from evolve.envs import ApiCall
 from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
+from evolve.memory._similarity import trigram_cosine
 from evolve.ops import Op, Refusal
 from evolve.updaters._base import (
     RecipeContext,
     Update,
     active_by_age,
     ask,
+    evictions,
     items,
     load_prompt,
     named_units,
@@ -80,6 +87,63 @@ SCHEMA = JsonSchema(
 )
 
 
+# What a complaint line about a check says, word by word: the app it is about, what the
+# predicate does to the argument ("didn't end with my usual sign-off"), the argument itself.
+_APP_WORDS = {
+    "phone__send_text_message": {"text", "texts", "message", "messages", "sms"},
+    "venmo__send_payment": {"payment", "payments", "paid", "pay", "venmo"},
+    "gmail__send_email": {"email", "emails", "mail"},
+    "simple_note__create_note": {"note", "notes"},
+}
+_PREDICATE_WORDS = {
+    "endswith": {"end", "ended", "ends", "ending", "close", "closed", "closing", "sign",
+                 "signoff", "signature", "last"},
+    "startswith": {"open", "opened", "opens", "opening", "start", "started", "starts",
+                   "begin", "began", "greet", "greeting", "greeted", "tag", "prefix", "first"},
+    "contains": set(),
+    "not_contains": set(),
+    "equals": set(),
+}  # fmt: skip
+_ARGUMENT_WORDS = {
+    "cc": {"cc", "copy", "copied"},
+    "visibility": {"visibility", "visible", "audience", "public", "private", "friends"},
+}
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def source_line(
+    complaint: str, api: str, argument: str, predicate: str, value: str, taken: set[str]
+) -> str:
+    """The complaint line a check came from: the one that names its value, its argument,
+    what its predicate does and its app (in that weight), a line no other check of the
+    episode took first; ties go to the most similar line, then the first.
+
+    The check's sentence ("When sending an email, the body must start with 'Hi '") shares
+    few letters with the line that produced it ("My email didn't open with my usual
+    greeting"), so likeness of text alone points at the wrong line."""
+    lines = [ln.strip().lstrip("-*• ").strip() for ln in complaint.splitlines()]
+    lines = [ln for ln in lines if ln]
+    if not lines:
+        return ""
+    text = sentence(api, argument, predicate, value)
+    values = {w for w in _words(value) if len(w) >= 3}
+    arguments = _words(argument.replace("_", " ")) | _ARGUMENT_WORDS.get(argument, set())
+    cues = _PREDICATE_WORDS.get(predicate, set())
+    apps = _APP_WORDS.get(api, _words(api.replace("__", " ").replace("_", " ")))
+
+    def score(i: int) -> tuple[int, float, int]:
+        words = _words(lines[i])
+        hits = 4 * bool(values & words) + 3 * bool(arguments & words)
+        hits += 2 * len(cues & words) + len(apps & words)
+        return hits, trigram_cosine(lines[i], text), -i
+
+    free = [i for i in range(len(lines)) if lines[i] not in taken] or list(range(len(lines)))
+    return lines[max(free, key=score)]
+
+
 def sentence(api: str, argument: str, predicate: str, value: str) -> str:
     """A check as a sentence the agent reads."""
     phrase = _API_PHRASES.get(api, f"calling {api}")
@@ -124,8 +188,14 @@ class TraceRecipe:
     name = "trace"
     cap: ClassVar[int] = 12
 
+    evict_rule: ClassVar[str] = f"FIFO cap of {cap}: the oldest check goes first"
+
     def default_caps(self, config: EvolveConfig) -> RecipeCaps:
         return RecipeCaps(units=self.cap)
+
+    def evict_order(self, units: Sequence[MemoryUnit]) -> list[MemoryUnit]:
+        """FIFO: the oldest-learned check leaves first."""
+        return active_by_age(units)
 
     def render(self, units: Sequence[MemoryUnit]) -> str:
         return render_plain(units)
@@ -173,6 +243,7 @@ class TraceRecipe:
         for victim in named_units(data, shown, update, "retire", "retire") or []:
             retire(victim, None, "retired by the updater")
         fields = {"api", "argument", "predicate", "value"}
+        taken: set[str] = set()  # complaint lines a check of this episode came from
         for entry in items(data, "checks", update):
             if not strict_fields(entry, {*fields, "replaces"}, fields, update, "check"):
                 continue
@@ -213,8 +284,10 @@ class TraceRecipe:
                 why = "cannot hold together with newer check"
             else:
                 why = "replaced by"
+            line = source_line(ctx.episode.complaint, api, argument, predicate, value, taken)
+            taken.add(line)
             unit = ctx.new_unit(
-                self.name, "check", sentence(api, argument, predicate, value),
+                self.name, "check", sentence(api, argument, predicate, value), complaint=line,
                 api=api, argument=argument, predicate=predicate, value=value,
                 supersedes=named[0].id if named else None,
             )  # fmt: skip
@@ -222,12 +295,18 @@ class TraceRecipe:
                 retire(old, unit.id, f"{why} {unit.id}")
             ops.append(Op(op="add", unit=unit))
             active.append(unit)
+        ops = self._cap(ops, active, update)
+        update.ops = ops
+        return update
+
+    def _cap(self, ops: list[Op], active: list[MemoryUnit], update: Update) -> list[Op]:
+        """FIFO beyond the cap; each evict goes with the new check it makes room for."""
+        victims: list[MemoryUnit] = []
         while len(active) > self.cap:
             victim = active.pop(0)
             if any(op.unit.id == victim.id and op.op == "add" for op in ops):
                 ops = [op for op in ops if op.unit.id != victim.id]
             else:
-                ops.append(Op(op="evict", unit=victim))
+                victims.append(victim)
             update.notes.append(f"cap: evicted oldest check {victim.id} (FIFO)")
-        update.ops = ops
-        return update
+        return ops + evictions(victims, ops, f"FIFO cap of {self.cap}")

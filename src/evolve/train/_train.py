@@ -36,12 +36,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from evolve import _confine as confined
+from evolve._format._cache import EVALSET_CACHE
 from evolve._format._message import SKILLS_SEEN
 from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve._io import canonical_json, derive_seed
 from evolve.agent import read_prompt_files
 from evolve.applier import ApplyResult
-from evolve.envs import Environment, Task, Tier
+from evolve.envs import Environment, Task, Tier, environments
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
@@ -83,7 +84,7 @@ from evolve.updaters import (
     render_for,
     summarize_actions,
 )
-from evolve.workspace import RUNS, Workspace, max_turns
+from evolve.workspace import EVALSET, RUNS, Workspace, max_turns
 
 if TYPE_CHECKING:
     from evolve.train._batch import SkillsBatches
@@ -281,7 +282,7 @@ def train(
     cfg = ws.config
     name = recipe or cfg.train.recipe
     recipe_impl = get_recipe(name)
-    env = open_env(ws)
+    env = _open_env(ws)
     request = TrainRequest(
         recipe=name,
         episodes=episodes if episodes is not None else cfg.train.episodes,
@@ -311,6 +312,19 @@ def train(
         if report.commits and take_lock:
             refresh_commit_graph(ws.store)
         return report
+
+
+def _open_env(ws: Workspace) -> Environment:
+    """`open_env(ws)`; evolve's own persona world remembers its validated evalset in `.git/`
+    (as `evolve run`'s fast path does: keyed by the evalset's bytes and the validating code),
+    so a training process does not parse and validate an unchanged evalset again."""
+    confined.check_tree(ws.root, EVALSET)  # first, as open_env: a link out, refused by name
+    factory = environments.lookup(ws.config.environment)
+    from evolve.envs.persona_world import PersonaWorldEnv
+
+    if factory is not PersonaWorldEnv:
+        return open_env(ws)
+    return PersonaWorldEnv(ws.evalset_dir, remember=str(ws.store.git_dir / EVALSET_CACHE))
 
 
 def batch_end(ws: Workspace, k: int, total: int) -> bool:

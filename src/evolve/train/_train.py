@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from evolve import _confine as confined
-from evolve._format._cache import EVALSET_CACHE
+from evolve._format._cache import EVALSET_CACHE, UNITS_CACHE
 from evolve._format._message import SKILLS_SEEN
 from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve._io import canonical_json, derive_seed
@@ -468,7 +468,8 @@ def _check_memory(ws: Workspace, request: TrainRequest) -> tuple[UnitReader, lis
     """Memory a person edited so that it cannot be read (a key given twice, ...) is refused
     before anything is written (the timeline, a run log), not after episodes ran. Returns the
     reader and its read, which the first episode uses unless something wrote memory since."""
-    reader = UnitReader(ws.root)
+    # what an earlier process read of each unchanged file is remembered in .git/
+    reader = UnitReader(ws.root, remember=str(ws.store.git_dir / UNITS_CACHE))
     loaded = reader.load()
     if settings_of(ws.config).enabled or request.recipe == "skills":
         check_records(ws.root)

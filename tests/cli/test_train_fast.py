@@ -14,13 +14,12 @@ import typing
 from pathlib import Path
 
 import pytest
+from tests.conftest import GitRunner
 
 from evolve.cli import _fast
 from evolve.cli._group import run as run_click
 from evolve.txn import WriteInterrupted, WriteKeyboardInterrupt
 from evolve.workspace import Workspace, init_workspace
-from tests.conftest import GitRunner
-
 
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[^\s'\"]*")
 
@@ -216,7 +215,7 @@ def test_the_fast_parser_knows_the_train_commands_options() -> None:
         assert all(short.get(s) == name for s in param.opts if not s.startswith("--"))
         if param.envvar and name != "--workspace":
             assert param.envvar in _fast.CLICK_ENV, param.envvar
-    assert _fast.TIERS == typing.get_args(Tier)
+    assert typing.get_args(Tier) == _fast.TIERS
     assert {env for _, _, env, _ in _ROLE_OPTIONS} <= set(_fast.CLICK_ENV)
 
 

@@ -146,6 +146,9 @@ def test_an_interrupt_is_said_as_the_click_group_says_it(
     )
 
 
+PLAIN = ["train", "--episodes", "1", "--json"]
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -171,6 +174,7 @@ def test_other_forms_are_left_to_click(
     assert _fast.run(argv) is None
     assert capsys.readouterr() == ("", "")
     assert _history(ws.root, run_git) == before
+    assert _fast.run(PLAIN) == 0  # while the plain form is answered here
 
 
 @pytest.mark.parametrize(
@@ -181,8 +185,10 @@ def test_the_environment_the_click_command_reads_is_left_to_it(
 ) -> None:
     monkeypatch.setenv(name, "sim" if name.endswith("MODEL") else "read")
     before = _history(ws.root, run_git)
-    assert _fast.run(["train", "--episodes", "1", "--json"]) is None
+    assert _fast.run(PLAIN) is None
     assert _history(ws.root, run_git) == before
+    monkeypatch.delenv(name)
+    assert _fast.run(PLAIN) == 0
 
 
 def test_a_journal_left_behind_is_left_to_the_click_command(ws: Workspace) -> None:
@@ -190,8 +196,10 @@ def test_a_journal_left_behind_is_left_to_the_click_command(ws: Workspace) -> No
 
     journal = ws.store.git_dir / APPLY_JOURNAL
     journal.write_text("{}", encoding="utf-8")
-    assert _fast.run(["train", "--episodes", "1", "--json"]) is None
+    assert _fast.run(PLAIN) is None
     assert journal.read_text(encoding="utf-8") == "{}"
+    journal.unlink()
+    assert _fast.run(PLAIN) == 0
 
 
 def test_the_fast_parser_knows_the_train_commands_options() -> None:

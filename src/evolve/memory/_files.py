@@ -75,7 +75,8 @@ class UnitReader:
         """The units, with the counters of their scope's sidecar overlaid."""
         seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]] = {}
         sidecars: dict[str, tuple[tuple[int, int, int], Counters]] = {}
-        disk = None if self.remember is None or self._cache else RememberedUnits(self.remember)
+        disk = None if self.remember is None else RememberedUnits(self.remember)
+        self.remember = None  # the first read only: later ones know what this process read
         for rel, entry, sidecar in scan(str(self.root / "memory")):
             try:  # a file another writer removes mid-walk is gone, as a later walk sees it
                 if sidecar:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 FORMAT = 1
 # The caches in `.git/` (besides `evolve-log.cache`, `evolve.quick._logcache`'s stream of
 # `evolve log --json` lines), and what produces their entries.
-UNITS_CACHE = "evolve-units.cache"  # unit files the full parser read (`evolve.quick._read`)
+UNITS_CACHE = "evolve-units.cache"  # unit files read before (`quick._read`, `memory._files`)
 CONFIG_CACHE = "evolve-config.cache"  # what `memory` and `run` read of evolve.yaml
 MEMORY_CACHE = "evolve-memory.cache"  # the rendered memory `run` injects
 EVALSET_CACHE = "evolve-evalset.cache"  # the validated evalset (`envs.persona_world`)

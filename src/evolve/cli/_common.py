@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
-
 from evolve.workspace import Workspace
 from evolve.workspace._paths import APPLY_JOURNAL, GENERATION_JOURNAL
 
@@ -46,7 +44,13 @@ def _console(name: str) -> Console:
     return console
 
 
+# click is imported where an option is declared or a recovery is said: `evolve train`'s fast
+# path (`evolve.cli._fast`) runs the command's body through this module without it.
+
+
 def workspace_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    import click
+
     return click.option(
         "--workspace",
         "-C",
@@ -58,6 +62,8 @@ def workspace_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    import click
+
     return click.option(
         "--json", "as_json", is_flag=True, help="Print one JSON document on stdout."
     )(func)
@@ -107,6 +113,8 @@ def model_options(func: Callable[..., Any]) -> Callable[..., Any]:
         )
         return func(*args, models=choice, **kwargs)
 
+    import click
+
     decorated: Callable[..., Any] = wrapper
     decorated = click.option(
         "--cache",
@@ -141,6 +149,8 @@ def open_workspace(path: Path | None, *, config: bool = True) -> Workspace:
     ws = Workspace.find(path, read_config=config)
     git_dir = ws.store.git_dir
     if (git_dir / GENERATION_JOURNAL).exists() or (git_dir / APPLY_JOURNAL).exists():
+        import click
+
         from evolve.txn import recover_if_interrupted
 
         ctx = click.get_current_context(silent=True)

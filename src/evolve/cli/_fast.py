@@ -1,12 +1,16 @@
-"""The reading commands' and `evolve run`'s arguments, read without click (see `evolve.quick`
-and `evolve.evaluate._fast`).
+"""The reading commands', `evolve run`'s and `evolve train`'s arguments, read without click
+(see `evolve.quick`, `evolve.evaluate._fast` and `evolve.cli._trainer`).
 
-:func:`run` answers `evolve log`, `show`, `memory` and `run` when their arguments are among
-the common forms below, and returns None otherwise (`--help`, an unknown or malformed option,
-a PATH for `log`, a value click would refuse): then the click command runs, with its own help
-and error messages. The options mirror the click commands in `evolve.cli._reading` and
-`evolve.cli._run`; a test checks that every option of those commands is either read here or
-left to click.
+:func:`run` answers `evolve log`, `show`, `memory`, `run` and `train` when their arguments are
+among the common forms below, and returns None otherwise (`--help`, an unknown or malformed
+option, a PATH for `log`, a value click would refuse): then the click command runs, with its
+own help and error messages. The options mirror the click commands in `evolve.cli._reading`,
+`evolve.cli._run` and `evolve.cli._train`; a test checks that every option of those commands
+is either read here or left to click.
+
+`train` is a writer: it is decided here before anything is written (its arguments, the
+workspace, no journal left to recover), and from then on it runs the click command's body
+(`evolve.cli._trainer.run_train`) and says what it raises as the click group does.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from evolve.quick._commands import Output
+    from evolve.workspace import Workspace
 
 WORKSPACE = ("-C", "--workspace")
 # command -> (flags, options taking a value (long names), short name -> long name)
@@ -33,10 +38,19 @@ SPEC: dict[str, tuple[frozenset[str], frozenset[str], dict[str, str]]] = {
             frozenset({"--split", "--runs", "--seed", "--concurrency", "--executor", "--persona",
                        "--inject", "--workspace"}),
             {"-C": "--workspace"}),
+    # --recipe (a registry lookup), --model, --updater-model, --reflector-model and --cache
+    # are left to click.
+    "train": (frozenset({"--json", "--review"}),
+              frozenset({"--episodes", "--feedback", "--seed", "--persona", "--workspace"}),
+              {"-C": "--workspace"}),
 }  # fmt: skip
 # evolve.envs.SPLITS and evolve.evaluate.INJECT_MODES (a test checks they agree).
 SPLITS = ("train", "dev", "holdout")
 INJECT_MODES = ("none", "recipe", "oracle", "fixed")
+TIERS = ("instance", "corrective")  # evolve.envs.Tier (a test checks they agree)
+# What the click command reads from the environment besides the workspace: set, it answers.
+CLICK_ENV = ("EVOLVE_MODEL", "EVOLVE_UPDATER_MODEL", "EVOLVE_REFLECTOR_MODEL", "EVOLVE_CACHE",
+             "_EVOLVE_COMPLETE")  # fmt: skip
 
 
 def _number(text: str | None, low: int, high: int | None) -> int | None:
@@ -131,6 +145,8 @@ def run(args: Sequence[str]) -> int | None:
     if parsed is None:
         return None
     flags, values, positional = parsed
+    if command == "train":
+        return _train(values, flags, positional)
     import gc
 
     from evolve.errors import EvolveError
@@ -168,6 +184,89 @@ def run(args: Sequence[str]) -> int | None:
         sys.stderr.write(f"evolve: the output stopped early ({exc}); rerun the command.\n")
         return 1
     return 0
+
+
+def _train(values: dict[str, str], flags: set[str], positional: list[str]) -> int | None:
+    """`evolve train` in its plain forms; None for click's cases (nothing has been written
+    then)."""
+    feedback = values.get("--feedback")
+    try:
+        episodes = _number(values.get("--episodes"), 1, 100_000)
+        seed = _number(values.get("--seed"), 0, None)
+        path = _workspace(values)
+    except ValueError:
+        return None
+    if positional or (feedback is not None and feedback not in TIERS):
+        return None
+    if any(os.environ.get(name) for name in CLICK_ENV):
+        return None
+    from pathlib import Path
+
+    from evolve.errors import EvolveError
+    from evolve.workspace import Workspace
+    from evolve.workspace._paths import APPLY_JOURNAL, GENERATION_JOURNAL
+
+    try:  # as `open_workspace`; its errors, and a journal to recover, the click command says
+        ws = Workspace.find(None if path is None else Path(path))
+        git_dir = ws.store.git_dir
+        if (git_dir / GENERATION_JOURNAL).exists() or (git_dir / APPLY_JOURNAL).exists():
+            return None
+    except (EvolveError, OSError):
+        return None
+    return _as_click_says(ws, values, flags, feedback, episodes, seed)
+
+
+def _as_click_says(
+    ws: Workspace,
+    values: dict[str, str],
+    flags: set[str],
+    feedback: str | None,
+    episodes: int | None,
+    seed: int | None,
+) -> int:
+    """Run the training command's body; what it raises is said as `evolve.cli._group.run`
+    says it (through click's `main`): its exit status."""
+    from evolve.errors import EvolveError
+
+    try:
+        from evolve.cli._common import ModelChoice
+        from evolve.cli._trainer import run_train
+
+        run_train(
+            ModelChoice().apply(ws), recipe=None, episodes=episodes,
+            feedback=feedback,  # type: ignore[arg-type]  # one of TIERS
+            review=True if "--review" in flags else None, seed=seed,
+            persona=values.get("--persona"), as_json="--json" in flags,
+        )  # fmt: skip
+    except (EOFError, KeyboardInterrupt) as exc:  # click: a blank line, then Abort
+        sys.stderr.write("\n")
+        stopped = _interrupted(exc)
+        if stopped is not None:
+            return stopped
+        sys.stderr.write("aborted.\n")
+        return 130
+    except EvolveError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 1
+    except BrokenPipeError:
+        return _reader_gone()
+    except BaseException as exc:  # SIGTERM, SIGHUP in the writer
+        stopped = _interrupted(exc)
+        if stopped is None:
+            raise
+        return stopped
+    return 0
+
+
+def _interrupted(exc: BaseException) -> int | None:
+    """For a writer stopped by a signal (`evolve.txn.WriteInterrupted`): say what it did with
+    its write; its exit status. None for anything else."""
+    from evolve.txn import WriteInterrupted
+
+    if not isinstance(exc, WriteInterrupted):
+        return None
+    sys.stderr.write(f"interrupted: {exc.message}\n")
+    return int(exc.exit_code)
 
 
 def _reader_gone() -> int:

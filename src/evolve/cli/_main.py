@@ -23,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args == ["--version"]:
         print(f"evolve, version {__version__}")
         return 0
-    if args and args[0] in ("log", "show", "memory", "run"):
+    if args and args[0] in ("log", "show", "memory", "run", "train"):
         from evolve.cli._fast import run as run_fast
 
         done = run_fast(args)

@@ -9,15 +9,13 @@ import click
 
 from evolve.cli._common import (
     ModelChoice,
-    emit_json,
     json_option,
     model_options,
     open_workspace,
-    progress_bar,
     workspace_option,
 )
 from evolve.cli._plugins import Registered
-from evolve.train import train
+from evolve.cli._trainer import run_train
 
 
 @click.command("train")
@@ -63,51 +61,7 @@ def train_cmd(
     Every episode that changes memory is one commit with Evolve-* trailers; episodes that
     change nothing make no commit. A stopped run resumes where its stream's history ends.
     """
-    ws = models.apply(open_workspace(workspace))
-    with progress_bar("training") as progress:
-        report = train(
-            ws, recipe=recipe, episodes=episodes, feedback=feedback, seed=seed, review=review,
-            persona=persona, progress=progress,
-        )  # fmt: skip
-    if as_json:
-        emit_json(report.to_json())
-        return
-    # rich only for what is printed for a person (a writer imports what it runs)
-    from rich.markup import escape
-
-    from evolve.cli._common import stdout
-    from evolve.llm._meter import usage_line
-
-    if report.start >= report.end:
-        stdout.print(f"stream {report.stream} is already at episode {report.start}; nothing to do.")
-        return
-    accepted = sum(o.accepted for o in report.outcomes)
-    stdout.print(
-        f"[bold]{report.recipe}[/bold] persona={report.persona} episodes {report.start}..{report.end - 1}: "
-        f"{accepted}/{len(report.outcomes)} accepted, {len(report.commits)} memory commits "
-        f"in {report.duration_s:.2f}s"
-    )
-    stdout.print(usage_line(report.usage), highlight=False)
-    for o in report.outcomes:
-        if o.commit and o.batch is not None:  # a skills batch: its verdicts, as its subject
-            ops = ", ".join(f"{k} {v}" for k, v in o.ops.items()) or "no changes"
-            span = o.batch_episodes or [o.episode]
-            shown = f"{span[0]}-{span[-1]}" if len(span) > 1 else str(span[0])
-            stdout.print(f"  {o.commit[:10]} batch {o.batch} (episodes {shown}): {ops}")
-        elif o.commit:
-            ops = ", ".join(f"{k} {v}" for k, v in sorted(o.ops.items()))
-            stdout.print(f"  {o.commit[:10]} episode {o.episode} {o.task_id}: {ops}")
-        for line in o.refused:
-            stdout.print(f"  episode {o.episode}: {escape(line)}")
-        if o.refusal_record:
-            stdout.print(
-                f"  episode {o.episode}: refusals recorded in {o.refusal_record[:10]} "
-                "(refs/evolve/train; see `evolve log`)"
-            )
-    stdout.print("see `git log` or `evolve log` for the memory diffs.")
-    if report.recipe not in ws.config.rendered_recipes():
-        shown = ", ".join(ws.config.rendered_recipes())
-        stdout.print(
-            f"note: this workspace renders {shown} (evolve.yaml render.recipes, default "
-            f"train.recipe); outside training the agent does not see what {report.recipe} learned."
-        )
+    run_train(
+        models.apply(open_workspace(workspace)), recipe=recipe, episodes=episodes,
+        feedback=feedback, review=review, seed=seed, persona=persona, as_json=as_json,
+    )  # fmt: skip

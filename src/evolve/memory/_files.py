@@ -59,10 +59,15 @@ class UnitReader:
     Training reads the whole of `memory/` before every episode (so that a hand edit or a
     revert takes effect at once); with a thousand units, parsing only what changed keeps
     that read to a directory walk.
+
+    With `remember` (a cache file in `.git/`, `evolve._format._cache.UNITS_CACHE`), the first
+    read also takes what an earlier process read of each file that has not changed since
+    (`RememberedUnits`), so a new process does not read and parse a thousand files again.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, remember: str | None = None) -> None:
         self.root = root
+        self.remember = remember
         self._cache: dict[str, tuple[tuple[int, int, int], MemoryUnit]] = {}
         self._sidecars: dict[str, tuple[tuple[int, int, int], Counters]] = {}
 
@@ -70,6 +75,8 @@ class UnitReader:
         """The units, with the counters of their scope's sidecar overlaid."""
         seen: dict[str, tuple[tuple[int, int, int], MemoryUnit]] = {}
         sidecars: dict[str, tuple[tuple[int, int, int], Counters]] = {}
+        disk = None if self.remember is None else RememberedUnits(self.remember)
+        self.remember = None  # the first read only: later ones know what this process read
         for rel, entry, sidecar in scan(str(self.root / "memory")):
             try:  # a file another writer removes mid-walk is gone, as a later walk sees it
                 if sidecar:
@@ -77,15 +84,76 @@ class UnitReader:
                     continue
                 if not entry.name.isascii():
                     _check_name(rel)
-                seen[rel] = _known(self._cache, rel, entry, read_unit)
+                seen[rel] = (
+                    _known(self._cache, rel, entry, read_unit)
+                    if disk is None
+                    else disk.read(rel, entry)
+                )
             except FileNotFoundError:
                 continue
+        if disk is not None:
+            disk.save()
         self._cache = seen
         self._sidecars = sidecars
         units = [seen[rel][1] for rel in sorted(seen)]
         if not sidecars:
             return units
         return overlay(units, {scope_of_counters(rel): c for rel, (_, c) in sidecars.items()})
+
+
+# A file changed this recently may change again within the file system's time resolution
+# without its times moving (git's "racy" case): it is read, never remembered.
+RACY_NS = 2_000_000_000
+
+
+def _entry(value: object) -> bool:
+    return (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and isinstance(value[0], tuple)
+        and isinstance(value[1], dict)
+    )
+
+
+class RememberedUnits:
+    """The unit files an earlier process read, in the cache file at `path`: path ->
+    (mtime, ctime (which no edit can set back), size and inode of the file, the unit's field
+    values), valid for the code that read them (`evolve._format._cache.DiskCache`). The same
+    file and entries as `evolve.quick._read.UnitsCache`, which remembers the files only the
+    full parser reads; this reader remembers the canonical ones as well."""
+
+    def __init__(self, path: str) -> None:
+        import time
+
+        from evolve._format._cache import DiskCache
+
+        self.file = DiskCache(path, size=None, valid=_entry)
+        self.now_ns = time.time_ns()
+        self.old = self.file.entries() if self.file.exists() else {}
+        self.new: dict[object, object] = {}
+
+    def read(self, rel: str, entry: os.DirEntry[str]) -> tuple[tuple[int, int, int], MemoryUnit]:
+        """(stat key, unit) of the file, as :func:`_known` gives it."""
+        st = entry.stat(follow_symlinks=False)
+        stat = (st.st_mtime_ns, st.st_size, st.st_ino)
+        key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+        known = self.old.get(rel)
+        if isinstance(known, tuple) and known[0] == key:  # `_entry` checked its shape
+            self.new[rel] = known
+            return stat, MemoryUnit.model_construct(**known[1])
+        raw = _read(entry.path, rel)
+        try:
+            values = parse_values(rel, raw)
+        except Unhandled:
+            return stat, parse_unit(rel, raw)  # anything else, and every error, in its words
+        if max(st.st_mtime_ns, st.st_ctime_ns) < self.now_ns - RACY_NS:
+            self.new[rel] = (key, values)
+        return stat, MemoryUnit.model_construct(**values)
+
+    def save(self) -> None:
+        """Keep what this read found (atomically; never fails the command)."""
+        if self.new != self.old:
+            self.file.save(self.new)
 
 
 def _known(

@@ -36,12 +36,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from evolve import _confine as confined
+from evolve._format._cache import EVALSET_CACHE, UNITS_CACHE
 from evolve._format._message import SKILLS_SEEN
 from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve._io import canonical_json, derive_seed
 from evolve.agent import read_prompt_files
 from evolve.applier import ApplyResult
-from evolve.envs import Environment, Task, Tier
+from evolve.envs import Environment, Task, Tier, environments
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import make_verifier, open_env
@@ -84,7 +85,7 @@ from evolve.updaters import (
     render_for,
     summarize_actions,
 )
-from evolve.workspace import RUNS, Workspace, max_turns
+from evolve.workspace import EVALSET, RUNS, Workspace, max_turns
 
 if TYPE_CHECKING:
     from evolve.train._batch import SkillsBatches
@@ -291,7 +292,7 @@ def train(
     cfg = ws.config
     name = recipe or cfg.train.recipe
     recipe_impl = get_recipe(name)
-    env = open_env(ws)
+    env = _open_env(ws)
     request = TrainRequest(
         recipe=name,
         episodes=episodes if episodes is not None else cfg.train.episodes,
@@ -325,6 +326,19 @@ def train(
             if report.commits and take_lock:
                 refresh_commit_graph(ws.store)
             return report
+
+
+def _open_env(ws: Workspace) -> Environment:
+    """`open_env(ws)`; evolve's own persona world remembers its validated evalset in `.git/`
+    (as `evolve run`'s fast path does: keyed by the evalset's bytes and the validating code),
+    so a training process does not parse and validate an unchanged evalset again."""
+    confined.check_tree(ws.root, EVALSET)  # first, as open_env: a link out, refused by name
+    factory = environments.lookup(ws.config.environment)
+    from evolve.envs.persona_world import PersonaWorldEnv
+
+    if factory is not PersonaWorldEnv:
+        return open_env(ws)
+    return PersonaWorldEnv(ws.evalset_dir, remember=str(ws.store.git_dir / EVALSET_CACHE))
 
 
 def batch_end(ws: Workspace, k: int, total: int) -> bool:
@@ -468,7 +482,8 @@ def _check_memory(ws: Workspace, request: TrainRequest) -> tuple[UnitReader, lis
     """Memory a person edited so that it cannot be read (a key given twice, ...) is refused
     before anything is written (the timeline, a run log), not after episodes ran. Returns the
     reader and its read, which the first episode uses unless something wrote memory since."""
-    reader = UnitReader(ws.root)
+    # what an earlier process read of each unchanged file is remembered in .git/
+    reader = UnitReader(ws.root, remember=str(ws.store.git_dir / UNITS_CACHE))
     loaded = reader.load()
     if settings_of(ws.config).enabled or request.recipe == "skills":
         check_records(ws.root)

@@ -34,7 +34,7 @@ class UnitHistory:
         return show_json(self.unit_id, self.path, unit, self.problem, self.commits)
 
 
-def _find_path(ws: Workspace, unit_id: str) -> str | None:
+def find_path(ws: Workspace, unit_id: str) -> str | None:
     name = f"{unit_id}.md"
     # Units live in memory/ (global scope) or one folder down (a persona's): a few stats.
     folders = [ws.memory_dir]
@@ -70,7 +70,7 @@ def show_unit(ws: Workspace, unit_id: str) -> UnitHistory:
         raise EvolveError(
             f"{unit_id!r} is not a unit id; ids look like ace-1a2b3c4d5e (see `evolve log`)."
         )
-    path = _find_path(ws, unit_id)
+    path = find_path(ws, unit_id)
     if path is None:
         raise EvolveError(
             f"no unit with id {unit_id!r} in memory/ or its history; see `evolve log` for ids."

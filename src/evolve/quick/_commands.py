@@ -174,7 +174,7 @@ def _json_array(lines: Iterable[str]) -> Iterator[str]:
 
 
 def _find_path(repo: Repo, unit_id: str) -> str | None:
-    """`evolve.history._show._find_path`."""
+    """`evolve.history._show.find_path`."""
     name = f"{unit_id}.md"
     memory = os.path.join(repo.root, "memory")
     folders = [memory]

@@ -101,6 +101,10 @@ class RevertResult:
     removed: list[str] = field(default_factory=list)
     # A per-unit revert: the units taken back (the rest of the commit stands).
     units: list[str] = field(default_factory=list)
+    # Commits evolve wrote to answer a plain `git revert` this revert undid (with it).
+    answers: list[str] = field(default_factory=list)
+    # Plain `git revert`s a real run answers first, in a commit of their own (`--dry-run`).
+    unanswered: list[str] = field(default_factory=list)
     # `dry_run=True`: nothing was written and `commit` is empty.
     dry_run: bool = False
 
@@ -487,6 +491,9 @@ def revert(
         if not dry_run:
             tombstone_git_reverts(ws, take_lock=False)
         info, unit = _target(ws, rev, unit)
+        broken = _broken_sidecars(store, info)
+        if broken and unit is None and not cascade:
+            return _revert_as_text(tx, info, broken, reason, dry_run)
         _check_revertable(store, info)
         linked = _linked_units(store, info, unit) if unit is not None else None
         done = reverted_by(store, info.sha, unit)
@@ -539,10 +546,85 @@ def revert(
         drops, ended = record_drops(store, head, changes)  # a tombstoned skill's record ends
         changes.update(drops)
         _check_shelves(ws, info, head, changes)
-        shape = _Shape(cascade=len(targets) - len(answers) > 1, units=sorted(linked or ()))
+        shape = _Shape(
+            cascade=len(targets) - len(answers) > 1,
+            units=sorted(linked or ()),
+            answers=[a.sha for a in answers],
+        )
         if dry_run:
-            return _preview(tx, info, targets, plan, changes, counts, [u.id for u in back])
+            return _preview(tx, info, targets, plan, changes, counts, [u.id for u in back], shape)
         return _commit(tx, info, targets, plan, changes, counts, [u.id for u in back], ended, shape)
+
+
+def _broken_sidecars(store: GitStore, info: CommitInfo) -> list[str]:
+    """The counters sidecars `info` changed that cannot be read before or after it (a hand
+    edit with a typo: an unknown counter, a key given twice; or the revert of its fix), which
+    no evidence can be read from."""
+    from evolve.memory._counters import parse_counters
+
+    if len(info.parents) != 1:
+        return []
+    broken = []
+    for _, path in store.changed_paths(info.parents[0], info.sha, TRACKED):
+        if not is_counters_file(path):
+            continue
+        for rev in (info.sha, info.parents[0]):
+            raw = store.read(rev, path)
+            try:
+                if raw is not None:
+                    parse_counters(path, raw.decode("utf-8"))
+            except (EvolveError, UnicodeDecodeError):
+                broken.append(path)
+                break
+    return broken
+
+
+def _revert_as_text(
+    tx: Transaction, info: CommitInfo, broken: list[str], reason: str | None, dry_run: bool
+) -> RevertResult:
+    """Revert a commit that left a counters sidecar unreadable by putting back, byte for byte,
+    every file it changed in memory/ and prompts/, provided none changed since (there is no
+    evidence to take back from a file that cannot be read)."""
+    store = tx.store
+    parent = info.parents[0]
+    changes: dict[str, bytes | None] = {}
+    for _, path in store.changed_paths(parent, info.sha, TRACKED):
+        if store.read("HEAD", path) != store.read(info.sha, path):
+            raise EvolveError(
+                f"{broken[0]} cannot be read before or after {info.short}, and {path} changed "
+                f"since; fix "
+                f"{broken[0]} by hand (or `git revert {info.short}` and resolve the conflict), "
+                "then commit."
+            )
+        changes[path] = store.read(parent, path)
+    ops = [
+        ("restore" if changes[p] is not None else "remove", unit_ident(p)) for p in sorted(changes)
+    ]
+    restored = [p for p in sorted(changes) if changes[p] is not None]
+    removed = [p for p in sorted(changes) if changes[p] is None]
+    result = RevertResult(info.sha, "", restored, removed=removed, commits=[info.sha])
+    if dry_run:
+        result.dry_run = True
+        return result
+    why = reason or f"reverted {info.short}"
+    body = [
+        f"Reason: {why}",
+        "",
+        f"Reverts: {info.short} {info.subject}",
+        "",
+        f"{', '.join(broken)} cannot be read before or after {info.short} (a hand edit); the "
+        "files it changed are put back byte for byte as they were before it.",
+    ]
+    trailers = [(KIND, "revert"), (REVERTS, info.sha), (OPS, format_ops(ops))]
+    paths = tx.write(changes)
+    commit = tx.commit(
+        paths, f"revert {info.short}: {info.subject}"[:200], body="\n".join(body), trailers=trailers
+    )
+    refresh_commit_graph(store)
+    if commit is None:
+        raise _nothing_left(info.short)
+    result.commit = commit
+    return result
 
 
 @dataclass(frozen=True)
@@ -551,6 +633,7 @@ class _Shape:
 
     cascade: bool = False
     units: list[str] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)
 
 
 def _target(ws: Workspace, rev: str, unit: str | None) -> tuple[CommitInfo, str | None]:
@@ -783,11 +866,14 @@ def _preview(
     changes: dict[str, bytes | None],
     counts: CountBack,
     restarted: list[str],
+    shape: _Shape,
 ) -> RevertResult:
     """What the revert would do, written nowhere (`evolve revert --dry-run`)."""
+    from evolve.history._gitrevert import unanswered
+
     if not changes:
         raise _nothing_left(info.short)
-    msg = _message(tx.store, info, targets, plan, changes, counts, restarted, [], _Shape())
+    msg = _message(tx.store, info, targets, plan, changes, counts, restarted, [], shape)
     stone_paths = {str(s.path()) for s in msg.stones}
     return RevertResult(
         info.sha,
@@ -804,6 +890,9 @@ def _preview(
         counters_skipped=counts.missing,
         restarted=restarted,
         removed=[p for p in sorted(changes) if changes[p] is None],
+        units=shape.units,
+        answers=shape.answers,
+        unanswered=[g.sha for g, _ in unanswered(tx.ws)],
         dry_run=True,
     )
 
@@ -847,4 +936,5 @@ def _commit(
         restarted=restarted,
         removed=[p for p in paths if changes[p] is None],
         units=shape.units,
+        answers=shape.answers,
     )

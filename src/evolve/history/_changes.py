@@ -76,14 +76,18 @@ def taught_by(change: Change) -> MemoryUnit | None:
 
 def uncancelled(store: GitStore, shas: list[str]) -> list[str]:
     """`shas` less each revert that a later one in the list undid, and that later one: the
-    pair left the file as it was."""
+    pair left the file as it was. Pairs are taken newest first, so a revert of a revert
+    cancels that revert, and the commit they both followed stands (its effect is what the
+    pair left)."""
     undid: dict[str, set[str]] = {}
     for sha in shas:
         info = store.commit_info(sha)
         target = git_revert_target(info)
         undid[sha] = set(info.trailers.get(REVERTS, "").split()) | ({target} if target else set())
     gone: set[str] = set()
-    for sha, targets in undid.items():
+    for sha, targets in reversed(undid.items()):
+        if sha in gone:
+            continue
         for other in shas:
             if other != sha and other not in gone and any(other.startswith(t) for t in targets):
                 gone |= {sha, other}

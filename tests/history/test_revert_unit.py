@@ -15,6 +15,7 @@ from conftest import one_sentence as _one_sentence
 from conftest import run_cli as _cli
 from conftest import workspace_state as _state
 from evolve.applier import Op
+from evolve.errors import EvolveError
 from evolve.history import revert
 from evolve.memory import MemoryUnit, load_units
 from evolve.workspace import Workspace
@@ -161,3 +162,59 @@ def test_dry_run_says_exactly_what_the_revert_does_and_writes_nothing(
     for key in ("commits", "restored", "removed", "tombstones", "lifted", "counters", "units"):
         assert preview[key] == done[key], key
     assert run_git(ws.root, "rev-parse", "HEAD^").strip() == counted
+
+
+# --- --cascade on the rewrite document ------------------------------------------------------
+
+
+def _document(ws: Workspace, k: int, lines: list[str], **fields: object) -> str:
+    data: dict[str, object] = {
+        "id": "rewrite-document",
+        "recipe": "rewrite",
+        "kind": "document",
+        "scope": ALEX,
+        "created_episode": 0,
+        "updated_episode": k,
+        "text": "\n".join(lines),
+    }
+    data.update(fields)
+    unit = MemoryUnit.model_validate(data)
+    op = "add" if k == 0 else "modify"
+    return _episode(ws, k, [Op(op=op, unit=unit)])
+
+
+def test_cascade_on_a_rewrite_takes_back_only_what_blocks_the_line_level_undo(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _document(ws, 0, [RIGHT_1])
+    wrong = _document(ws, 1, [RIGHT_1, WRONG])
+    _document(ws, 2, [RIGHT_1, WRONG, RIGHT_2])  # a later rewrite of other lines
+    _document(ws, 3, [RIGHT_1, RIGHT_2, PUBLIC])  # one that drops the wrong line itself
+    code, out, err = _cli(capsys, "revert", wrong, "--cascade", "--dry-run", "--json")
+    assert code == 0, err
+    preview = json.loads(out)
+    assert preview["commits"] == [wrong]  # no later rewrite goes with it
+    result = revert(ws, wrong, cascade=True)
+    assert result.commits == [wrong]
+    assert [t.text for t in result.tombstones] == [WRONG]
+    (doc,) = [u for u in load_units(ws.root) if u.status == "active"]
+    assert doc.text.splitlines() == [RIGHT_1, RIGHT_2, PUBLIC]
+
+
+def test_cascade_on_a_rewrite_takes_the_later_status_change_that_blocks_it(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _document(ws, 0, [RIGHT_1])
+    wrong = _document(ws, 1, [RIGHT_1, WRONG])
+    _document(ws, 2, [RIGHT_1, WRONG, RIGHT_2])
+    pending = _document(ws, 3, [RIGHT_1, WRONG, RIGHT_2], status="pending")
+    with pytest.raises(EvolveError, match="--cascade"):
+        revert(ws, wrong, dry_run=True)
+    code, out, err = _cli(capsys, "revert", wrong, "--cascade", "--dry-run")
+    assert code == 0, err
+    assert out.splitlines()[:2] == [
+        f"would revert {wrong[:10]} (dry run: nothing written)",
+        f"  would also revert {pending[:10]} (it changed the same units later)",
+    ]
+    result = revert(ws, wrong, cascade=True)
+    assert result.commits == [pending, wrong]

@@ -335,7 +335,8 @@ class _Plan:
                 path = str(stone.path())
             self.stones[path] = stone
             files[path] = dump_unit(stone).encode("utf-8")
-        self._stone_copies(files)
+        if self.only is None:  # a per-unit revert tombstones only the units it takes back
+            self._stone_copies(files)
         return {p: d for p, d in files.items() if d != self.store.read(self.head, p)}
 
     def _stone_copies(self, files: dict[str, bytes | None]) -> None:
@@ -412,6 +413,7 @@ def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
     """`first` and every later commit that changed what its files (or theirs) say, newest first."""
     chosen = {first.sha: first}
     queue = [first]
+    documents: set[str] = set()  # document paths whose later line changes were looked at
     while queue:
         info = queue.pop()
         for change in content_changes(store, info):
@@ -420,7 +422,15 @@ def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
                 continue
             if _gone_since(change, head) or _settled_since(change, head) or _as_left(change, head):
                 continue
-            for later in later_content_touches(store, info.sha, change.path):
+            later_ones = later_content_touches(store, info.sha, change.path)
+            if _document_change(change):
+                # A document is rewritten whole at every episode: a later rewrite goes with
+                # this commit only where it keeps the line-level undo from applying.
+                if change.path in documents:
+                    continue
+                documents.add(change.path)
+                later_ones = _line_touches(store, later_ones, change.path)
+            for later in later_ones:
                 if later in chosen:
                     continue
                 other = store.commit_info(later)
@@ -434,6 +444,31 @@ def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
     order = store.git("rev-list", f"{first.sha}^..HEAD").split()
     rank = {sha: i for i, sha in enumerate(order)}
     return sorted(chosen.values(), key=lambda c: rank.get(c.sha, len(rank)))
+
+
+def _document_change(change: Change) -> bool:
+    return is_document(unit_of(change.path, change.after)) or is_document(
+        unit_of(change.path, change.before)
+    )
+
+
+def _line_touches(store: GitStore, later: list[str], path: str) -> list[str]:
+    """The commits of `later` that changed more of the document at `path` than its text
+    (status, scope, kind; or removed it): the only ones that keep a line-level undo from
+    applying. Later changes to the lines themselves need no cascade: the line-level undo
+    takes out the lines the commit added wherever they are now and puts back the lines it
+    removed (`_lines.line_revert`)."""
+    out = []
+    for sha in later:
+        info = store.commit_info(sha)
+        if len(info.parents) != 1:
+            out.append(sha)  # a merge: refused by the caller with what to do
+            continue
+        b = unit_of(path, store.read(info.parents[0], path))
+        a = unit_of(path, store.read(sha, path))
+        if b is None or a is None or (b.status, b.scope, b.kind) != (a.status, a.scope, a.kind):
+            out.append(sha)
+    return out
 
 
 def _refusal(store: GitStore, info: CommitInfo, conflict: _Conflict) -> EvolveError:

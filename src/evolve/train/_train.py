@@ -64,12 +64,19 @@ from evolve.store import (
     format_ops,
 )
 from evolve.train._histref import RecordsHistory, StreamHistory
-from evolve.train._stream import history_before, last_episodes, stream_id, stream_tasks
+from evolve.train._stream import (
+    history_before,
+    last_episodes,
+    own_last_episode,
+    stream_id,
+    stream_tasks,
+)
 from evolve.train._trainref import (
     BASE,
     CLOCK,
     Timeline,
     record_refusals,
+    record_stream_commits,
     recorded_refusals,
     refusal_path,
 )
@@ -138,8 +145,7 @@ class TrainReport:
 
 def last_episode(ws: Workspace, stream: str) -> int | None:
     """The last episode of `stream` that made a commit on the current branch."""
-    episode = last_episodes(ws.store).get(stream)
-    return None if episode is None else int(episode)
+    return own_last_episode(ws.store, stream, last_episodes(ws.store).get(stream))
 
 
 def _counts(result: ApplyResult) -> dict[str, int]:
@@ -308,9 +314,15 @@ def train(
         report = _EpisodeLoop(tx, env, request, models, _open_stream(tx, env, request)).run(
             progress
         )
+        record_stream_commits(ws.store, report.stream, _episode_commits(report))
         if report.commits and take_lock:
             refresh_commit_graph(ws.store)
         return report
+
+
+def _episode_commits(report: TrainReport) -> dict[int, str]:
+    """{episode: its commit} of a run, for the stream's own record (`_trainref`)."""
+    return {o.episode: o.commit for o in report.outcomes if o.commit}
 
 
 def batch_end(ws: Workspace, k: int, total: int) -> bool:

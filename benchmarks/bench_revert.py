@@ -32,6 +32,8 @@ from pathlib import Path
 
 from evolve.errors import EvolveError
 from evolve.history import memory_as_of, revert
+from evolve.history._changes import content_changes
+from evolve.history._countback import counter_deltas
 from evolve.memory import load_units, scope_for
 from evolve.memory._similarity import normalize
 from evolve.train import train
@@ -145,6 +147,7 @@ class Sizes:
     cascade_stones: int = 0
     max_extra: int = 0
     cascade_only: int = 0  # commits only a cascade reverts (the single one is refused)
+    neither: int = 0  # commits neither reverts (nothing left to revert: undone since)
 
 
 def bench_sizes(recipe: str, trained: Workspace) -> Sizes:
@@ -157,6 +160,7 @@ def bench_sizes(recipe: str, trained: Workspace) -> Sizes:
         try:
             cascade = revert(trained, sha, cascade=True, dry_run=True)
         except EvolveError:
+            row.neither += single is None
             continue
         if single is None:
             row.cascade_only += 1
@@ -187,6 +191,11 @@ class Units:
     nothing_left: int = 0  # its change is already undone (e.g. evicted, then taught again)
     clean: int = 0  # the active set changed only in the units the revert named
     failures: list[str] = field(default_factory=list)
+    # `evolve revert C --unit ID` of every unit every episode commit changed
+    pairs: int = 0
+    pairs_reverted: int = 0
+    pairs_nothing_left: int = 0
+    pairs_clean: int = 0
 
 
 def _active(ws: Workspace) -> dict[str, tuple[str, str]]:
@@ -202,25 +211,41 @@ def bench_units(recipe: str, trained: Workspace, tmp: Path) -> Units:
     )
     ids = sorted({n.rsplit("/", 1)[-1][:-3] for n in names.split() if n.endswith(".md")})
     before = _active(ws)
-    for ident in ids:
-        row.units += 1
+
+    def one(rev: str, unit: str | None) -> str:
+        """'ok', 'nothing' or 'failed' (the failure noted), from the trained state."""
         try:
-            result = revert(ws, ident, reason="bench")
+            result = revert(ws, rev, reason="bench", unit=unit)
         except EvolveError as exc:
             if "nothing left to revert" in str(exc) or "no commit's change" in str(exc):
-                row.nothing_left += 1
-            else:
-                row.failures.append(f"{ident}: {exc}")
-            continue
-        row.reverted += 1
+                return "nothing"
+            row.failures.append(f"{unit or rev}: {exc}")
+            return "failed"
         after = _active(ws)
         named = set(result.units)
         changed = {i for i in before.keys() | after.keys() if before.get(i) != after.get(i)}
-        if changed <= named and not (named & after.keys() - before.keys() - named):
-            row.clean += 1
-        else:
-            row.failures.append(f"{ident}: also changed {sorted(changed - named)[:3]}")
         subprocess.run(["git", "reset", "-q", "--hard", head], cwd=ws.root, check=True)
+        if changed <= named:
+            return "clean"
+        row.failures.append(f"{unit or rev}: also changed {sorted(changed - named)[:3]}")
+        return "ok"
+
+    for ident in ids:
+        row.units += 1
+        got = one(ident, None)
+        row.nothing_left += got == "nothing"
+        row.reverted += got in ("ok", "clean")
+        row.clean += got == "clean"
+    for sha in _episode_commits(ws):
+        info = ws.store.commit_info(sha)
+        changed = {c.path.rsplit("/", 1)[-1][:-3] for c in content_changes(ws.store, info)}
+        changed |= {ident for _, ident in counter_deltas(ws.store, info)}
+        for ident in sorted(changed):
+            row.pairs += 1
+            got = one(sha, ident)
+            row.pairs_nothing_left += got == "nothing"
+            row.pairs_reverted += got in ("ok", "clean")
+            row.pairs_clean += got == "clean"
     return row
 
 
@@ -292,13 +317,14 @@ def _print_sizes(args: argparse.Namespace, sizes: list[Sizes]) -> None:
     )
     print(
         f"{'recipe':<10}{'both':>6}{'cascade>single':>16}{'commits s/c':>14}"
-        f"{'tombstones s/c':>17}{'max extra':>11}{'cascade only':>14}"
+        f"{'tombstones s/c':>17}{'max extra':>11}{'cascade only':>14}{'neither':>9}"
     )
     for z in sizes:
         print(
             f"{z.recipe:<10}{z.both:>6}{z.bigger:>16}"
             f"{f'{z.single_commits}/{z.cascade_commits}':>14}"
             f"{f'{z.single_stones}/{z.cascade_stones}':>17}{z.max_extra:>11}{z.cascade_only:>14}"
+            f"{z.neither:>9}"
         )
 
 
@@ -310,16 +336,27 @@ def _print_units(args: argparse.Namespace, units: list[Units]) -> None:
     )
     print(
         f"{'recipe':<10}{'units':>7}{'reverted':>10}{'nothing left':>14}{'succeeded':>11}"
-        f"{'clean':>8}"
+        f"{'clean':>8}   {'C --unit ID':>12}{'reverted':>10}{'nothing left':>14}"
+        f"{'succeeded':>11}{'clean':>8}"
     )
     for u in units:
         tried = u.units - u.nothing_left
+        pairs = u.pairs - u.pairs_nothing_left
         print(
             f"{u.recipe:<10}{u.units:>7}{u.reverted:>10}{u.nothing_left:>14}"
-            f"{_pct(u.reverted, tried):>11}{_pct(u.clean, u.reverted):>8}"
+            f"{_pct(u.reverted, tried):>11}{_pct(u.clean, u.reverted):>8}   "
+            f"{u.pairs:>12}{u.pairs_reverted:>10}{u.pairs_nothing_left:>14}"
+            f"{_pct(u.pairs_reverted, pairs):>11}{_pct(u.pairs_clean, u.pairs_reverted):>8}"
         )
         for failure in u.failures[:5]:
             print(f"    {failure}")
+    print(
+        "units: `evolve revert UNIT_ID` (its newest change) of every unit; C --unit ID: "
+        "`evolve revert C --unit ID` of every unit every episode commit changed (text, "
+        "status or counters); nothing left: its change was undone since (refused, counted "
+        "apart); succeeded: % of the rest; clean: % of those whose active set changed only in "
+        "the units the revert named."
+    )
 
 
 def _print_reverts(args: argparse.Namespace, rows: list[Row]) -> None:

@@ -15,7 +15,14 @@ in turn, the later commits that changed *their* units), newest first, as one new
 Every unit the commit made active — added, changed text, or reactivated — gets a tombstone
 (its text, key, the reason and the reverted commit), so an updater that proposes it again is
 refused. A revert of a revert (an `evolve revert` or a plain `git revert`) makes no tombstones:
-it brings back what the first revert took away and lifts the tombstones it wrote.
+it brings back what the first revert took away and lifts the tombstones it wrote; reverting
+the commit evolve wrote to answer a plain `git revert` lifts those, and reverting the `git
+revert` itself takes that answer along.
+
+`unit=ID` takes back one unit's change (and the units tied to it in the commit through
+`revoked_by`/`supersedes`), leaving the rest of the commit standing (`Evolve-Units`);
+`dry_run=True` plans the same revert and writes nothing. For the `rewrite` document a cascade
+takes only the later commits that keep the line-level undo from applying (`_line_touches`).
 """
 
 from __future__ import annotations

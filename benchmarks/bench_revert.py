@@ -15,7 +15,15 @@ lines by putting the parent's order back; both count as single reverts. Only a c
 change later commits already undid entirely, so that a revert would change nothing, is
 refused ("there is nothing left to revert"); it is counted apart ("no-op").
 
+`--parts sizes`: for every episode commit of the trained workspace, `evolve revert C
+--dry-run` against `evolve revert C --cascade --dry-run`: how many commits and tombstones each
+takes, and how often the cascade takes more. `--parts units`: `evolve revert UNIT_ID` of every
+unit the episodes learned, and `evolve revert C --unit ID` of every unit each episode commit
+changed, each from the trained state: how many succeed, and whether the active set changed
+only in the units the revert names. All three parts run by default.
+
     python benchmarks/bench_revert.py [--episodes 50] [--recipes ace tepa ...]
+        [--parts revert sizes units]
 """
 
 from __future__ import annotations

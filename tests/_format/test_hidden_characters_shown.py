@@ -94,6 +94,7 @@ def _unit(text: str) -> SimpleNamespace:
         id="hand-0000000001", recipe="hand", kind="note", status="active", scope="global",
         text=text, valid_from="2026-01-01", valid_to=None, created_episode=0,
         updated_episode=0, reason=None, reverted_commit=None, revoked_by=None, revoked_at=None,
+        complaint="it paid \u202ethe wrong card", source_task=None,
     )  # fmt: skip
 
 
@@ -107,7 +108,7 @@ def test_show_prints_hidden_characters_escaped() -> None:
         "memory/\u202eevil.md",
         _unit("Pay \u202e0001 and\ufeff \u200bnow\x1b[2J"),
         None,
-        [(commit, "+Pay \u2067x\u2069\n")],
+        [(commit, ["file"], "+Pay \u2067x\u2069\n", None)],
         _plain,
     )
     out = "\n".join(lines)

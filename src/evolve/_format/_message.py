@@ -43,6 +43,7 @@ BATCH = "Evolve-Batch"  # a skills batch's number
 RESTARTS = "Evolve-Restarts"  # skills a revert brought back from retirement
 REVERTS = "Evolve-Reverts"  # the commit a revert takes back
 GIT_REVERT = "Evolve-Git-Revert"  # a plain `git revert` answered through the applier
+UNITS = "Evolve-Units"  # the units a per-unit revert took back (the rest of the commit stands)
 BASE = "Evolve-Base"  # the commit a generation or review started from
 
 

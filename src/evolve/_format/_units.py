@@ -87,6 +87,11 @@ FIELDS: dict[str, tuple[str, str, Any]] = {
     "text": ("text", "str", ""),
 }
 REQUIRED = ("id", "recipe", "kind")
+# The recipes evolve ships (`evolve.updaters`), and `hand` for what a person wrote: a unit of
+# any other recipe goes to `evolve.memory.parse_unit`, which also knows installed ones.
+BUILTIN_RECIPES = frozenset(
+    {"ace", "tepa", "trace", "reflexion", "rewrite", "topl", "skills", "hand"}
+)
 _BY_KEY = {key: name for name, (key, _, _) in FIELDS.items() if name != "text"}
 _DEFAULTS = {name: default for name, (_, _, default) in FIELDS.items()}
 # Plain scalars that YAML reads as something other than a string.
@@ -378,6 +383,8 @@ def parse_values(path: str, raw: str) -> dict[str, Any]:
     for name in REQUIRED:
         if name not in values:
             raise Unhandled(name)
+    if values["recipe"] not in BUILTIN_RECIPES:
+        raise Unhandled("recipe")
     if len(parts) > 3 or parts[0] != "memory" or "" in parts:
         raise Unhandled("path")
     scope = values.get("scope", GLOBAL_SCOPE)

@@ -94,30 +94,153 @@ def log_entry(e: Mapping[str, Any], style: Style) -> list[str]:
 # --- show ------------------------------------------------------------------------------------
 
 
+# `git log` options for the unit's sidecar: each patch holds the whole file, so the unit's
+# entry can be read before and after every commit from the patch alone.
+SIDECAR_PATCH = ("--unified=1000000",)
+COUNTERS_NAME = "_counters.yaml"  # as evolve._format._units.COUNTERS_NAME
+
+
+def sidecar_path(path: str) -> str:
+    """The counters sidecar beside a unit file (its scope's, or its shelf's)."""
+    return path.rsplit("/", 1)[0] + "/" + COUNTERS_NAME
+
+
+def _number(value: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            continue
+    return value
+
+
+def counter_entries(text: str) -> dict[str, dict[str, int | float | str]]:
+    """A sidecar's entries as they read (`id:` lines, then `  counter: value` lines), for
+    showing only: the writers' strict reader is `evolve.memory.parse_counters`."""
+    out: dict[str, dict[str, int | float | str]] = {}
+    entry: dict[str, int | float | str] | None = None
+    for line in text.splitlines():
+        if line.startswith("  ") and entry is not None:
+            name, _, value = line.strip().partition(":")
+            entry[name.strip()] = _number(value.strip())
+        elif line.rstrip().endswith(":") and not line.startswith((" ", "#")):
+            entry = out.setdefault(line.rstrip()[:-1].strip().strip("'\""), {})
+        else:
+            entry = None
+    return out
+
+
+def _sides(patch: str) -> tuple[str, str]:
+    """The file before and after a whole-file patch (`SIDECAR_PATCH`)."""
+    old: list[str] = []
+    new: list[str] = []
+    hunk = False
+    for line in patch.splitlines():
+        if line.startswith("@@"):
+            hunk = True
+        elif not hunk or line.startswith("\\"):
+            continue
+        elif line.startswith("-"):
+            old.append(line[1:])
+        elif line.startswith("+"):
+            new.append(line[1:])
+        else:
+            old.append(line[1:])
+            new.append(line[1:])
+    return "\n".join(old), "\n".join(new)
+
+
+def counter_change(patch: str, unit_id: str) -> Any:
+    """(the unit's counters before, after) a commit, from its whole-file sidecar patch; None
+    when the commit left the unit's entry as it was."""
+    old, new = (counter_entries(side).get(unit_id) for side in _sides(patch))
+    return None if old == new else (old, new)
+
+
+def describe_change(change: Any) -> str:
+    """`counters: helpful 0 -> 1, harmful 2 -> 2` (an entry added or dropped says so)."""
+    old, new = change
+    if old is None:
+        return "counters (new entry): " + ", ".join(f"{k} {v}" for k, v in new.items())
+    if new is None:
+        return "counters (entry dropped): " + ", ".join(f"{k} {v}" for k, v in old.items())
+    names = list(old) + [k for k in new if k not in old]
+    return "counters: " + ", ".join(f"{k} {old.get(k, '-')} -> {new.get(k, '-')}" for k in names)
+
+
+def show_entries(
+    unit_id: str,
+    file_commits: Iterable[tuple[ShownCommit, str]],
+    all_commits: Iterable[tuple[ShownCommit, str]],
+) -> list[tuple[ShownCommit, list[str], str, Any]]:
+    """Every commit that touched the unit, newest first: (commit, what it touched: "file"
+    and/or "counters", the file's diff, the counters' change). `file_commits`: `git log -p`
+    of the unit file; `all_commits`: `git log -p SIDECAR_PATCH` of the unit file and its
+    sidecar (the order, and the sidecar's whole-file patches)."""
+    patches = {c.sha: (c, patch) for c, patch in file_commits}
+    out: list[tuple[ShownCommit, list[str], str, Any]] = []
+    seen = set()
+    for c, patch in all_commits:
+        sidecar = next(
+            (
+                part
+                for part in ("\n" + patch).split("\ndiff --git ")
+                if part.split("\n", 1)[0].endswith(f"/{COUNTERS_NAME}")
+            ),
+            None,
+        )
+        change = counter_change(sidecar, unit_id) if sidecar is not None else None
+        touched = (["file"] if c.sha in patches else []) + (["counters"] if change else [])
+        if touched:
+            seen.add(c.sha)
+            out.append((c, touched, patches[c.sha][1] if c.sha in patches else "", change))
+    out += [(c, ["file"], p, None) for c, p in patches.values() if c.sha not in seen]
+    return out
+
+
+def unit_counters(
+    unit: Mapping[str, Any] | None, entry: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The unit's evidence counters now: those an old-format file still carries, with its
+    sidecar entry laid over them."""
+    names = ("helpful", "harmful", "alpha", "beta", "injected", "injected_pass", "held_out",
+             "held_out_pass")  # fmt: skip
+    out = {k: unit[k] for k in names if unit is not None and unit.get(k) is not None}
+    out.update(entry or {})
+    return out
+
+
 def show_json(
     unit_id: str,
     path: str,
     unit: Mapping[str, Any] | None,
     problem: str | None,
-    commits: Iterable[tuple[ShownCommit, str]],
+    entries: Iterable[tuple[ShownCommit, list[str], str, Any]],
+    counters: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`evolve show --json`: the unit as its fields (by their names in the file), why it
-    cannot be read if it cannot, and every commit that touched it with its diff."""
+    cannot be read if it cannot, its counters now, and every commit that touched its file or
+    its sidecar entry (`touched`), with the file's diff and the entry's change."""
     return {
         "id": unit_id,
         "path": path,
         "unit": unit,
         "problem": problem,
+        "counters": dict(counters or {}),
         "commits": [
             {
                 "commit": c.sha,
                 "time": c.time,
                 "subject": c.subject,
                 "kind": commit_kind(c),
+                "touched": touched,
                 "trailers": c.trailers,
                 "diff": patch,
+                "counters": (
+                    {"before": change[0], "after": change[1]} if change is not None else None
+                ),
             }
-            for c, patch in commits
+            for c, touched, patch, change in entries
         ],
     }
 
@@ -127,11 +250,12 @@ def show_text(
     path: str,
     unit: Any,
     problem: str | None,
-    commits: Iterable[tuple[ShownCommit, str]],
+    entries: Iterable[tuple[ShownCommit, list[str], str, Any]],
     style: Style,
+    counters: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """`evolve show`: the unit (or why it cannot be read, or that it is gone), then each
-    commit that touched it with its diff."""
+    """`evolve show`: the unit (or why it cannot be read, or that it is gone), its counters
+    and where it came from, then each commit that touched its file or its sidecar entry."""
     u = unit
     unit_id, path = clean_text(unit_id), clean_text(path)
     if problem is not None:
@@ -163,12 +287,21 @@ def show_text(
             lines.append(f"  tombstone: {clean_text(u.reason or '')} (reverted commit {reverted})")
         if u.revoked_by:
             lines.append(f"  revoked by {clean_text(u.revoked_by)} at episode {u.revoked_at}")
-    for info, patch in commits:
+        if counters:
+            shown = ", ".join(f"{k} {v}" for k, v in counters.items())
+            lines.append(f"  counters: {clean_text(shown)}")
+        if u.complaint or u.source_task:
+            task = f" task {clean_text(u.source_task)}" if u.source_task else ""
+            lines.append(f"  learned from{task}: {clean_text(u.complaint or '-')}")
+    for info, _, patch, change in entries:  # what it touched: its counters line, its diff
         lines.append(
             f"\n{style(info.sha[:10], fg='yellow')} {info.time} ({commit_kind(info)}) "
             f"{clean_text(info.subject)}"
         )
-        lines.append(clean_text(patch))
+        if change is not None:
+            lines.append(f"  {clean_text(describe_change(change))}")
+        if patch:
+            lines.append(clean_text(patch))
     return lines
 
 

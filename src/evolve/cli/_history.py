@@ -10,7 +10,7 @@ from rich.markup import escape
 from evolve._format._views import LOG_TEXT
 from evolve.cli._common import emit_json, json_option, open_workspace, stdout, workspace_option
 from evolve.cli._reading import log_cmd, memory_cmd, show_cmd
-from evolve.history import revert
+from evolve.history import RevertResult, revert
 from evolve.report import write_report
 from evolve.review import approve, list_pending, reject
 
@@ -32,30 +32,58 @@ __all__ = [
     "--cascade",
     is_flag=True,
     help="Also revert the later commits that changed the text or status of the same units "
-    "(newest first), in one commit.",
+    "(for the rewrite document: the later changes to the lines REV touched), newest first, "
+    "in one commit.",
+)
+@click.option(
+    "--unit",
+    "unit",
+    metavar="ID",
+    help="Take back only this unit's change in REV (and the units it replaced or that "
+    "replaced it there); the rest of REV stands. REV may also be a unit id: its newest change.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Say exactly what the revert would do (commits, files, tombstones, counters) and "
+    "write nothing.",
 )
 @json_option
 @workspace_option
 def revert_cmd(
-    rev: str, reason: str | None, cascade: bool, as_json: bool, workspace: Path | None
+    rev: str,
+    reason: str | None,
+    cascade: bool,
+    unit: str | None,
+    dry_run: bool,
+    as_json: bool,
+    workspace: Path | None,
 ) -> None:
     """Undo a memory or prompt commit as a new commit, and tombstone what it added or changed.
 
-    Updaters that propose a tombstoned text again are refused, and the refusal is logged in
-    the episode's commit. Later counter moves (helpful/harmful, alpha/beta) never block a
-    revert; the counter moves of the reverted commit itself are taken back (a commit that
-    only moved counters reverts that way). Reverting a revert brings its units back and lifts its tombstones. A plain
-    `git revert` is recognised: the next evolve command adds the tombstones it did not write.
+    REV is a commit, or a unit id (`evolve revert ace-1a2b3c4d5e`): then only that unit's
+    newest change is taken back, as with `REV --unit ID`. Updaters that propose a tombstoned
+    text again are refused, and the refusal is logged in the episode's commit. Later counter
+    moves (helpful/harmful, alpha/beta) never block a revert; the counter moves of the
+    reverted commit itself are taken back (a commit that only moved counters reverts that
+    way). Reverting a revert brings its units back and lifts its tombstones. A plain `git
+    revert` is recognised: the next evolve command adds the tombstones it did not write, and
+    `evolve revert` of either commit lifts them.
     """
     ws = open_workspace(workspace)
-    result = revert(ws, rev, reason=reason, cascade=cascade)
+    result = revert(ws, rev, reason=reason, cascade=cascade, unit=unit, dry_run=dry_run)
     if as_json:
         emit_json(
             {
                 "reverted": result.reverted,
-                "commit": result.commit,
+                "commit": result.commit or None,
+                "dry_run": result.dry_run,
                 "commits": result.commits,
+                "units": result.units,
+                "answers": result.answers,
+                "unanswered_git_reverts": result.unanswered,
                 "restored": result.restored,
+                "removed": result.removed,
                 "tombstones": [{"id": t.id, "text": t.text} for t in result.tombstones],
                 "lifted": result.lifted,
                 "counters": [
@@ -66,19 +94,54 @@ def revert_cmd(
             }
         )
         return
-    stdout.print(f"reverted {result.reverted[:10]} in {result.commit[:10]}")
-    for other in result.commits[:-1]:
-        stdout.print(f"  also reverted {other[:10]} (it changed the same units later)")
+    for line in revert_lines(result):
+        stdout.print(escape(line))
+
+
+def revert_lines(result: RevertResult) -> list[str]:
+    """What `evolve revert` prints (`--dry-run`: what it would do, in the same words)."""
+    would = result.dry_run
+    what = result.reverted[:10]
+    if result.units:
+        what = f"{' '.join(result.units)} from {what}"
+    lines = [
+        f"would revert {what} (dry run: nothing written)"
+        if would
+        else f"reverted {what} in {result.commit[:10]}"
+    ]
+    for sha in result.unanswered:
+        lines.append(
+            f"  first, a commit of its own would add the tombstones plain `git revert` "
+            f"{sha[:10]} did not write"
+        )
+    also = "would also revert" if would else "also reverted"
+    for other in result.commits:
+        if other in result.answers:
+            lines.append(f"  {also} {other[:10]} (evolve's answer to that git revert)")
+        elif other != result.reverted:
+            lines.append(f"  {also} {other[:10]} (it changed the same units later)")
+    if would:
+        lines += [f"  would restore {p}" for p in result.restored]
+        lines += [f"  would remove {p}" for p in result.removed]
+    verb = "would " if would else ""
     for t in result.tombstones:
-        stdout.print(f"  tombstoned {t.id}: {escape(t.text)}")
+        lines.append(f"  {verb}{'tombstone' if would else 'tombstoned'} {t.id}: {t.text}")
     for ident in result.lifted:
-        stdout.print(f"  lifted tombstone {ident}")
+        lines.append(f"  {verb}{'lift' if would else 'lifted'} tombstone {ident}")
     for ident, name, was, now in result.counters:
-        stdout.print(f"  moved {ident} {name} back: {was:g} -> {now:g}")
+        lines.append(
+            f"  {verb}{'move' if would else 'moved'} {ident} {name} back: {was:g} -> {now:g}"
+        )
     for ident in result.counters_skipped:
-        stdout.print(f"  left the counters of {ident} (it no longer exists)")
+        lines.append(
+            f"  {verb}{'leave' if would else 'left'} the counters of {ident} (it no longer exists)"
+        )
     for ident in result.restarted:
-        stdout.print(f"  restarted the scoreboard record of {ident} (retired, brought back)")
+        lines.append(
+            f"  {verb}{'restart' if would else 'restarted'} the scoreboard record of {ident} "
+            "(retired, brought back)"
+        )
+    return lines
 
 
 @click.group("review")

@@ -154,7 +154,7 @@ def show_cmd(unit_id: str, as_json: bool, workspace: Path | None) -> None:
     if as_json:
         emit_json(h.to_json())
         return
-    for line in show_text(h.unit_id, h.path, h.unit, h.problem, h.commits, click.style):
+    for line in show_text(h.unit_id, h.path, h.unit, h.problem, h.entries, click.style, h.counters):
         _say(line)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from evolve._format._message import GIT_REVERT as GIT_REVERT  # re-exported
 from evolve._format._message import REVERTS as REVERTS  # re-exported
+from evolve._format._message import UNITS as UNITS  # re-exported
 from evolve.history._content import is_counters_file, same_content, unit_of
 from evolve.history._lines import added_lines, is_document
 from evolve.memory import MemoryUnit
@@ -75,16 +76,41 @@ def taught_by(change: Change) -> MemoryUnit | None:
 
 def uncancelled(store: GitStore, shas: list[str]) -> list[str]:
     """`shas` less each revert that a later one in the list undid, and that later one: the
-    pair left the file as it was."""
+    pair left the file as it was. Pairs are taken newest first, so a revert of a revert
+    cancels that revert, and the commit they both followed stands (its effect is what the
+    pair left)."""
     undid: dict[str, set[str]] = {}
     for sha in shas:
         info = store.commit_info(sha)
         target = git_revert_target(info)
         undid[sha] = set(info.trailers.get(REVERTS, "").split()) | ({target} if target else set())
     gone: set[str] = set()
-    for sha, targets in undid.items():
+    for sha, targets in reversed(undid.items()):
+        if sha in gone:
+            continue
         for other in shas:
             if other != sha and other not in gone and any(other.startswith(t) for t in targets):
                 gone |= {sha, other}
                 break
     return [s for s in shas if s not in gone]
+
+
+def undid(info: CommitInfo, sha: str, unit: str | None = None) -> bool:
+    """Whether `info` (a revert) took back `sha`: all of it, or, with `unit`, that unit's
+    change. A per-unit revert (`Evolve-Units`) took back only the units it names."""
+    target = git_revert_target(info)
+    if not (
+        sha in info.trailers.get(REVERTS, "").split()
+        or (target is not None and sha.startswith(target))
+    ):
+        return False
+    units = info.trailers.get(UNITS, "").split()
+    return not units or (unit is not None and unit in units)
+
+
+def git_revert_answers(store: GitStore, sha: str) -> list[CommitInfo]:
+    """The commits evolve wrote to answer the plain `git revert` `sha` (its tombstones and
+    records, trailer `Evolve-Git-Revert`), newest first."""
+    out = store.git("log", "--fixed-strings", f"--grep={sha}", "--format=%H", f"{sha}..HEAD")
+    found = [store.commit_info(c) for c in out.split()]
+    return [c for c in found if c.trailers.get(GIT_REVERT) == sha]

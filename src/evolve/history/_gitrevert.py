@@ -74,7 +74,7 @@ def _reverts_shape(value: object) -> bool:
     )
 
 
-def _unanswered(ws: Workspace) -> list[tuple[CommitInfo, CommitInfo]]:
+def unanswered(ws: Workspace) -> list[tuple[CommitInfo, CommitInfo]]:
     """(git revert commit, its target) pairs with no evolve tombstone commit yet, oldest first.
 
     What history says of reverts is kept per commit (`evolve.store.digest`): a writer reads
@@ -181,7 +181,7 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
             return tombstone_git_reverts(ws, take_lock=False)
     tx = joined(ws)
     made = []
-    for git_commit, target in _unanswered(ws):
+    for git_commit, target in unanswered(ws):
         of_revert = is_revert(target)  # a revert's revert lifts tombstones by itself
         stones = [] if of_revert else _stones_for(ws, target, load_units(ws.root))
         changes: dict[str, bytes | None] = {

@@ -15,7 +15,14 @@ in turn, the later commits that changed *their* units), newest first, as one new
 Every unit the commit made active — added, changed text, or reactivated — gets a tombstone
 (its text, key, the reason and the reverted commit), so an updater that proposes it again is
 refused. A revert of a revert (an `evolve revert` or a plain `git revert`) makes no tombstones:
-it brings back what the first revert took away and lifts the tombstones it wrote.
+it brings back what the first revert took away and lifts the tombstones it wrote; reverting
+the commit evolve wrote to answer a plain `git revert` lifts those, and reverting the `git
+revert` itself takes that answer along.
+
+`unit=ID` takes back one unit's change (and the units tied to it in the commit through
+`revoked_by`/`supersedes`), leaving the rest of the commit standing (`Evolve-Units`);
+`dry_run=True` plans the same revert and writes nothing. For the `rewrite` document a cascade
+takes only the later commits that keep the line-level undo from applying (`_line_touches`).
 """
 
 from __future__ import annotations
@@ -23,18 +30,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from evolve._format._units import valid_id
 from evolve.applier import CapFit, fit_files
 from evolve.errors import EvolveError
 from evolve.history._changes import (
     REVERTS,
     TAUGHT,
     TRACKED,
+    UNITS,
     Change,
     content_changes,
+    git_revert_answers,
     git_revert_target,
     is_revert,
     taught_by,
     uncancelled,
+    undid,
 )
 from evolve.history._content import (
     carry_counters,
@@ -94,6 +105,21 @@ class RevertResult:
     counters_skipped: list[str] = field(default_factory=list)
     # Retired skills the revert brought back: their scoreboard record restarted (`_unretire`).
     restarted: list[str] = field(default_factory=list)
+    # Files the revert deletes (a unit the commit added and nothing tombstoned in its place).
+    removed: list[str] = field(default_factory=list)
+    # A per-unit revert: the units taken back (the rest of the commit stands).
+    units: list[str] = field(default_factory=list)
+    # Commits evolve wrote to answer a plain `git revert` this revert undid (with it).
+    answers: list[str] = field(default_factory=list)
+    # Plain `git revert`s a real run answers first, in a commit of their own (`--dry-run`).
+    unanswered: list[str] = field(default_factory=list)
+    # `dry_run=True`: nothing was written and `commit` is empty.
+    dry_run: bool = False
+
+
+def unit_ident(path: str) -> str:
+    """The unit id a memory file is named for (`memory/alex/ace-1a2b.md` -> `ace-1a2b`)."""
+    return path.rsplit("/", 1)[-1].removesuffix(".md")
 
 
 def later_content_touches(store: GitStore, sha: str, path: str) -> list[str]:
@@ -139,10 +165,19 @@ def _gone_since(change: Change, now: bytes | None) -> bool:
     tombstone takes its place."""
     if change.before is not None or not is_unit_path(change.path):
         return False
+    if _wrote_tombstone(change):
+        return False  # the commit's own tombstone: undoing it lifts it
     if now is None:
         return True
     current = unit_of(change.path, now)
     return current is not None and current.status not in TAUGHT
+
+
+def _wrote_tombstone(change: Change) -> bool:
+    """The commit wrote a tombstone here (an evolve revert, or the commit that answers a plain
+    `git revert`): reverting it takes the tombstone away."""
+    left = unit_of(change.path, change.after) if is_unit_path(change.path) else None
+    return left is not None and left.status == "tombstoned"
 
 
 class _Conflict(Exception):
@@ -161,6 +196,16 @@ class _Plan:
         self.restarts = restarts  # skills whose scoreboard record restarted since a commit
         self.state: dict[str, bytes | None] = {}
         self.stones: dict[str, MemoryUnit] = {}  # path -> tombstone
+        # A per-unit revert undoes the files of these units only (`revert(..., unit=...)`);
+        # a whole revert leaves the units per-unit reverts already took back (`skip`).
+        self.only: set[str] | None = None
+        self.skip: set[str] = set()
+
+    def wanted(self, path: str) -> bool:
+        ident = unit_ident(path)
+        if self.only is not None:
+            return ident in self.only
+        return ident not in self.skip
 
     def now(self, path: str) -> bytes | None:
         return self.state[path] if path in self.state else self.store.read(self.head, path)
@@ -171,6 +216,8 @@ class _Plan:
         tombstones = not is_revert(info)
         why = self.why or f"reverted {info.sha[:10]}"
         for change in content_changes(self.store, info):
+            if not self.wanted(change.path):
+                continue
             path, now = change.path, self.now(change.path)
             if path == STAGING:  # skills' sightings are evidence: taken back, never a conflict
                 from evolve.skills._staging import take_back
@@ -231,7 +278,7 @@ class _Plan:
         """Take back the provenance `info` added to units whose text it left alone."""
         parent = info.parents[0]
         for _, path in self.store.changed_paths(parent, info.sha, TRACKED):
-            if path in self.state or not is_unit_path(path):
+            if path in self.state or not is_unit_path(path) or not self.wanted(path):
                 continue
             before, after = self.store.read(parent, path), self.store.read(info.sha, path)
             if not same_content(path, before, after):
@@ -296,7 +343,8 @@ class _Plan:
                 path = str(stone.path())
             self.stones[path] = stone
             files[path] = dump_unit(stone).encode("utf-8")
-        self._stone_copies(files)
+        if self.only is None:  # a per-unit revert tombstones only the units it takes back
+            self._stone_copies(files)
         return {p: d for p, d in files.items() if d != self.store.read(self.head, p)}
 
     def _stone_copies(self, files: dict[str, bytes | None]) -> None:
@@ -323,6 +371,13 @@ class _Plan:
 
 def _check_revertable(store: GitStore, info: CommitInfo) -> list[Change]:
     short = info.short
+    if len(info.parents) > 1:
+        raise EvolveError(
+            f"{short} is a merge commit, and `evolve revert` undoes one commit at a time: "
+            f"revert the commits it brought in one by one (`git log {short}^1..{short}` "
+            "lists them), newest first, or undo the whole merge with "
+            f"`git revert -m 1 {short}` (it writes no tombstones)."
+        )
     if len(info.parents) != 1 or info.trailers.get(KIND) == "init":
         raise EvolveError(f"{short} is not a memory or prompt commit; pick one from `evolve log`.")
     if not store.changed_paths(info.parents[0], info.sha, TRACKED):
@@ -338,24 +393,35 @@ def _check_revertable(store: GitStore, info: CommitInfo) -> list[Change]:
     return changes
 
 
-def reverted_by(store: GitStore, sha: str) -> str | None:
-    """The revert that undid `sha` and still stands (itself not reverted), if any."""
+def reverted_by(store: GitStore, sha: str, unit: str | None = None) -> str | None:
+    """The revert that undid `sha` (with `unit`: that unit's change in it) and still stands
+    (itself not reverted), if any. A per-unit revert undid only the units it names."""
     out = store.git("log", "--fixed-strings", f"--grep={sha}", "--format=%H", f"{sha}..HEAD")
     for candidate in out.split():  # newest first: the newest revert of `sha` decides
         info = store.commit_info(candidate)
-        target = git_revert_target(info)
-        undid = sha in info.trailers.get(REVERTS, "").split() or (
-            target is not None and sha.startswith(target)
-        )
-        if undid:
+        if undid(info, sha, unit):
             return None if reverted_by(store, candidate) is not None else candidate
     return None
+
+
+def _units_taken(store: GitStore, sha: str) -> set[str]:
+    """The units that standing per-unit reverts took back from `sha` (a whole revert of `sha`
+    leaves them, and their counters, as those reverts left them)."""
+    out = store.git("log", "--fixed-strings", f"--grep={sha}", "--format=%H", f"{sha}..HEAD")
+    taken: set[str] = set()
+    for candidate in out.split():
+        info = store.commit_info(candidate)
+        units = info.trailers.get(UNITS, "").split()
+        if units and undid(info, sha, units[0]) and reverted_by(store, candidate) is None:
+            taken |= set(units)
+    return taken
 
 
 def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
     """`first` and every later commit that changed what its files (or theirs) say, newest first."""
     chosen = {first.sha: first}
     queue = [first]
+    documents: set[str] = set()  # document paths whose later line changes were looked at
     while queue:
         info = queue.pop()
         for change in content_changes(store, info):
@@ -364,7 +430,15 @@ def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
                 continue
             if _gone_since(change, head) or _settled_since(change, head) or _as_left(change, head):
                 continue
-            for later in later_content_touches(store, info.sha, change.path):
+            later_ones = later_content_touches(store, info.sha, change.path)
+            if _document_change(change):
+                # A document is rewritten whole at every episode: a later rewrite goes with
+                # this commit only where it keeps the line-level undo from applying.
+                if change.path in documents:
+                    continue
+                documents.add(change.path)
+                later_ones = _line_touches(store, later_ones, change.path)
+            for later in later_ones:
                 if later in chosen:
                     continue
                 other = store.commit_info(later)
@@ -378,6 +452,31 @@ def _closure(store: GitStore, first: CommitInfo) -> list[CommitInfo]:
     order = store.git("rev-list", f"{first.sha}^..HEAD").split()
     rank = {sha: i for i, sha in enumerate(order)}
     return sorted(chosen.values(), key=lambda c: rank.get(c.sha, len(rank)))
+
+
+def _document_change(change: Change) -> bool:
+    return is_document(unit_of(change.path, change.after)) or is_document(
+        unit_of(change.path, change.before)
+    )
+
+
+def _line_touches(store: GitStore, later: list[str], path: str) -> list[str]:
+    """The commits of `later` that changed more of the document at `path` than its text
+    (status, scope, kind; or removed it): the only ones that keep a line-level undo from
+    applying. Later changes to the lines themselves need no cascade: the line-level undo
+    takes out the lines the commit added wherever they are now and puts back the lines it
+    removed (`_lines.line_revert`)."""
+    out = []
+    for sha in later:
+        info = store.commit_info(sha)
+        if len(info.parents) != 1:
+            out.append(sha)  # a merge: refused by the caller with what to do
+            continue
+        b = unit_of(path, store.read(info.parents[0], path))
+        a = unit_of(path, store.read(sha, path))
+        if b is None or a is None or (b.status, b.scope, b.kind) != (a.status, a.scope, a.kind):
+            out.append(sha)
+    return out
 
 
 def _refusal(store: GitStore, info: CommitInfo, conflict: _Conflict) -> EvolveError:
@@ -402,14 +501,26 @@ def _refusal(store: GitStore, info: CommitInfo, conflict: _Conflict) -> EvolveEr
 
 
 def revert(
-    ws: Workspace, rev: str, *, reason: str | None = None, cascade: bool = False
+    ws: Workspace,
+    rev: str,
+    *,
+    reason: str | None = None,
+    cascade: bool = False,
+    unit: str | None = None,
+    dry_run: bool = False,
 ) -> RevertResult:
     """Revert commit `rev` (see the module docstring).
 
+    With `unit` (or a unit id as `rev`), only that unit's change in the commit is taken back
+    (the units its change is linked to in the commit, through `revoked_by`/`supersedes`, with
+    it); the rest of the commit stands. With `dry_run`, nothing is written: the result says
+    what the revert would do (`RevertResult.dry_run`).
+
     Raises:
-        EvolveError: unknown revision, not a memory/prompt commit, a commit that changed no
-            unit's text, status or counters, one already reverted, nothing left to undo, a
-            conflict with a later commit (named; `cascade` resolves it), or a dirty tree.
+        EvolveError: unknown revision, not a memory/prompt commit, a merge, a commit that
+            changed no unit's text, status or counters, one already reverted, nothing left
+            to undo, a conflict with a later commit (named; `cascade` resolves it), or a
+            dirty tree.
     """
     from evolve.history._gitrevert import tombstone_git_reverts
 
@@ -420,22 +531,35 @@ def revert(
             raise EvolveError(
                 f"memory/ or prompts/ has uncommitted changes ({', '.join(dirty[:5])}); commit or discard them first."
             )
-        tombstone_git_reverts(ws, take_lock=False)
-        info = store.commit_info(rev)
+        if not dry_run:
+            tombstone_git_reverts(ws, take_lock=False)
+        info, unit = _target(ws, rev, unit)
+        broken = _broken_sidecars(store, info)
+        if broken and unit is None and not cascade:
+            return _revert_as_text(tx, info, broken, reason, dry_run)
         _check_revertable(store, info)
-        done = reverted_by(store, info.sha)
+        linked = _linked_units(store, info, unit) if unit is not None else None
+        done = reverted_by(store, info.sha, unit)
         if done is not None:
+            what = f"{unit} in {info.short}" if unit is not None else info.short
             raise EvolveError(
-                f"{info.short} was already reverted by {done[:10]}; "
+                f"{what} was already reverted by {done[:10]}; "
                 f"`evolve revert {done[:10]}` undoes that revert."
             )
         head = store.head()
         assert head is not None
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         targets = _closure(store, info) if cascade else [info]
+        # What evolve wrote to answer a plain `git revert` goes with it: reverting the
+        # git revert lifts those tombstones too (`_answers`).
+        answers = _answers(store, targets)
+        targets = _in_order(store, info, targets + answers)
         undone = {t.sha for t in targets}
         restarts = Restarts(store, undone)
         plan = _Plan(store, head, reason, stamp, restarts)
+        plan.only = linked
+        if linked is None:
+            plan.skip = _units_taken(store, info.sha)
         try:
             for target in targets:
                 plan.undo(target, undone)
@@ -445,6 +569,12 @@ def revert(
         deltas: Deltas = {}
         for target in targets:
             moved = counter_deltas(store, target)
+            if linked is not None or plan.skip:
+                moved = {
+                    k: v
+                    for k, v in moved.items()
+                    if (k[1] in linked if linked is not None else k[1] not in plan.skip)
+                }
             if any(k in SKILL_COUNTERS for fields in moved.values() for k in fields):
                 # The pooled counters as the per-task record: a skill whose record restarted
                 # since the commit keeps the new record whole (its counts went with the old).
@@ -461,9 +591,204 @@ def revert(
         _check_shelves(ws, info, head, changes)
         capped = fit_files(ws, head, changes, f"reverting {info.short}")  # caps hold after
         capped.apply(changes)
-        return _commit(
-            tx, info, targets, plan, changes, counts, [u.id for u in back], ended, capped
+        shape = _Shape(
+            cascade=len(targets) - len(answers) > 1,
+            units=sorted(linked or ()),
+            answers=[a.sha for a in answers],
+            capped=capped,
         )
+        if dry_run:
+            return _preview(tx, info, targets, plan, changes, counts, [u.id for u in back], shape)
+        return _commit(tx, info, targets, plan, changes, counts, [u.id for u in back], ended, shape)
+
+
+def _broken_sidecars(store: GitStore, info: CommitInfo) -> list[str]:
+    """The counters sidecars `info` changed that cannot be read before or after it (a hand
+    edit with a typo: an unknown counter, a key given twice; or the revert of its fix), which
+    no evidence can be read from."""
+    from evolve.memory._counters import parse_counters
+
+    if len(info.parents) != 1:
+        return []
+    broken = []
+    for _, path in store.changed_paths(info.parents[0], info.sha, TRACKED):
+        if not is_counters_file(path):
+            continue
+        for rev in (info.sha, info.parents[0]):
+            raw = store.read(rev, path)
+            try:
+                if raw is not None:
+                    parse_counters(path, raw.decode("utf-8"))
+            except (EvolveError, UnicodeDecodeError):
+                broken.append(path)
+                break
+    return broken
+
+
+def _revert_as_text(
+    tx: Transaction, info: CommitInfo, broken: list[str], reason: str | None, dry_run: bool
+) -> RevertResult:
+    """Revert a commit that left a counters sidecar unreadable by putting back, byte for byte,
+    every file it changed in memory/ and prompts/, provided none changed since (there is no
+    evidence to take back from a file that cannot be read)."""
+    store = tx.store
+    parent = info.parents[0]
+    changes: dict[str, bytes | None] = {}
+    for _, path in store.changed_paths(parent, info.sha, TRACKED):
+        if store.read("HEAD", path) != store.read(info.sha, path):
+            raise EvolveError(
+                f"{broken[0]} cannot be read before or after {info.short}, and {path} changed "
+                f"since; fix "
+                f"{broken[0]} by hand (or `git revert {info.short}` and resolve the conflict), "
+                "then commit."
+            )
+        changes[path] = store.read(parent, path)
+    ops = [
+        ("restore" if changes[p] is not None else "remove", unit_ident(p)) for p in sorted(changes)
+    ]
+    restored = [p for p in sorted(changes) if changes[p] is not None]
+    removed = [p for p in sorted(changes) if changes[p] is None]
+    result = RevertResult(info.sha, "", restored, removed=removed, commits=[info.sha])
+    if dry_run:
+        result.dry_run = True
+        return result
+    why = reason or f"reverted {info.short}"
+    body = [
+        f"Reason: {why}",
+        "",
+        f"Reverts: {info.short} {info.subject}",
+        "",
+        f"{', '.join(broken)} cannot be read before or after {info.short} (a hand edit); the "
+        "files it changed are put back byte for byte as they were before it.",
+    ]
+    trailers = [(KIND, "revert"), (REVERTS, info.sha), (OPS, format_ops(ops))]
+    paths = tx.write(changes)
+    commit = tx.commit(
+        paths, f"revert {info.short}: {info.subject}"[:200], body="\n".join(body), trailers=trailers
+    )
+    refresh_commit_graph(store)
+    if commit is None:
+        raise _nothing_left(info.short)
+    result.commit = commit
+    return result
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What kind of revert a commit records: a cascade, and the units of a per-unit revert."""
+
+    cascade: bool = False
+    units: list[str] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)
+    capped: CapFit | None = None  # what the revert evicts to keep memory within its caps
+
+    @property
+    def capped_paths(self) -> set[str]:
+        return set(self.capped.paths) if self.capped else set()
+
+
+def _target(ws: Workspace, rev: str, unit: str | None) -> tuple[CommitInfo, str | None]:
+    """The commit to revert and the unit to take back from it (None: all of it).
+
+    `rev` is a commit, or a unit id: then the newest commit that changed what that unit says
+    and whose change to it still stands."""
+    store = ws.store
+    try:
+        sha = store.rev_parse(rev)
+    except EvolveError:
+        if unit is not None or not valid_id(rev):
+            raise
+        path = _unit_path(ws, rev)
+        if path is None:
+            raise EvolveError(
+                f"'{rev}' is not a commit or a unit id in this workspace; see `evolve log`."
+            ) from None
+        return _last_change(store, rev, path), rev
+    info = store.commit_info(sha)
+    if unit is not None and not _changed_unit(store, info, unit):
+        raise EvolveError(
+            f"{info.short} did not change unit {unit!r}; `evolve show {unit}` lists the "
+            "commits that did."
+        )
+    return info, unit
+
+
+def _unit_path(ws: Workspace, unit_id: str) -> str | None:
+    from evolve.history._show import find_path
+
+    return find_path(ws, unit_id)
+
+
+def _last_change(store: GitStore, unit_id: str, path: str) -> CommitInfo:
+    """The newest single-parent commit on HEAD that changed what `path` says, with its change
+    to the unit not reverted since."""
+    for sha in store.git("log", "--format=%H", "--no-merges", "HEAD", "--", path).split():
+        info = store.commit_info(sha)
+        if not info.parents or info.trailers.get(KIND) == "init":
+            continue
+        if not any(c.path == path for c in content_changes(store, info)):
+            continue
+        if reverted_by(store, sha, unit_id) is None:
+            return info
+    raise EvolveError(
+        f"no commit's change to unit {unit_id!r} is left to revert; `evolve show {unit_id}` "
+        "lists the commits that touched it."
+    )
+
+
+def _changed_unit(store: GitStore, info: CommitInfo, unit: str) -> bool:
+    if len(info.parents) != 1:
+        return True  # refused as a merge by `_check_revertable`, with what to do
+    if any(unit_ident(c.path) == unit for c in content_changes(store, info)):
+        return True
+    return any(ident == unit for _, ident in counter_deltas(store, info))
+
+
+def _linked_units(store: GitStore, info: CommitInfo, unit: str) -> set[str]:
+    """`unit` and the units its change in `info` is tied to: a unit it replaced or that
+    replaced it (`revoked_by`, `supersedes`), in turn. Undoing one of them alone would leave
+    a replacement without what it replaced, or two texts where the commit meant one."""
+    edges: dict[str, set[str]] = {}
+    for change in content_changes(store, info):
+        ident = unit_ident(change.path)
+        for data in (change.before, change.after):
+            u = unit_of(change.path, data)
+            for other in (u.revoked_by, u.supersedes) if u is not None else ():
+                if other:
+                    edges.setdefault(ident, set()).add(other)
+                    edges.setdefault(other, set()).add(ident)
+    changed = {unit_ident(c.path) for c in content_changes(store, info)}
+    linked, queue = {unit}, [unit]
+    while queue:
+        for other in edges.get(queue.pop(), ()):
+            if other not in linked and other in changed:
+                linked.add(other)
+                queue.append(other)
+    return linked
+
+
+def _answers(store: GitStore, targets: list[CommitInfo]) -> list[CommitInfo]:
+    """The commits evolve wrote to answer the plain `git revert`s among `targets` that still
+    stand (not reverted, not already among the targets)."""
+    have = {t.sha for t in targets}
+    out = []
+    for target in targets:
+        if git_revert_target(target) is None or target.trailers.get(KIND):
+            continue
+        for answer in git_revert_answers(store, target.sha):
+            if answer.sha not in have and reverted_by(store, answer.sha) is None:
+                have.add(answer.sha)
+                out.append(answer)
+    return out
+
+
+def _in_order(store: GitStore, first: CommitInfo, commits: list[CommitInfo]) -> list[CommitInfo]:
+    """`commits`, newest first."""
+    if len(commits) == 1:
+        return commits
+    order = store.git("rev-list", f"{first.sha}^..HEAD").split()
+    rank = {sha: i for i, sha in enumerate(order)}
+    return sorted(commits, key=lambda c: rank.get(c.sha, len(rank)))
 
 
 def _check_shelves(
@@ -487,8 +812,27 @@ def _check_shelves(
         )
 
 
-def _commit(
-    tx: Transaction,
+def _nothing_left(short: str) -> EvolveError:
+    return EvolveError(
+        f"what {short} did is already undone in memory/ and prompts/ (by hand or by later "
+        "commits); there is nothing left to revert."
+    )
+
+
+@dataclass
+class _Message:
+    """A revert commit's ops, subject, body and trailers, and what it lifts."""
+
+    ops: list[tuple[str, str]]
+    lifted: list[str]
+    stones: list[MemoryUnit]
+    subject: str
+    body: list[str]
+    trailers: list[tuple[str, str]]
+
+
+def _message(
+    store: GitStore,
     info: CommitInfo,
     targets: list[CommitInfo],
     plan: _Plan,
@@ -496,22 +840,16 @@ def _commit(
     counts: CountBack,
     restarted: list[str],
     ended: list[str],
-    capped: CapFit | None = None,
-) -> RevertResult:
-    store = tx.store
+    shape: _Shape,
+) -> _Message:
     short = info.short
-    if not changes:
-        raise EvolveError(
-            f"what {short} did is already undone in memory/ and prompts/ (by hand or by later "
-            "commits); there is nothing left to revert."
-        )
     stones = [s for p, s in sorted(plan.stones.items()) if p in changes]
     stone_paths = {str(s.path()) for s in stones}
     ops: list[tuple[str, str]] = []
     lifted: list[str] = []
     for path in sorted(changes):
-        ident = path.rsplit("/", 1)[-1].removesuffix(".md")
-        if path in stone_paths or is_counters_file(path) or (capped and path in capped.paths):
+        ident = unit_ident(path)
+        if path in stone_paths or is_counters_file(path) or path in shape.capped_paths:
             continue
         was = unit_of(path, store.read(plan.head, path))
         if was is not None and was.status == "tombstoned":
@@ -522,10 +860,11 @@ def _commit(
     ops += [("tombstone", s.id) for s in stones]
     ops += [("count", ident) for ident in counts.ids]
     ops += [("restart", ident) for ident in restarted]
-    ops += capped.ops() if capped else []
-    paths = tx.write(changes)
+    ops += shape.capped.ops() if shape.capped else []
     why = plan.why or f"reverted {short}"
     body = [f"Reason: {why}", ""]
+    if shape.units:
+        body += [f"Units taken back (the rest of {short} stands): {', '.join(shape.units)}", ""]
     body += [f"Reverts: {t.short} {t.subject}" for t in targets]
     if stones:
         body += ["", "Tombstones (refused if proposed again):"]
@@ -554,27 +893,85 @@ def _commit(
             "brings it back):",
         ]
         body += [f"- {ident}" for ident in ended]
-    body += capped.lines() if capped else []
-    cascade = len(targets) > 1
+    body += shape.capped.lines() if shape.capped else []
     trailers = [
-        (KIND, "cascade revert" if cascade else "revert"),
+        (KIND, "cascade revert" if shape.cascade else "revert"),
         (REVERTS, " ".join(t.sha for t in targets)),
         (OPS, format_ops(ops)),
     ]
+    if shape.units:
+        trailers.append((UNITS, " ".join(shape.units)))
     if PERSONA in info.trailers:
         trailers.append((PERSONA, info.trailers[PERSONA]))
     if restarted:
         trailers.append((RESTARTS, " ".join(restarted)))
-    subject = f"revert {short}" + (f" and {len(targets) - 1} later" if cascade else "")
-    commit = tx.commit(
-        paths, f"{subject}: {info.subject}"[:200], body="\n".join(body), trailers=trailers
+    subject = f"revert {short}" + (f" and {len(targets) - 1} later" if shape.cascade else "")
+    if shape.units:
+        subject = f"revert {' '.join(shape.units)} from {short}"
+    return _Message(ops, lifted, stones, f"{subject}: {info.subject}"[:200], body, trailers)
+
+
+def _preview(
+    tx: Transaction,
+    info: CommitInfo,
+    targets: list[CommitInfo],
+    plan: _Plan,
+    changes: dict[str, bytes | None],
+    counts: CountBack,
+    restarted: list[str],
+    shape: _Shape,
+) -> RevertResult:
+    """What the revert would do, written nowhere (`evolve revert --dry-run`)."""
+    from evolve.history._gitrevert import unanswered
+
+    if not changes:
+        raise _nothing_left(info.short)
+    msg = _message(tx.store, info, targets, plan, changes, counts, restarted, [], shape)
+    stone_paths = {str(s.path()) for s in msg.stones}
+    return RevertResult(
+        info.sha,
+        "",
+        [
+            p
+            for p in sorted(changes)
+            if changes[p] is not None and p not in stone_paths and not is_counters_file(p)
+        ],
+        msg.stones,
+        commits=[t.sha for t in targets],
+        lifted=msg.lifted,
+        counters=counts.moved,
+        counters_skipped=counts.missing,
+        restarted=restarted,
+        removed=[p for p in sorted(changes) if changes[p] is None],
+        units=shape.units,
+        answers=shape.answers,
+        unanswered=[g.sha for g, _ in unanswered(tx.ws)],
+        dry_run=True,
     )
+
+
+def _commit(
+    tx: Transaction,
+    info: CommitInfo,
+    targets: list[CommitInfo],
+    plan: _Plan,
+    changes: dict[str, bytes | None],
+    counts: CountBack,
+    restarted: list[str],
+    ended: list[str],
+    shape: _Shape,
+) -> RevertResult:
+    store = tx.store
+    short = info.short
+    if not changes:
+        raise _nothing_left(short)
+    msg = _message(store, info, targets, plan, changes, counts, restarted, ended, shape)
+    stone_paths = {str(s.path()) for s in msg.stones}
+    paths = tx.write(changes)
+    commit = tx.commit(paths, msg.subject, body="\n".join(msg.body), trailers=msg.trailers)
     refresh_commit_graph(store)
     if commit is None:
-        raise EvolveError(
-            f"what {short} did is already undone in memory/ and prompts/ (by hand or by later "
-            "commits); there is nothing left to revert."
-        )
+        raise _nothing_left(short)
     restored = [
         p
         for p in paths
@@ -584,10 +981,13 @@ def _commit(
         info.sha,
         commit,
         restored,
-        stones,
+        msg.stones,
         commits=[t.sha for t in targets],
-        lifted=lifted,
+        lifted=msg.lifted,
         counters=counts.moved,
         counters_skipped=counts.missing,
         restarted=restarted,
+        removed=[p for p in paths if changes[p] is None],
+        units=shape.units,
+        answers=shape.answers,
     )

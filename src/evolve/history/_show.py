@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from evolve import _confine as confined
 from evolve._format._message import commit_kind as commit_kind  # re-exported
-from evolve._format._views import show_json
+from evolve._format._views import (
+    SIDECAR_PATCH,
+    counter_entries,
+    show_entries,
+    show_json,
+    sidecar_path,
+    unit_counters,
+)
 from evolve.errors import EvolveError
 from evolve.store import CommitInfo
 
@@ -28,13 +35,26 @@ class UnitHistory:
     # Why the file as it is now cannot be read as a unit (a hand edit gone wrong), if it can't:
     # its history is still shown, so the commit that broke it can be found and reverted.
     problem: str | None = None
+    # Every commit that touched the file or the unit's sidecar entry (`_views.show_entries`).
+    entries: list[tuple[Any, list[str], str, Any]] = field(default_factory=list)
+    # Its sidecar entry in the working tree (`_views.counter_entries`).
+    sidecar: dict[str, Any] | None = None
+
+    @property
+    def counters(self) -> dict[str, Any]:
+        """Its evidence counters now (an old-format file's, with the sidecar's laid over)."""
+        return unit_counters(self.dumped(), self.sidecar)
+
+    def dumped(self) -> dict[str, Any] | None:
+        return self.unit.model_dump(by_alias=True, exclude_none=True) if self.unit else None
 
     def to_json(self) -> dict[str, Any]:
-        unit = self.unit.model_dump(by_alias=True, exclude_none=True) if self.unit else None
-        return show_json(self.unit_id, self.path, unit, self.problem, self.commits)
+        return show_json(
+            self.unit_id, self.path, self.dumped(), self.problem, self.entries, self.counters
+        )
 
 
-def _find_path(ws: Workspace, unit_id: str) -> str | None:
+def find_path(ws: Workspace, unit_id: str) -> str | None:
     name = f"{unit_id}.md"
     # Units live in memory/ (global scope) or one folder down (a persona's): a few stats.
     folders = [ws.memory_dir]
@@ -70,7 +90,7 @@ def show_unit(ws: Workspace, unit_id: str) -> UnitHistory:
         raise EvolveError(
             f"{unit_id!r} is not a unit id; ids look like ace-1a2b3c4d5e (see `evolve log`)."
         )
-    path = _find_path(ws, unit_id)
+    path = find_path(ws, unit_id)
     if path is None:
         raise EvolveError(
             f"no unit with id {unit_id!r} in memory/ or its history; see `evolve log` for ids."
@@ -78,7 +98,10 @@ def show_unit(ws: Workspace, unit_id: str) -> UnitHistory:
     # git follows the one file (its changed-path Bloom filters skip the other commits) while
     # this process imports the unit model and parses the file.
     collect = ws.store.start_log_patches([path])
+    sidecar = sidecar_path(path)
+    collect_all = ws.store.start_log_patches([path, sidecar], options=SIDECAR_PATCH)
     problem: str | None = None
+    entry: dict[str, Any] | None = None
     try:
         from evolve.memory import MalformedUnit, parse_unit
 
@@ -88,8 +111,15 @@ def show_unit(ws: Workspace, unit_id: str) -> UnitHistory:
             unit = parse_unit(path, text) if text is not None else None
         except MalformedUnit as exc:
             unit, problem = None, str(exc)
+        if (ws.root / PurePosixPath(sidecar)).is_file():
+            with contextlib.suppress(UnicodeDecodeError):  # not text: no counters to show
+                entry = counter_entries(confined.read_text(ws.root, sidecar)).get(unit_id)
     except BaseException:
         with contextlib.suppress(EvolveError):
             collect()  # reap git before the error goes up
+        with contextlib.suppress(EvolveError):
+            collect_all()
         raise
-    return UnitHistory(unit_id, path, unit, collect(), problem)
+    commits = collect()
+    entries = show_entries(unit_id, commits, collect_all())
+    return UnitHistory(unit_id, path, unit, commits, problem, entries, entry)

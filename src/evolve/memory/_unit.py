@@ -11,6 +11,7 @@ as it is, which is how a person adds a fact without learning the format.
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
@@ -24,10 +25,11 @@ from pydantic import (
     model_validator,
 )
 
+from evolve._format._units import BUILTIN_RECIPES, folder_scope, hand_id, skill_folder, valid_id
 from evolve._format._units import GLOBAL_SCOPE as GLOBAL_SCOPE  # re-exported
 from evolve._format._units import SKILLS_FOLDER as SKILLS_FOLDER  # re-exported
-from evolve._format._units import folder_scope, hand_id, skill_folder, valid_id
 from evolve._format._units import valid_scope as valid_scope  # re-exported
+from evolve._registry import is_import_path
 from evolve._text import describe_char, unsafe_char
 from evolve._yaml import load as load_yaml
 from evolve.errors import EvolveError
@@ -312,4 +314,23 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
         raise MalformedUnit(f"{path}: scope '{unit.scope}' does not match its folder ({folder}).")
     if rel.stem != unit.id:
         raise MalformedUnit(f"{path}: the file name does not match the unit id '{unit.id}'.")
+    if not known_recipe(unit.recipe):
+        raise MalformedUnit(
+            f"{path}: field 'recipe': {unit.recipe!r} names no registered recipe (one of "
+            f"{', '.join(sorted(BUILTIN_RECIPES | installed_recipes()))}, or module:Object)."
+        )
     return unit
+
+
+def known_recipe(name: str) -> bool:
+    """Whether a unit's `recipe` names a recipe evolve can find: one it ships, `hand`, an
+    installed package's (entry point group `evolve.recipes`), or an import path."""
+    return name in BUILTIN_RECIPES or is_import_path(name) or name in installed_recipes()
+
+
+@cache
+def installed_recipes() -> frozenset[str]:
+    """The recipe names installed packages register (read once per process)."""
+    from importlib.metadata import entry_points
+
+    return frozenset(point.name for point in entry_points(group="evolve.recipes"))

@@ -13,13 +13,18 @@ import sys
 
 from evolve._format._views import (
     DEFAULT_COUNT,
+    SIDECAR_PATCH,
+    counter_entries,
     log_empty,
     log_entry,
     memory_json,
     memory_notes,
     memory_text,
+    show_entries,
     show_json,
     show_text,
+    sidecar_path,
+    unit_counters,
 )
 from evolve.quick._git import CONFIG_NAME, Repo, Unhandled
 
@@ -174,7 +179,7 @@ def _json_array(lines: Iterable[str]) -> Iterator[str]:
 
 
 def _find_path(repo: Repo, unit_id: str) -> str | None:
-    """`evolve.history._show._find_path`."""
+    """`evolve.history._show.find_path`."""
     name = f"{unit_id}.md"
     memory = os.path.join(repo.root, "memory")
     folders = [memory]
@@ -196,7 +201,7 @@ def _find_path(repo: Repo, unit_id: str) -> str | None:
     return names[0] if names else None
 
 
-def _start_patches(repo: Repo, path: str) -> Any:
+def _start_patches(repo: Repo, *paths: str, options: tuple[str, ...] = ()) -> Any:
     from evolve.quick._log import LOG_FORMAT, LOG_OPTIONS, Commit
 
     marker = b"\x00" + os.urandom(16).hex().encode("ascii") + b"\x00"
@@ -209,9 +214,10 @@ def _start_patches(repo: Repo, path: str) -> Any:
         "--no-color",
         "--no-ext-diff",
         *LOG_OPTIONS,
+        *options,
         "HEAD",
         "--",
-        path,
+        *paths,
     )
 
     def collect() -> list[tuple[Commit, str]]:
@@ -238,26 +244,42 @@ def run_show(repo: Repo, unit_id: str, as_json: bool) -> Output:
     if path is None:
         raise Unhandled("no such unit")
     collect = _start_patches(repo, path)
+    sidecar = sidecar_path(path)
+    collect_all = _start_patches(repo, path, sidecar, options=SIDECAR_PATCH)
     try:
         unit, problem, model = _read_unit(repo, path)
+        entry = _sidecar_entry(repo, sidecar, unit_id)
         commits = collect()
+        entries = show_entries(unit_id, commits, collect_all())
     finally:
         collect.run.kill()
+        collect_all.run.kill()
+    dumped = (
+        (model.model_dump(by_alias=True, exclude_none=True) if model is not None else unit.dump())
+        if unit
+        else None
+    )
+    counters = unit_counters(dumped, entry)
     if as_json:
-        dumped = (
-            (
-                model.model_dump(by_alias=True, exclude_none=True)
-                if model is not None
-                else unit.dump()
-            )
-            if unit
-            else None
-        )
-        return [(sys.stdout, emit_json(show_json(unit_id, path, dumped, problem, commits)))]
+        shown = show_json(unit_id, path, dumped, problem, entries, counters)
+        return [(sys.stdout, emit_json(shown))]
     out = Out(sys.stdout)
-    for line in show_text(unit_id, path, unit, problem, commits, out.style):
+    for line in show_text(unit_id, path, unit, problem, entries, out.style, counters):
         out.say(line)
     return [(sys.stdout, out.text())]
+
+
+def _sidecar_entry(repo: Repo, sidecar: str, unit_id: str) -> dict[str, Any] | None:
+    """The unit's entry in its sidecar in the working tree (`_views.counter_entries`)."""
+    from evolve import _confine as confined
+
+    if not os.path.isfile(os.path.join(repo.root, *sidecar.split("/"))):
+        return None
+    try:
+        raw = confined.read_text(repo.root, sidecar)  # no link followed out (evolve._confine)
+    except UnicodeDecodeError as exc:
+        raise Unhandled("not UTF-8") from exc
+    return counter_entries(raw).get(unit_id)
 
 
 def _read_unit(repo: Repo, path: str) -> tuple[Unit | None, str | None, Any]:

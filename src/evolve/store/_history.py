@@ -144,7 +144,11 @@ class GitHistory(GitRefs):
         return self.start_log_patches(paths, max_count=max_count)()
 
     def start_log_patches(
-        self, paths: Sequence[str], *, max_count: int | None = None
+        self,
+        paths: Sequence[str],
+        *,
+        max_count: int | None = None,
+        options: Sequence[str] = (),
     ) -> Callable[[], list[tuple[CommitInfo, str]]]:
         """Start :meth:`log_patches`'s git process and return the call that collects its
         answer, so the caller can work (parse, import) while git walks."""
@@ -154,6 +158,7 @@ class GitHistory(GitRefs):
         fmt = "%x00" + marker[1:-1].decode("ascii") + "%x00" + _LOG_FORMAT
         fmt += "%x00" + marker[1:-1].decode("ascii") + "%x00"
         args = ["log", f"--format={fmt}", "-p", "--no-color", "--no-ext-diff", *_LOG_OPTIONS]
+        args += options  # e.g. a context size (`evolve show`'s sidecar patches)
         if max_count is not None:
             args.append(f"--max-count={max_count}")
         args += ["HEAD", "--", *paths]

@@ -75,3 +75,46 @@ def _streams_shape(value: object) -> bool:
     return isinstance(value, dict) and all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     )
+
+
+def own_last_episode(store: GitStore, stream: str, newest: str | None) -> int | None:
+    """The stream's last episode on HEAD's history, by its own record: `newest` (what the
+    commits' trailers say) unless the record names another commit for that episode that is not
+    on HEAD's history, i.e. the commit there is a copy (a cherry-pick or a rebase from
+    elsewhere); then the newest episode whose commit is the stream's own, or that the record
+    does not know (a run stopped before it wrote the record, a workspace older than it)."""
+    from evolve.train._trainref import stream_commits
+
+    if newest is None:
+        return None
+    recorded = stream_commits(store, stream)
+    own = recorded.get(int(newest))
+    if own is None or _on_head(store, own):
+        return int(newest)
+    on_head = set(store.git("rev-list", "HEAD").split())
+    out = store.git(
+        "log",
+        "--fixed-strings",
+        f"--grep={STREAM}: {stream}",
+        f"--format=%H%x00%(trailers:key={EPISODE},valueonly=true,unfold=true)",
+        "HEAD",
+    )
+    for line in out.splitlines():
+        sha, _, value = line.partition("\x00")
+        if not value.strip().isdigit():
+            continue
+        episode = int(value.strip())
+        mine = recorded.get(episode)
+        if mine is None or mine == sha or mine in on_head:
+            return episode
+    return None
+
+
+def _on_head(store: GitStore, sha: str) -> bool:
+    from evolve.store import GitFailed
+
+    try:
+        store.git("merge-base", "--is-ancestor", sha, "HEAD")
+    except GitFailed:
+        return False
+    return True

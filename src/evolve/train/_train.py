@@ -66,12 +66,19 @@ from evolve.store import (
     format_ops,
 )
 from evolve.train._histref import RecordsHistory, StreamHistory
-from evolve.train._stream import history_before, last_episodes, stream_id, stream_tasks
+from evolve.train._stream import (
+    history_before,
+    last_episodes,
+    own_last_episode,
+    stream_id,
+    stream_tasks,
+)
 from evolve.train._trainref import (
     BASE,
     CLOCK,
     Timeline,
     record_refusals,
+    record_stream_commits,
     recorded_refusals,
     refusal_path,
 )
@@ -147,8 +154,7 @@ class TrainReport:
 
 def last_episode(ws: Workspace, stream: str) -> int | None:
     """The last episode of `stream` that made a commit on the current branch."""
-    episode = last_episodes(ws.store).get(stream)
-    return None if episode is None else int(episode)
+    return own_last_episode(ws.store, stream, last_episodes(ws.store).get(stream))
 
 
 def _counts(result: ApplyResult) -> dict[str, int]:
@@ -323,6 +329,7 @@ def train(
             loop = _EpisodeLoop(tx, env, request, models, _open_stream(tx, env, request))
             report = loop.run(progress)
             report.usage = difference(meter.snapshot(), before)
+            record_stream_commits(ws.store, report.stream, _episode_commits(report))
             if report.commits and take_lock:
                 refresh_commit_graph(ws.store)
             return report
@@ -339,6 +346,11 @@ def _open_env(ws: Workspace) -> Environment:
     if factory is not PersonaWorldEnv:
         return open_env(ws)
     return PersonaWorldEnv(ws.evalset_dir, remember=str(ws.store.git_dir / EVALSET_CACHE))
+
+
+def _episode_commits(report: TrainReport) -> dict[int, str]:
+    """{episode: its commit} of a run, for the stream's own record (`_trainref`)."""
+    return {o.episode: o.commit for o in report.outcomes if o.commit}
 
 
 def batch_end(ws: Workspace, k: int, total: int) -> bool:

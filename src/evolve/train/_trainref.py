@@ -149,3 +149,51 @@ def record_refusals(
         body=body,
         trailers=[*trailers, (KIND, REFUSAL_KIND)],
     )
+
+
+# --- the stream's own record of its commits ---------------------------------------------------
+#
+# `streams/<stream>.json` ({"commits": {"<episode>": "<sha>"}}): the commit each episode of the
+# stream made, written when a training run ends. The stream resumes after the newest episode
+# whose commit is on HEAD's history; an episode commit that is a copy (cherry-picked or
+# rebased from elsewhere: the record names another commit for that episode, not on HEAD's
+# history) does not move it (`evolve.train._stream.own_last_episode`).
+
+
+def stream_record_path(stream: str) -> str:
+    return f"streams/{stream}.json"
+
+
+def stream_commits(store: GitStore, stream: str) -> dict[int, str]:
+    """{episode: the commit it made}, as the stream recorded them (empty: no record yet, as in
+    a workspace trained before the record existed)."""
+    path = stream_record_path(stream)
+    raw = store.read_side_ref(TRAIN_REF, path).get(path)
+    if raw is None:
+        return {}
+    try:
+        data = json.loads(raw)
+        return {int(k): str(v) for k, v in data["commits"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise EvolveError(
+            f"{TRAIN_REF}:{path} is not a valid stream record; restore it with "
+            f"`git update-ref {TRAIN_REF} {TRAIN_REF}~1`."
+        ) from None
+
+
+def record_stream_commits(store: GitStore, stream: str, commits: dict[int, str]) -> None:
+    """Add the commits of a training run to the stream's record (one side-ref commit)."""
+    if not commits:
+        return
+    known = stream_commits(store, stream)
+    if all(known.get(k) == sha for k, sha in commits.items()):
+        return
+    known.update(commits)
+    data = {"stream": stream, "commits": {str(k): known[k] for k in sorted(known)}}
+    text = json.dumps(data, indent=2) + "\n"
+    first, last = min(commits), max(commits)
+    store.write_side_ref(
+        TRAIN_REF,
+        {stream_record_path(stream): text.encode("utf-8")},
+        f"stream {stream}: commits of episodes {first}..{last}",
+    )

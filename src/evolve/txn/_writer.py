@@ -20,6 +20,7 @@ from evolve.errors import EvolveError, LockHeld
 from evolve.memory import MemoryUnit
 from evolve.ops import Op
 from evolve.store import GitStore
+from evolve.txn._gitstate import refuse_git_in_progress
 from evolve.txn._journal import ApplyJournal, journal_path, recover
 from evolve.txn._lock import LOCK_NAME, WriterLock, writer_lock_held
 from evolve.txn._recovery import Recovery, recover_workspace, stop_cleanly
@@ -111,14 +112,20 @@ def lock(ws: Workspace, command: str) -> WriterLock:
 
 
 @contextmanager
-def writer(ws: Workspace, command: str) -> Iterator[Transaction]:
+def writer(ws: Workspace, command: str, *, check_git: bool = True) -> Iterator[Transaction]:
     """Take the writer lock for `command`, recover what a dead writer left, and yield the
     transaction (`tx.recovery` says what was recovered). Ctrl-C, SIGTERM or SIGHUP inside
     undo the write in flight and raise `WriteInterrupted` (see `evolve.txn._recovery`).
 
+    A git revert, merge, rebase or cherry-pick in progress is refused first, naming it
+    (`check_git=False`: recovery for a reading command, which writes nothing of its own).
+
     Raises:
         LockHeld: another live writer holds the lock.
+        EvolveError: git is in the middle of an operation (`_gitstate`).
     """
+    if check_git:
+        refuse_git_in_progress(ws, command)
     with lock(ws, command), stop_cleanly(ws):
         yield Transaction(ws, recover_workspace(ws, command))
 
@@ -149,7 +156,7 @@ def recover_if_interrupted(ws: Workspace, command: str) -> Recovery | None:
     except EvolveError:  # not a git repository: the command itself will say so
         return None
     try:
-        with writer(ws, command) as tx:
+        with writer(ws, command, check_git=False) as tx:
             return tx.recovery
     except LockHeld:
         return None

@@ -434,3 +434,38 @@ def test_a_benign_set_up_is_not_named(
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(user))
 
     assert git_setup(workspace.store, "HEAD", workspace.config.protected) == []
+
+
+def test_a_set_up_that_appears_during_a_trusted_generation_rejects_it(
+    workspace: Workspace, root: Path, run_git: RunGit
+) -> None:
+    from evolve.gate import protection_reason
+
+    store, protected = workspace.store, workspace.config.protected
+    before = protected_state(store, "HEAD", protected, trust_git_config=True)
+    _info(root, "attributes", "tests/** export-ignore\n")
+    after = protected_state(store, "HEAD", protected, trust_git_config=True)
+
+    reason = protection_reason(store, before, after, "during scoring")
+
+    assert reason == "the workspace's git set-up changed during scoring (.git/info/attributes)"
+
+
+def test_a_copy_that_does_not_hold_the_committed_protected_files_is_named(
+    workspace: Workspace, root: Path, tmp_path: Path
+) -> None:
+    from evolve.gate import loaded_problem
+
+    store, protected = workspace.store, workspace.config.protected
+    base = protected_state(store, "HEAD", protected)
+    out = _export(workspace, tmp_path)
+    assert loaded_problem(base, store.exported_ids(out, protected), "the copy") is None
+    (out / SPLITS).write_bytes(_three_dev_tasks(root))
+    (out / "tests" / "health" / "test_workspace_health.py").unlink()
+
+    problem = loaded_problem(base, store.exported_ids(out, protected), "the copy")
+
+    assert problem == (
+        "the copy did not hold the protected files committed at the base "
+        f"({SPLITS}, tests/health/test_workspace_health.py)"
+    )

@@ -25,9 +25,11 @@ install` writes a filter there). The check reads files only: it runs no hook and
 from __future__ import annotations
 
 import contextlib
+import errno
 import fnmatch
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -62,11 +64,25 @@ def _rules(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and line[:1] != "#"]
 
 
-def _read(path: Path) -> str | None:
+_READ_LIMIT = 1 << 20  # a set-up file is named by its first MiB
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    """The first MiB of the regular file at `path`, never through a link or from a device
+    (a hostile `.git/` may hold `info/attributes -> /dev/zero`); None when there is none."""
     try:
-        return path.read_bytes().decode("utf-8", "replace")
-    except OSError:
-        return None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return b"(a link)" if exc.errno == errno.ELOOP else None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return b"(not a file)"
+        return handle.read(_READ_LIMIT)
+
+
+def _read(path: Path) -> str | None:
+    data = _read_bytes(path)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def _watched_attrs(tokens: Iterable[str], macros: dict[str, bool]) -> bool:
@@ -116,10 +132,11 @@ def attribute_hits(text: str, base: str, files: Sequence[str]) -> list[str]:
 
 
 def _hook_finding(path: Path, watched: Sequence[str]) -> str | None:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return f"the hook {path.name}, which cannot be read"
+    if path.is_symlink():
+        return f"the hook {path.name}, which is a link evolve does not follow"
+    data = _read_bytes(path)
+    if data is None or data == b"(not a file)":
+        return f"the hook {path.name}, which cannot be read as a file"
     if b"\x00" in data:
         return f"the hook {path.name}, which is not a text file evolve can read"
     text = data.decode("utf-8", "replace")
@@ -140,7 +157,7 @@ def _hooks(store: GitStore, watched: Sequence[str]) -> list[str]:
         return []
     found = []
     for path in entries:
-        if path.name.endswith(".sample") or not path.is_file() or not os.access(path, os.X_OK):
+        if path.name.endswith(".sample") or not os.access(path, os.X_OK) or path.is_dir():
             continue
         finding = _hook_finding(path, watched)
         if finding:
@@ -166,7 +183,7 @@ def _attribute_files(store: GitStore, rev: str, prefixes: Sequence[str]) -> list
         if folder.is_dir() and not folder.is_symlink():
             on_disk += [p for p in folder.rglob(".gitattributes") if not p.is_symlink()]
     for path in on_disk:
-        text = _read(path) if path.is_file() and not path.is_symlink() else None
+        text = _read(path)
         if text is not None:
             folder_rel = path.parent.relative_to(store.root).as_posix()
             texts.add(("" if folder_rel == "." else folder_rel, text))

@@ -26,8 +26,13 @@ from evolve.errors import EvolveError
 
 #: What every read of committed objects adds to git's environment: replace refs
 #: (`refs/replace/`, `git replace --graft`) and grafts (`info/grafts`) are not honoured, so a
-#: commit, tree or blob reads as it is stored (see `evolve.store._committed`).
-COMMITTED_ENV = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
+#: commit, tree or blob reads as it is stored (see `evolve.store._committed`). The graft file
+#: named cannot exist (a file under `/dev/null`): git reads no grafts, and says nothing (an
+#: empty graft file that exists makes git print its deprecation hint).
+COMMITTED_ENV = {
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_GRAFT_FILE": os.path.join(os.devnull, "no-grafts"),
+}
 
 
 def committed_env() -> dict[str, str]:

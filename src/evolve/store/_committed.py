@@ -9,9 +9,9 @@ filter, `export-ignore`, `export-subst` or a textconv driver all make git show a
 otherwise than it is stored, and `git archive` honours every one of them. The reads here do
 not:
 
-- every git process they start runs with `GIT_NO_REPLACE_OBJECTS=1` and `GIT_GRAFT_FILE` set
-  to an empty file (:data:`COMMITTED_ENV`), so a commit, tree or blob is read as stored and
-  history walks the parents the commits hold;
+- every git process they start runs with `GIT_NO_REPLACE_OBJECTS=1` and `GIT_GRAFT_FILE`
+  naming a file that cannot exist (:data:`COMMITTED_ENV`), so a commit, tree or blob is read
+  as stored and history walks the parents the commits hold;
 - a tree is exported by listing it (`git ls-tree -r -z`) and writing each blob's bytes as
   `git cat-file --batch` returns them, each checked against its id (git hashes an object's
   bytes to name it, so a blob that is not the committed one cannot pass), written without

@@ -244,7 +244,9 @@ def _tree(store: GitStore, commit: str) -> str:
 
 
 def _prompt_sizes(store: GitStore, commit: str) -> dict[str, int]:
-    files = store.read_tree_files(commit, "prompts")
+    entries = store.committed_entries(commit, ["prompts"])
+    blobs = store.read_blobs(oid for mode, oid in entries.values() if mode != "160000")
+    files = {path: blobs[oid] for path, (mode, oid) in entries.items() if oid in blobs}
     return {
         path: len(data.decode("utf-8", "replace"))
         for path, data in sorted(files.items())

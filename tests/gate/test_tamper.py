@@ -485,3 +485,18 @@ def test_the_prompt_size_the_gate_checks_is_the_committed_one(
     sizes = _prompt_sizes(workspace.store, run_git(root, "rev-parse", "HEAD").strip())
 
     assert sizes[prompt] == committed > 2
+
+
+def test_a_gitattributes_in_a_folder_above_a_nested_protected_path_is_named(
+    workspace: Workspace, root: Path, run_git: RunGit
+) -> None:
+    (root / "data" / "evalset").mkdir(parents=True)
+    (root / "data" / "evalset" / "tasks.yaml").write_text("[]\n", encoding="utf-8")
+    (root / "data" / ".gitattributes").write_text("evalset/** export-ignore\n", "utf-8")
+    _commit_all(root, run_git, "a nested evalset")
+
+    found = git_setup(workspace.store, "HEAD", ["data/evalset/"])
+
+    assert found == [
+        "data/.gitattributes setting a filter or export rule on data/evalset/tasks.yaml"
+    ]

@@ -166,18 +166,20 @@ def _hooks(store: GitStore, watched: Sequence[str]) -> list[str]:
 
 
 def _attribute_files(store: GitStore, rev: str, prefixes: Sequence[str]) -> list[tuple[str, str]]:
-    """(folder, text) of every `.gitattributes` at the root or under a protected path, as
-    committed at `rev` and as on disk."""
+    """(folder, text) of every `.gitattributes` that can apply to a protected path (at the
+    root, in a folder above one, or under one), as committed at `rev` and as on disk."""
     texts: set[tuple[str, str]] = set()
-    entries = store.committed_entries(rev, prefixes)
+    above = {""}
+    for prefix in prefixes:
+        parts = prefix.split("/")[:-1]
+        above.update("/".join(parts[:n]) for n in range(1, len(parts) + 1))
+    names = sorted(f"{folder}/.gitattributes" if folder else ".gitattributes" for folder in above)
+    entries = store.committed_entries(rev, [*prefixes, *names])
     ids = {p: oid for p, (mode, oid) in entries.items() if p.rsplit("/", 1)[-1] == ".gitattributes"}
-    root = store.committed_entries(rev, [".gitattributes"]).get(".gitattributes")
-    if root is not None:
-        ids[".gitattributes"] = root[1]
     blobs = store.read_blobs(ids.values())
     for rel, oid in ids.items():
         texts.add((rel.rpartition("/")[0], blobs[oid].decode("utf-8", "replace")))
-    on_disk = [store.root / ".gitattributes"]
+    on_disk = [store.root / name for name in names]
     for prefix in prefixes:
         folder = store.root / prefix
         if folder.is_dir() and not folder.is_symlink():

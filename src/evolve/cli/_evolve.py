@@ -106,6 +106,13 @@ class _Interrupted(click.ClickException):
     show_default=True,
     help="How scoring episodes run in parallel, as for `evolve run`.",
 )
+@click.option(
+    "--trust-git-config",
+    is_flag=True,
+    help="Start even though the workspace's .git/ holds replace refs, grafts, attributes, "
+    "filters or hooks that could make git show other files than those committed (refused "
+    "otherwise); the gate judges exactly the committed files either way.",
+)
 @json_option
 @workspace_option
 def evolve_cmd(
@@ -114,6 +121,7 @@ def evolve_cmd(
     timeout: float | None,
     concurrency: int | None,
     executor: str,
+    trust_git_config: bool,
     as_json: bool,
     workspace: Path | None,
     models: ModelChoice,
@@ -133,6 +141,7 @@ def evolve_cmd(
             timeout=timeout,
             executor=executor,
             concurrency=concurrency,
+            trust_git_config=trust_git_config,
             progress=None if as_json else (lambda m: stderr.print(m, style="dim")),
         )
     except KeyboardInterrupt as exc:

@@ -8,13 +8,12 @@ function.
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evolve._faults import fault
@@ -134,17 +133,52 @@ EVOLVABLE_DIRS = ("memory", "prompts")
 TESTS_TIMEOUT = 600
 
 
+@dataclass(frozen=True)
+class WorkspaceTestsRun:
+    """The workspace tests' result, and the protected files the copy they ran in held
+    (path -> blob id, hashed in the copy before pytest started)."""
+
+    passed: bool
+    output: str
+    loaded: Mapping[str, str] = field(default_factory=dict)
+
+
 def run_workspace_tests(
     store: GitStore, base: str, candidate: str, protected: tuple[str, ...]
 ) -> tuple[bool, str]:
+    """Run the workspace's `tests/` as they were at `base`, against the candidate's memory
+    (see :func:`workspace_tests`): (passed, output). A copy whose protected files are not
+    the blobs committed at `base` fails, with a line naming them."""
+    run = workspace_tests(store, base, candidate, protected)
+    committed = {
+        path: oid
+        for path, (mode, oid) in store.committed_entries(base, protected).items()
+        if mode != "160000"
+    }
+    differ = sorted(
+        p for p in set(committed) | set(run.loaded) if committed.get(p) != run.loaded.get(p)
+    )
+    if differ:
+        shown = ", ".join(differ[:5]) + (f" and {len(differ) - 5} more" if len(differ) > 5 else "")
+        return False, (
+            f"{run.output}\nthe workspace tests' copy of {base[:10]} did not hold the protected "
+            f"files committed there ({shown})"
+        )
+    return run.passed, run.output
+
+
+def workspace_tests(
+    store: GitStore, base: str, candidate: str, protected: tuple[str, ...]
+) -> WorkspaceTestsRun:
     """Run the workspace's `tests/` as they were at `base`, against the candidate's memory.
 
     The folder is the base's tree with only the evolvable folders (`memory/`, `prompts/`)
     taken from the candidate, so nothing else a generation adds (a root `conftest.py`, a
     `pytest.py`, a config file) can reach the tests; pytest runs isolated from the folder's
-    own `sys.path` entry and from any pytest configuration but the base's.
+    own `sys.path` entry and from any pytest configuration but the base's. Both trees are
+    exported as committed (no replace ref, attribute or filter: `GitStore.export_committed`),
+    and the protected files the copy holds are hashed before pytest starts (`loaded`).
     """
-    del protected  # everything outside the evolvable folders comes from the base
     with temp_copy("gate") as tmp:
         root = tmp / "ws"
         root.mkdir()
@@ -153,8 +187,9 @@ def run_workspace_tests(
             shutil.rmtree(root / folder, ignore_errors=True)
         _export(store, candidate, root, list(EVOLVABLE_DIRS))
         fault("tests")
+        loaded = store.exported_ids(root, protected)
         if not (root / "tests").is_dir():
-            return True, "no workspace tests"
+            return WorkspaceTestsRun(True, "no workspace tests", loaded)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         try:
@@ -164,24 +199,19 @@ def run_workspace_tests(
                 cwd=root, capture_output=True, text=True, timeout=TESTS_TIMEOUT, env=env,
             )  # fmt: skip
         except subprocess.TimeoutExpired:
-            return False, f"the workspace tests ran past {TESTS_TIMEOUT} seconds"
+            return WorkspaceTestsRun(
+                False, f"the workspace tests ran past {TESTS_TIMEOUT} seconds", loaded
+            )
         output = (proc.stdout + proc.stderr)[-4000:]
-        return proc.returncode == 0, output
+        return WorkspaceTestsRun(proc.returncode == 0, output, loaded)
 
 
 def export_tree(store: GitStore, rev: str, root: Path) -> None:
-    """Write every file of `rev` into the empty folder `root` (a copy to score)."""
+    """Write every file of `rev` into the empty folder `root` (a copy to score), exactly as
+    committed (`GitStore.export_committed`)."""
     _export(store, rev, root, None)
 
 
 def _export(store: GitStore, rev: str, root: Path, paths: list[str] | None) -> None:
-    """Write the files of `rev` (optionally only under `paths`) into `root`."""
-    args = ["--format=tar", rev]
-    if paths:
-        existing = [p for p in paths if store.list_files(rev, p)]
-        if not existing:
-            return
-        args += ["--", *existing]
-    data = store.repo.git.archive(*args, stdout_as_string=False)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(root, filter="data")
+    """Write the files of `rev` (optionally only under `paths`) into `root`, as committed."""
+    store.export_committed(rev, root, paths)

@@ -10,7 +10,13 @@ the files on disk differ from what git says was judged, or that hides such a dif
 - a protected file whose bytes differ from the commit, though `git status` may not show it;
 - an index flag that hides a protected file from `git status` (skip-worktree or
   assume-unchanged, seen in `git ls-files -v`);
-- uncommitted changes or untracked files under a protected path.
+- uncommitted changes or untracked files under a protected path;
+- a git set-up that can make git show files other than those committed (`_setup`), unless
+  the user trusts it (`--trust-git-config`); then it must not change during the generation.
+
+Every read here is of the committed objects as stored (`evolve.store._committed`): no replace
+ref, graft, attribute or filter is honoured, and a file on disk is compared with its commit by
+hashing its bytes as git would name them (a CRLF-only difference allowed, never a filter).
 
 Ignored files under a protected path are not a problem, but they are part of the on-disk
 digest, so one that appears or changes during the generation is caught like any other edit.
@@ -18,15 +24,14 @@ digest, so one that appears or changes during the generation is caught like any 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import stat
-import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from evolve.gate._setup import git_setup
 from evolve.store import GitStore
 
 
@@ -37,6 +42,10 @@ class ProtectedState:
     tree: str  # hash of the protected paths in `rev`'s tree (paths and blob ids)
     files: Mapping[str, str]  # every file on disk under the protected paths -> its digest
     problems: tuple[str, ...]
+    # The protected files of `rev` as committed: path -> blob id (what a copy must hold).
+    blobs: Mapping[str, str] = field(default_factory=dict)
+    # The git set-up that can make git show other files (`_setup.git_setup`), as phrases.
+    setup: tuple[str, ...] = ()
 
     @property
     def disk(self) -> str:
@@ -107,67 +116,59 @@ def _flag_name(tag: str) -> str | None:
 def index_flags(store: GitStore, paths: Sequence[str] = ()) -> dict[str, str]:
     """Index entries under `paths` (all, when empty) with a flag that hides them from
     `git status`, or another state than a plain cached file: path -> what it is."""
-    out = store.repo.git.ls_files("-v", "-z", "--", *paths)
     flagged = {}
-    for entry in out.split("\0"):
-        if len(entry) > 2 and entry[1] == " ":
-            name = _flag_name(entry[0])
-            if name is not None:
-                flagged[entry[2:]] = name
+    for tag, path in store.index_tags(paths):
+        name = _flag_name(tag)
+        if name is not None:
+            flagged[path] = name
     return flagged
 
 
-def _tracked(store: GitStore, rev: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
-    out = store.repo.git.ls_tree("-r", "-z", "--full-tree", rev, "--", *paths)
-    entries = {}
-    for item in out.split("\0"):
-        meta, sep, path = item.partition("\t")
-        parts = meta.split()
-        if sep and len(parts) == 3 and parts[1] == "blob":
-            entries[path] = (parts[0], parts[2])
-    return entries
+def _same_as_committed(store: GitStore, root: Path, path: str, blob: str) -> bool:
+    """Whether the file on disk holds the committed blob's bytes (or differs only by CRLF
+    line ends, which a checkout on another platform may write)."""
+    try:
+        data = (root / path).read_bytes()
+    except OSError:
+        return False
+    if store.blob_id(data) == blob:
+        return True
+    return b"\r\n" in data and store.blob_id(data.replace(b"\r\n", b"\n")) == blob
 
 
-def _blob_ids(store: GitStore, paths: Sequence[str]) -> dict[str, str]:
-    """What git would store for these files now (filters such as eol conversion applied)."""
-    simple = [p for p in paths if "\n" not in p]
-    out: dict[str, str] = {}
-    if simple:
-        done = subprocess.run(
-            ["git", "hash-object", "--stdin-paths"],
-            cwd=store.root,
-            input="\n".join(simple).encode("utf-8", "surrogateescape") + b"\n",
-            capture_output=True,
-        )
-        ids = done.stdout.decode("ascii", "replace").split()
-        if done.returncode == 0 and len(ids) == len(simple):
-            out.update(zip(simple, ids, strict=True))
-    rest = [p for p in paths if p not in out]
-    if rest:
-        import git  # GitPython (its import is a sixth of a scoring run's start-up): only here
-
-        for path in rest:
-            with contextlib.suppress(git.GitCommandError):
-                out[path] = store.repo.git.hash_object("--", path).strip()
-    return out
+def setup_problem(setup: Sequence[str]) -> str:
+    """The problem a generation has when the git set-up is not trusted (see `_setup`)."""
+    return (
+        "this workspace's git set-up can make git show files other than those committed "
+        f"({'; '.join(setup)})"
+    )
 
 
-def protected_state(store: GitStore, rev: str, protected: Sequence[str]) -> ProtectedState:
-    """The protected paths as `rev`'s tree, the disk and the index hold them now."""
+def protected_state(
+    store: GitStore, rev: str, protected: Sequence[str], *, trust_git_config: bool = False
+) -> ProtectedState:
+    """The protected paths as `rev`'s tree, the disk and the index hold them now.
+
+    The git set-up (`_setup.git_setup`) is a problem unless `trust_git_config`."""
     paths = _clean(protected)
+    setup = tuple(git_setup(store, rev, paths))
+    setup_problems = [setup_problem(setup)] if setup and not trust_git_config else []
     if not paths:
-        return ProtectedState(rev=rev, paths=(), tree="", files={}, problems=())
+        return ProtectedState(
+            rev=rev, paths=(), tree="", files={}, problems=tuple(setup_problems), setup=setup
+        )
     tree = store.protected_hash(rev, protected)
     files, problems = _disk_files(store.root, paths)
+    problems = setup_problems + problems
     for path, flag in sorted(index_flags(store, paths).items()):
         problems.append(f"protected file {path} is marked {flag} in the index")
     dirty = store.dirty_paths(paths)
     if dirty:
         problems.append(f"protected files have uncommitted changes ({_names(dirty)})")
-    tracked = _tracked(store, rev, paths)
-    regular = []
+    tracked = store.committed_entries(rev, paths)
+    links = store.read_blobs(blob for mode, blob in tracked.values() if mode == "120000")
     for path, (mode, blob) in sorted(tracked.items()):
-        if path in dirty:
+        if path in dirty or mode == "160000":
             continue
         on_disk = files.get(path)
         if on_disk is None:
@@ -175,20 +176,29 @@ def protected_state(store: GitStore, rev: str, protected: Sequence[str]) -> Prot
         elif on_disk == "unreadable":
             continue  # already a problem
         elif mode == "120000":
-            target = store.repo.git.cat_file("blob", blob, strip_newline_in_stdout=False)
+            target = links[blob].decode("utf-8", "surrogateescape")
             if on_disk != "link:" + target:
                 problems.append(f"protected file {path} differs from commit {rev[:10]}")
-        elif on_disk.startswith("link:") or on_disk.startswith("special:"):
+        elif (
+            on_disk.startswith("link:")
+            or on_disk.startswith("special:")
+            or not _same_as_committed(store, store.root, path, blob)
+        ):
             problems.append(f"protected file {path} differs from commit {rev[:10]}")
-        else:
-            regular.append(path)
-    now = _blob_ids(store, regular)
-    for path in regular:
-        if now.get(path) != tracked[path][1]:
-            problems.append(f"protected file {path} differs from commit {rev[:10]}")
+    blobs = {p: blob for p, (mode, blob) in tracked.items() if mode != "160000"}
     return ProtectedState(
-        rev=rev, paths=tuple(paths), tree=tree, files=files, problems=tuple(problems)
-    )
+        rev=rev, paths=tuple(paths), tree=tree, files=files, problems=tuple(problems),
+        blobs=blobs, setup=setup,
+    )  # fmt: skip
+
+
+def loaded_problem(base: ProtectedState, loaded: Mapping[str, str], what: str) -> str | None:
+    """Why the copy `what` (e.g. "the scored copy of 1234abcd") did not hold the base's
+    committed protected files (`loaded`: path -> blob id, as hashed in the copy), or None."""
+    differ = sorted(p for p in set(base.blobs) | set(loaded) if base.blobs.get(p) != loaded.get(p))
+    if not differ:
+        return None
+    return f"{what} did not hold the protected files committed at the base ({_names(differ)})"
 
 
 def _names(paths: Sequence[str], limit: int = 5) -> str:
@@ -223,14 +233,11 @@ def protection_reason(
             first = f"{first}, found {when}"
         return first + _more(more)
     if before.tree != after.tree:
-        names = [
-            p
-            for p in store.repo.git.diff(
-                "--name-only", "-z", before.rev, after.rev, "--", *before.paths
-            ).split("\0")
-            if p
-        ]
+        names = store.committed_changes(before.rev, after.rev, before.paths)
         return f"protected files changed {when} (committed: {_names(names) or 'unknown paths'})"
+    if before.setup != after.setup:
+        new = [item for item in after.setup if item not in before.setup] or ["removed"]
+        return f"the workspace's git set-up changed {when} ({'; '.join(new)})"
     if before.files != after.files:
         keys = sorted(set(before.files) | set(after.files))
         changed = [k for k in keys if before.files.get(k) != after.files.get(k)]

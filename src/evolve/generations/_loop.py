@@ -13,13 +13,19 @@ The judged tree is the scored tree: each commit is scored in a temporary export 
 commit (never the live working tree), and the protected files (the commit's tree, the disk and
 the index flags) are checked at the base, before the candidate is tested and scored, after it
 was scored and right before the verdict is applied.
+
+What is judged is what is committed: every export and read is of the objects as stored (no
+replace ref, graft, attribute, filter or textconv: `GitStore.export_committed`), and the
+protected files each copy held (the scored copies and the workspace tests' copy, hashed in the
+copy) must be the blobs committed at the base. A workspace whose git set-up could make git
+show other files (`evolve.gate.git_setup`) is refused in one sentence before a generation
+starts, unless the user passes `--trust-git-config`.
 """
 
 from __future__ import annotations
 
 import re
 import signal
-import subprocess
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -46,11 +52,14 @@ from evolve.gate import (
     Verdict,
     cost_cap_problem,
     export_tree,
+    git_setup,
+    loaded_problem,
     paired_gain,
     problems_reason,
     protected_state,
     protection_reason,
     run_workspace_tests,
+    setup_sentence,
     temp_copy,
 )
 from evolve.generations._records import (
@@ -189,6 +198,9 @@ class _Scorer:
             choose_executor(executor, llm.name, self.concurrency, can_spawn=True) in SPAWNING
         )
         self.cache: dict[tuple[str, str], SplitReport] = {}
+        # The protected files each scored copy held after scoring: (commit, split) -> path ->
+        # blob id, hashed in the copy (the loop compares them with the base's committed ones).
+        self.loaded: dict[tuple[str, str], dict[str, str]] = {}
         self.fault_step: str | None = None  # the fault seam's step while a copy exists
 
     def __call__(self, split: Split, commit: str) -> SplitReport:
@@ -210,7 +222,19 @@ class _Scorer:
                     executor=self.executor,
                     log=False,
                 )
+                self.loaded[key] = self.ws.store.exported_ids(root, self.ws.config.protected)
         return self.cache[key]
+
+    def problem(self, base: ProtectedState, commit: str) -> str | None:
+        """Why a scored copy of `commit` did not hold the base's committed protected files
+        (None when every copy scored so far did)."""
+        for split in ("dev", "holdout"):
+            loaded = self.loaded.get((commit, split))
+            if loaded is not None:
+                found = loaded_problem(base, loaded, f"the {split} scoring's copy of {commit[:10]}")
+                if found:
+                    return found
+        return None
 
 
 def _per_episode(total: float, report: SplitReport) -> float:
@@ -218,11 +242,13 @@ def _per_episode(total: float, report: SplitReport) -> float:
 
 
 def _tree(store: GitStore, commit: str) -> str:
-    return str(store.repo.git.rev_parse(f"{commit}^{{tree}}")).strip()
+    return store.committed_tree(commit)
 
 
 def _prompt_sizes(store: GitStore, commit: str) -> dict[str, int]:
-    files = store.read_tree_files(commit, "prompts")
+    entries = store.committed_entries(commit, ["prompts"])
+    blobs = store.read_blobs(oid for mode, oid in entries.values() if mode != "160000")
+    files = {path: blobs[oid] for path, (mode, oid) in entries.items() if oid in blobs}
     return {
         path: len(data.decode("utf-8", "replace"))
         for path, data in sorted(files.items())
@@ -259,6 +285,7 @@ class _Request:
     timeout: float | None = None
     executor: str = "auto"
     concurrency: int | None = None
+    trust_git_config: bool = False
 
 
 @dataclass(frozen=True)
@@ -272,6 +299,7 @@ class _Loop:
     gate: Gate
     say: Progress
     dry_run: bool
+    trust_git_config: bool = False
 
 
 @dataclass
@@ -314,8 +342,13 @@ class _Generation:
         self.number = gtx.number
         self.changes: list[ChangeRecord] = []
 
+    def _state(self, rev: str) -> ProtectedState:
+        return protected_state(
+            self.store, rev, self.protected, trust_git_config=self.loop.trust_git_config
+        )
+
     def run(self) -> GenerationRecord:
-        s0 = protected_state(self.store, self.gtx.base, self.protected)
+        s0 = self._state(self.gtx.base)
         if s0.problems:
             return self._unjudged(s0)
         base = self._score_base(s0)
@@ -406,9 +439,11 @@ class _Generation:
         candidate = store.head()
         assert candidate is not None
         tree = _tree(store, candidate)
-        s1 = protected_state(store, candidate, self.protected)
-        problem = protection_reason(store, base.state, s1, "during the generation") or _moved(
-            store, candidate, "during the generation"
+        s1 = self._state(candidate)
+        problem = (
+            self.loop.scorer.problem(base.state, base.commit)
+            or protection_reason(store, base.state, s1, "during the generation")
+            or _moved(store, candidate, "during the generation")
         )
         return _Candidate(
             candidate, tree, s1.tree, base.dev, base.holdout, problem=problem, scored_tree=tree
@@ -435,9 +470,11 @@ class _Generation:
         finally:
             scorer.fault_step = None
         cand.scored = True
-        s2 = protected_state(store, candidate, self.protected)
-        cand.problem = protection_reason(store, base.state, s2, "during scoring") or _moved(
-            store, candidate, "during scoring"
+        s2 = self._state(candidate)
+        cand.problem = (
+            scorer.problem(base.state, candidate)
+            or protection_reason(store, base.state, s2, "during scoring")
+            or _moved(store, candidate, "during scoring")
         )
 
     def _evidence(self, base: _Base, cand: _Candidate, gain: PairedGain) -> GateEvidence:
@@ -473,7 +510,7 @@ class _Generation:
         gate = self.loop.gate
         verdict = gate.decide(evidence)
         if verdict.accepted:
-            s3 = protected_state(self.store, cand.commit, self.protected)
+            s3 = self._state(cand.commit)
             when = "before the verdict was applied"
             late = protection_reason(self.store, base.state, s3, when) or _moved(
                 self.store, cand.commit, when
@@ -575,7 +612,9 @@ def _open_loop(ws: Workspace, request: _Request) -> _Loop:
         ws, models.agent, ws.config.gate.runs, executor=request.executor,
         concurrency=request.concurrency, by_name=request.models is None,
     )  # fmt: skip
-    return _Loop(ws, models, scorer, request.gate, request.say, request.dry_run)
+    return _Loop(
+        ws, models, scorer, request.gate, request.say, request.dry_run, request.trust_git_config
+    )
 
 
 def _run(
@@ -606,9 +645,8 @@ def _generations(
         record = _one(loop, request, number, stream_end, meter, before)
         stream_end = record.stream_end
         if diffs is not None and record.candidate != record.base:
-            diffs[number] = ws.store.repo.git.diff(
-                record.base, record.candidate, "--", "memory", "prompts"
-            )
+            diff = ws.store.committed_diff(record.base, record.candidate, ["memory", "prompts"])
+            diffs[number] = diff.removesuffix("\n")
         request.say(f"generation {number}: {record.outcome()} ({record.reason})")
         records.append(record)
     return records
@@ -706,6 +744,17 @@ def _check_clean(ws: Workspace) -> None:
         )
 
 
+def _check_git_setup(ws: Workspace, trusted: bool) -> None:
+    """Refuse, in one sentence and before any work, a workspace whose git set-up can make
+    git show files other than those committed (unless the user trusts it)."""
+    head = ws.store.head()
+    if trusted or head is None:
+        return
+    found = git_setup(ws.store, head, ws.config.protected)
+    if found:
+        raise EvolveError(setup_sentence(found))
+
+
 def _check_hand_edits(ws: Workspace) -> None:
     """Read the files a person may edit (memory, the skills' records, the tuned parameters)
     as the generation will: one that cannot be read (a key given twice, not UTF-8, ...) is
@@ -732,16 +781,20 @@ def evolve(
     timeout: float | None = None,
     executor: str = "auto",
     concurrency: int | None = None,
+    trust_git_config: bool = False,
 ) -> EvolveResult:
     """Run gated generations (see the module docstring).
 
     `timeout` limits each generation (seconds); a generation past it is rolled back and
     recorded as `rejected (error: ...)`. `executor` and `concurrency` spread the scoring
-    episodes as in `evolve run` (default: auto, `run.concurrency`).
+    episodes as in `evolve run` (default: auto, `run.concurrency`). `trust_git_config` lets
+    generations start in a workspace whose git set-up could make git show files other than
+    those committed (`evolve.gate.git_setup`); the gate judges the committed files either way.
 
     Raises:
         EvolveError: more generations than `gate.max_generations`, a dirty tree, a held lock,
-            not a git repository, or a generation that ended in an error (after its rollback).
+            not a git repository, a git set-up not trusted (one sentence naming it), or a
+            generation that ended in an error (after its rollback).
         GenerationInterrupted: Ctrl-C (a KeyboardInterrupt, after the generation's rollback).
         WriteInterrupted: SIGTERM or SIGHUP (after the rollback; the message says what became
             of the generation).
@@ -758,7 +811,7 @@ def evolve(
         raise EvolveError("--timeout must be a positive number of seconds.")
     request = _Request(
         count, dry_run, gate or Gate(), models, progress or (lambda _msg: None), timeout,
-        executor, concurrency,
+        executor, concurrency, trust_git_config,
     )  # fmt: skip
     try:
         with _signals_raise(), executor_session(executor):
@@ -774,6 +827,7 @@ def _evolve(ws: Workspace, request: _Request) -> EvolveResult:
     store = ws.store
     with writer(ws, "evolve evolve --dry-run" if request.dry_run else "evolve evolve"):
         _check_clean(ws)
+        _check_git_setup(ws, request.trust_git_config)
         _check_hand_edits(ws)
         previous = load_records(ws)
         first = last_used_number(ws) + 1
@@ -791,18 +845,8 @@ def _dry_run(ws: Workspace, request: _Request, first: int, stream_end: int | Non
     one's proposed diff; the workspace is left exactly as it was."""
     with temp_copy("dry-run") as tmp:
         clone = tmp / "ws"
-        subprocess.run(
-            ["git", "clone", "--quiet", "--shared", str(ws.root), str(clone)],
-            check=True,
-            capture_output=True,
-        )
         # The side refs too (persona timelines), so the dry run trains on the same clock.
-        subprocess.run(
-            ["git", "fetch", "--quiet", "origin", "refs/evolve/*:refs/evolve/*"],
-            cwd=clone,
-            check=True,
-            capture_output=True,
-        )
+        ws.store.shared_clone(clone, "refs/evolve/*")
         inner = Workspace(clone, ws.config)  # keeps the command line's model choices
         diffs: dict[int, str] = {}
         with lock(inner, "evolve evolve --dry-run"):  # its writes are journaled like any

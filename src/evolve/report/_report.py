@@ -170,18 +170,11 @@ def _usage_section(ws: Workspace) -> list[str]:
 
 def _memory_size_series(ws: Workspace) -> list[tuple[str, list[tuple[float, float]]]]:
     """Unit files in memory/ after each commit that changed them (one git call)."""
-    out = ws.store.repo.git.log(
-        "--reverse", "--format=@%ct", "--name-status", "--no-renames", "HEAD", "--", "memory"
-    )
-    count, pts, n = 0, [], 0
-    for line in out.splitlines():
-        if line.startswith("@"):
-            if n:
-                pts.append((float(n), float(count)))
-            n += 1
-        elif line[:1] in ("A", "D") and line.rstrip().endswith(".md") and "/." not in line:
-            count += 1 if line[0] == "A" else -1
-    if n:
+    count, pts = 0, []
+    for n, (_when, changes) in enumerate(ws.store.log_name_status(["memory"]), start=1):
+        for status, path in changes:
+            if status in ("A", "D") and path.rstrip().endswith(".md") and "/." not in path:
+                count += 1 if status == "A" else -1
         pts.append((float(n), float(count)))
     return [("unit files", pts)]
 

@@ -24,6 +24,21 @@ if TYPE_CHECKING:  # GitPython is imported only by `GitBase.repo` (code not yet 
 
 from evolve.errors import EvolveError
 
+#: What every read of committed objects adds to git's environment: replace refs
+#: (`refs/replace/`, `git replace --graft`) and grafts (`info/grafts`) are not honoured, so a
+#: commit, tree or blob reads as it is stored (see `evolve.store._committed`). The graft file
+#: named cannot exist (a file under `/dev/null`): git reads no grafts, and says nothing (an
+#: empty graft file that exists makes git print its deprecation hint).
+COMMITTED_ENV = {
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_GRAFT_FILE": os.path.join(os.devnull, "no-grafts"),
+}
+
+
+def committed_env() -> dict[str, str]:
+    """The process's environment with :data:`COMMITTED_ENV` added."""
+    return {**os.environ, **COMMITTED_ENV}
+
 
 def _clean_identity(value: str) -> str:
     """A name or email as git would write it: no angle brackets, no control characters."""
@@ -85,7 +100,8 @@ def _discover(root: Path) -> tuple[Path, Path]:
 
 
 class _ObjectReader:
-    """One long-lived `git cat-file --batch` process (GitPython's reader assumes SHA-1)."""
+    """One long-lived `git cat-file --batch` process (GitPython's reader assumes SHA-1), which
+    reads objects as stored: no replace ref is honoured."""
 
     def __init__(self, root: Path) -> None:
         self._root = root
@@ -100,6 +116,9 @@ class _ObjectReader:
                 cwd=self._root,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
+                # Objects as stored: a replace ref must not change what a commit builds on or
+                # what the gate reads (`_committed`).
+                env=committed_env(),
             )
             self._proc = proc
             self._finalizer = weakref.finalize(self, _stop, proc)
@@ -207,12 +226,22 @@ class GitBase:
 
         return collect
 
-    def _git_bytes(self, *args: str, input: bytes | None = None) -> bytes:
+    def _git_bytes(
+        self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None
+    ) -> bytes:
         """Run git and return its raw stdout (a failure is one clear :class:`GitFailed`)."""
-        done = subprocess.run(["git", *args], cwd=self.root, input=input, capture_output=True)
+        done = subprocess.run(
+            ["git", *args], cwd=self.root, input=input, capture_output=True, env=env
+        )
         if done.returncode != 0:
             raise GitFailed(args, done.returncode, done.stderr.decode("utf-8", "replace"))
         return done.stdout
+
+    def _git_committed(self, *args: str, input: bytes | None = None) -> str:
+        """Run git reading objects as stored (:data:`COMMITTED_ENV`: no replace ref, no
+        graft) and return its stdout as text."""
+        out = self._git_bytes(*args, input=input, env=committed_env())
+        return out.decode("utf-8", "surrogateescape")
 
     # --- configuration -----------------------------------------------------------------
 

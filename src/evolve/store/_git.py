@@ -15,8 +15,8 @@ Two commit paths:
 10,000-commit repository. Objects are hashed with the repository's own algorithm (SHA-1 or
 SHA-256, `extensions.objectFormat`).
 
-The store is built in layers (`_base`, `_objects`, `_refs`, `_history`, each a class over the
-one before); this module adds the commit paths and the working tree.
+The store is built in layers (`_base`, `_objects`, `_refs`, `_history`, `_committed`, each a
+class over the one before); this module adds the commit paths and the working tree.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from evolve.store._base import (
     GitFailed,
     _last_line,
 )
+from evolve.store._committed import GitCommitted
 from evolve.store._history import CommitInfo, GitHistory
 from evolve.store._index import Change, Declined, update_index
 from evolve.store._objects import GitObjects
@@ -47,6 +48,7 @@ __all__ = [
     "CommitInfo",
     "CommitPath",
     "GitBase",
+    "GitCommitted",
     "GitFailed",
     "GitHistory",
     "GitObjects",
@@ -66,7 +68,7 @@ COMMIT_HOOKS = (
 CommitPath = Literal["auto", "fast", "git"]
 
 
-class GitStore(GitHistory):
+class GitStore(GitCommitted):
     """A git repository holding a workspace; the only code that makes commits."""
 
     #: "auto" picks git's commit path when hooks or signing ask for it, else the fast path;

@@ -140,6 +140,7 @@ class GitHistory(GitRefs):
 
         Patches show file content, which may hold any byte, so each commit's header is framed
         by a marker drawn at random for this call: no content written before can contain it.
+        They show the committed bytes: no textconv driver or external diff runs.
         """
         return self.start_log_patches(paths, max_count=max_count)()
 
@@ -157,8 +158,8 @@ class GitHistory(GitRefs):
         marker = b"\x00" + os.urandom(16).hex().encode("ascii") + b"\x00"
         fmt = "%x00" + marker[1:-1].decode("ascii") + "%x00" + _LOG_FORMAT
         fmt += "%x00" + marker[1:-1].decode("ascii") + "%x00"
-        args = ["log", f"--format={fmt}", "-p", "--no-color", "--no-ext-diff", *_LOG_OPTIONS]
-        args += options  # e.g. a context size (`evolve show`'s sidecar patches)
+        args = ["log", f"--format={fmt}", "-p", "--no-color", "--no-ext-diff", "--no-textconv"]
+        args += [*_LOG_OPTIONS, *options]  # e.g. a context size (`evolve show`'s sidecar patches)
         if max_count is not None:
             args.append(f"--max-count={max_count}")
         args += ["HEAD", "--", *paths]

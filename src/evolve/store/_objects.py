@@ -149,10 +149,12 @@ class GitObjects(GitBase):
         return batch_contents(proc.stdout, entries)
 
     def protected_hash(self, rev: str, prefixes: Sequence[str]) -> str:
-        """A hash of the files under `prefixes` at `rev` (paths and blob ids)."""
+        """A hash of the files under `prefixes` at `rev` (paths and blob ids), as committed: no
+        replace ref or graft is honoured."""
         paths = [p.rstrip("/") for p in prefixes]
         # Without ls-tree's final newline: the hash stays what it was when GitPython ran it.
-        out = self.git("ls-tree", "-r", "--full-tree", rev, "--", *paths).removesuffix("\n")
+        out = self._git_committed("ls-tree", "-r", "--full-tree", rev, "--", *paths)
+        out = out.removesuffix("\n")
         import hashlib
 
         return hashlib.sha256(out.encode("utf-8")).hexdigest()

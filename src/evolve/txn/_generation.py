@@ -32,7 +32,7 @@ from evolve._format._message import PREFIX
 from evolve._io import atomic_write
 from evolve.errors import EvolveError
 from evolve.gate import index_flags, sweep
-from evolve.store import GENERATION, KIND, GitStore
+from evolve.store import GENERATION, KIND, GitFailed, GitStore
 from evolve.txn._journal import end as end_apply_journal
 from evolve.txn._records import (
     ChangeRecord,
@@ -97,19 +97,11 @@ def end_journal(store: GitStore) -> None:
 
 
 def _ignored(store: GitStore) -> list[str]:
-    out = store.repo.git.ls_files(
-        "--others", "--ignored", "--exclude-standard", "--directory", "-z"
-    )
-    return sorted(p for p in out.split("\0") if p)
+    return store.untracked_paths(ignored=True)
 
 
 def _branch(store: GitStore) -> str | None:
-    import git  # GitPython: only the recovery paths need its error type
-
-    try:
-        return str(store.repo.git.symbolic_ref("-q", "HEAD")).strip() or None
-    except git.GitCommandError:
-        return None  # detached
+    return store.current_branch()  # None: detached
 
 
 def begin(
@@ -147,13 +139,7 @@ def _under(path: str, prefixes: tuple[str, ...]) -> bool:
 def remove_generation_files(ws: Workspace, journal: GenerationJournal) -> list[str]:
     """Remove the generation's untracked files (see the module docstring); returns them."""
     store = ws.store
-    removed = [
-        p
-        for p in store.repo.git.ls_files(
-            "--others", "--exclude-standard", "--directory", "-z"
-        ).split("\0")
-        if p
-    ]
+    removed = store.untracked_paths()
     if removed:
         store.clean_untracked()
     watched = EVOLVABLE + tuple(ws.config.protected)
@@ -174,10 +160,7 @@ def clear_new_flags(store: GitStore, journal: GenerationJournal) -> list[str]:
     """Clear skip-worktree/assume-unchanged flags set during the generation (so that the reset
     really restores those files)."""
     new = sorted(set(index_flags(store)) - set(journal.flagged_before))
-    if new:
-        # One flag per call: git applies only the last of several such options.
-        store.repo.git.update_index("--no-skip-worktree", "--", *new)
-        store.repo.git.update_index("--no-assume-unchanged", "--", *new)
+    store.clear_index_flags(new)
     return new
 
 
@@ -192,7 +175,7 @@ def rollback(ws: Workspace, journal: GenerationJournal, target: str | None = Non
 
 def _commit_summary(store: GitStore, sha: str) -> tuple[str, dict[str, str]]:
     """A commit's subject and `Evolve-*` trailers, read from the raw object (no log framing)."""
-    raw = store.repo.git.cat_file("commit", sha, stdout_as_string=False)
+    raw = store.commit_object(sha)
     text = raw.decode("utf-8", "replace")
     _, _, message = text.partition("\n\n")
     subject = message.split("\n", 1)[0].strip()
@@ -205,20 +188,19 @@ def _commit_summary(store: GitStore, sha: str) -> tuple[str, dict[str, str]]:
 
 
 def generation_commits(store: GitStore, base: str, tip: str, number: int) -> list[ChangeRecord]:
-    """The commits of generation `number` between `base` and `tip`, oldest first."""
-    import git  # GitPython: only the recovery paths need its error type
-
+    """The commits of generation `number` between `base` and `tip`, oldest first (by the
+    parents the commits hold: no replace ref or graft)."""
     if base == tip:
         return []
     try:
-        shas = store.repo.git.rev_list("--reverse", f"{base}..{tip}").split()
-    except git.GitCommandError:
+        shas = store.commits_between(base, tip)
+    except GitFailed:
         return []
     out = []
     for sha in shas:
         try:
             subject, trailers = _commit_summary(store, sha)
-        except git.GitCommandError:
+        except GitFailed:
             continue
         if trailers.get(GENERATION) != str(number):
             continue
@@ -235,13 +217,11 @@ def error_record(
     refused: list[str] | None = None,
 ) -> GenerationRecord:
     """The record of a generation that ended in an error: `rejected (error: ...)`."""
-    import git  # GitPython: only the recovery paths need its error type
-
     store = ws.store
     final = store.head() or journal.base
     try:
         cand_hash = store.protected_hash(tip, tuple(ws.config.protected))
-    except git.GitCommandError:
+    except GitFailed:
         cand_hash = ""
     return GenerationRecord(
         number=journal.number,
@@ -266,11 +246,9 @@ def error_record(
 def keep_tip(store: GitStore, journal: GenerationJournal, tip: str) -> None:
     """Keep the commits of an aborted generation reachable under refs/evolve/aborted/ (for a
     post-mortem; no branch contains them)."""
-    import git  # GitPython: only the recovery paths need its error type
-
     if tip != journal.base:
-        with contextlib.suppress(git.GitCommandError):
-            store.repo.git.update_ref(f"{ABORTED_REFS}/gen-{journal.number:04d}", tip)
+        with contextlib.suppress(GitFailed):
+            store.set_ref(f"{ABORTED_REFS}/gen-{journal.number:04d}", tip)
 
 
 def abort(
@@ -309,21 +287,15 @@ def last_used_number(ws: Workspace) -> int:
     store = ws.store
     numbers = [r.number for r in load_records(ws)]
     if store.head() is not None:
-        out = store.repo.git.log(
-            "--fixed-strings", f"--grep={GENERATION}:",
-            f"--format=%(trailers:key={GENERATION},valueonly,unfold)", "HEAD",
-        )  # fmt: skip
-        numbers += [int(v) for v in out.split() if v.isdigit() and len(v) < 10]
-    refs = store.repo.git.for_each_ref("--format=%(refname:lstrip=3)", ABORTED_REFS)
-    numbers += [int(n[4:]) for n in refs.split() if n.startswith("gen-") and n[4:].isdigit()]
+        values = store.trailer_values(GENERATION)
+        numbers += [int(v) for v in values if v.isdigit() and len(v) < 10]
+    refs = [r.removeprefix(ABORTED_REFS + "/") for r in store.ref_names(ABORTED_REFS)]
+    numbers += [int(n[4:]) for n in refs if n.startswith("gen-") and n[4:].isdigit()]
     return max(numbers, default=0)
 
 
 def _is_ancestor(store: GitStore, a: str, b: str) -> bool:
-    done = subprocess.run(
-        ["git", "merge-base", "--is-ancestor", a, b], cwd=store.root, capture_output=True
-    )
-    return done.returncode == 0
+    return store.is_ancestor(a, b)
 
 
 def _stash(store: GitStore, number: int) -> bool:

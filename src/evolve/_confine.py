@@ -132,6 +132,13 @@ def _walk(root: str, parts: list[str], rel: str, *, create: bool) -> int:
     return fd
 
 
+def _io_fault(path: str) -> None:
+    """`evolve._io.io_fault` (imported when a file is written: the readers never load `_io`)."""
+    from evolve._io import io_fault
+
+    io_fault(path)
+
+
 def _swapped(rel: str) -> PathRefused:
     return PathRefused(
         f"refusing {rel}: a folder or file on its path became a symbolic link while it was "
@@ -152,6 +159,8 @@ def open_fd(root: Path | str, rel: str | PurePosixPath, flags: int, mode: int = 
     real = real_rel(root_s, rel)
     if not real:
         raise PathRefused(f"refusing {rel}: it names the workspace root itself.")
+    if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+        _io_fault(os.path.join(root_s, real))
     folders, name = _split(real)
     folder = _walk(root_s, folders, str(rel), create=bool(flags & os.O_CREAT))
     try:
@@ -198,6 +207,7 @@ def write_atomic(root: Path | str, rel: str | PurePosixPath, data: str | bytes) 
     real = real_rel(root_s, rel)
     if not real:
         raise PathRefused(f"refusing {rel}: it names the workspace root itself.")
+    _io_fault(os.path.join(root_s, real))
     folders, name = _split(real)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     folder = _walk(root_s, folders, str(rel), create=True)

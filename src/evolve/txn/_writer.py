@@ -16,13 +16,13 @@ from contextlib import contextmanager
 
 from evolve.applier import ApplyResult, MemoryApplier, write_files
 from evolve.applier._files import EVOLVABLE
-from evolve.errors import EvolveError, LockHeld
+from evolve.errors import EvolveError, LockHeld, WriteFailed, write_failure
 from evolve.memory import MemoryUnit
 from evolve.ops import Op
 from evolve.store import GitStore
 from evolve.txn._journal import ApplyJournal, journal_path, recover
 from evolve.txn._lock import LOCK_NAME, WriterLock, writer_lock_held
-from evolve.txn._recovery import Recovery, recover_workspace, stop_cleanly
+from evolve.txn._recovery import Recovery, recover_workspace, stop_cleanly, undo_write
 from evolve.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -116,11 +116,24 @@ def writer(ws: Workspace, command: str) -> Iterator[Transaction]:
     transaction (`tx.recovery` says what was recovered). Ctrl-C, SIGTERM or SIGHUP inside
     undo the write in flight and raise `WriteInterrupted` (see `evolve.txn._recovery`).
 
+    A write the file system refuses (disk full, read-only, permission denied) is undone
+    the same way, and said in one sentence.
+
     Raises:
         LockHeld: another live writer holds the lock.
+        WriteFailed: the file system refused a write; the write in flight was rolled back.
     """
     with lock(ws, command), stop_cleanly(ws):
-        yield Transaction(ws, recover_workspace(ws, command))
+        try:
+            yield Transaction(ws, recover_workspace(ws, command))
+        except OSError as exc:
+            said = write_failure(exc)
+            if said is None:
+                raise
+            # Still holding the lock: the write in flight is undone now, not by the next command.
+            undone = undo_write(ws)
+            what, fix = said
+            raise WriteFailed(f"`{command}` stopped: {what} ({fix}, then rerun); {undone}") from exc
 
 
 def joined(ws: Workspace) -> Transaction:

@@ -20,7 +20,7 @@ from evolve.errors import EvolveError, LockHeld, WriteFailed, write_failure
 from evolve.memory import MemoryUnit
 from evolve.ops import Op
 from evolve.store import GitStore
-from evolve.txn._journal import ApplyJournal, journal_path, recover
+from evolve.txn._journal import ApplyJournal, check_branch, journal_path, recover
 from evolve.txn._lock import LOCK_NAME, WriterLock, writer_lock_held
 from evolve.txn._recovery import Recovery, recover_workspace, stop_cleanly, undo_write
 from evolve.workspace import Workspace
@@ -77,10 +77,19 @@ class Transaction:
     ) -> str | None:
         """Commit `paths` (None: nothing changed) and end the journal of their write.
 
-        If the commit raises, the journal stays, and the write is undone (by `stop_cleanly`
-        for a signal, by the next writer otherwise).
+        If the store refuses the commit (a hook, or the branch moved under someone else's
+        commit), the write is undone at once and the refusal raised; a signal's undo is
+        `stop_cleanly`'s, a crash's the next writer's.
         """
-        sha = self.store.commit(paths, subject, body=body, trailers=trailers)
+        try:
+            check_branch(self.store, self.journal.expected)  # a person's commit since the write
+            sha = self.store.commit(paths, subject, body=body, trailers=trailers)
+        except EvolveError as exc:
+            # Refused (a hook, the branch moved under a person's commit): undo the write now,
+            # holding the lock, rather than leave it for the next command to find.
+            restored = recover(self.store)
+            undone = f"; its write of {len(restored)} file(s) was rolled back" if restored else ""
+            raise EvolveError(f"{str(exc).rstrip('.')}{undone}.") from exc
         self.journal.end()
         return sha
 

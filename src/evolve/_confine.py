@@ -271,3 +271,24 @@ def check_tree(root: Path | str, rel: str) -> None:
             path = os.path.join(folder, name)
             if os.path.islink(path):
                 check(root_s, os.path.relpath(path, root_s).replace(os.sep, "/"))
+
+
+def append_under(base: Path | str, rel: str, text: str) -> None:
+    """Append `text` to the file `rel` under `base`, a folder of evolve's own (`.git/`), made
+    with its folders when missing: no component under `base` is followed if it is a link (one
+    swapped in is refused by name), as git itself does not follow them there."""
+    real_base = os.path.realpath(str(base))
+    _io_fault(os.path.join(real_base, rel))
+    parts = [p for p in rel.split("/") if p]
+    folder = _walk(real_base, parts[:-1], rel, create=True)
+    try:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(parts[-1], flags, 0o644, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _swapped(rel) from None
+        raise
+    finally:
+        os.close(folder)
+    with os.fdopen(fd, "a", encoding="utf-8", errors="replace") as handle:
+        handle.write(text)

@@ -19,6 +19,9 @@ from evolve.txn import Transaction
 from evolve.workspace import Workspace
 
 
+_REAL_COMMIT = Transaction.commit
+
+
 def _journals(ws: Workspace) -> list[str]:
     return sorted(p.name for p in ws.store.git_dir.glob("evolve-*.json"))
 
@@ -81,7 +84,7 @@ def test_a_person_committing_during_train_is_reported_and_the_write_rolled_back(
     assert _journals(ws) == []  # rolled back now, not left for the next command
     assert run_git(ws.root, "rev-parse", "HEAD").strip() == made[0]
     assert run_git(ws.root, "status", "--porcelain", "--untracked-files=all") == ""
-    monkeypatch.undo()
+    monkeypatch.setattr(Transaction, "commit", _REAL_COMMIT)  # (not undo(): it drops the chdir)
     code, _out, err = run_cli(capsys, "train", "--episodes", "12")
     assert code == 0, err
     assert "had been committed" not in err and "rolled back" not in err

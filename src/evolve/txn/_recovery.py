@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from evolve._held import owner_gone
 from evolve._signals import Terminated, signals_held, signals_raise
 from evolve.errors import EvolveError
 from evolve.store import GitStore
@@ -191,13 +191,6 @@ def active_writer(ws: Workspace) -> str | None:
     if not holder:
         return None
     pid = holder.get("pid")
-    if not isinstance(pid, int) or pid == os.getpid():
-        return None
-    if holder.get("host") == socket.gethostname():
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            pass  # alive, another user's
+    if not isinstance(pid, int) or pid == os.getpid() or owner_gone(holder):
+        return None  # killed (its pid gone, or reused by another process since)
     return f"`{holder.get('command')}` (pid {pid})"

@@ -292,3 +292,19 @@ def append_under(base: Path | str, rel: str, text: str) -> None:
         os.close(folder)
     with os.fdopen(fd, "a", encoding="utf-8", errors="replace") as handle:
         handle.write(text)
+
+
+def open_own(path: str, *, write: bool = False) -> int:
+    """A descriptor of `path`, a file of evolve's own outside the workspace's tracked files (a
+    cache or digest under `.git/`, or its temporary file), never reached through a link at its
+    name: reading opens with `O_NOFOLLOW` (a link raises `OSError`, which such a cache reads as
+    "no cache"); writing creates the file afresh, a leftover of the same name removed first and
+    `O_EXCL` refusing whatever appears in between, so a planted link is never written through."""
+    if not write:
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:  # noqa: SIM105 - contextlib costs the reading commands start-up
+        os.unlink(path)  # a link is removed itself, never its target
+    except FileNotFoundError:
+        pass
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.open(path, flags, 0o644)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from evolve._io import atomic_write
+from evolve import _confine as confined
 from evolve._text import is_placeholder
 from evolve.applier import _counters, _records, _shelves
 from evolve.applier._journal import NoJournal, WriteJournal
@@ -287,8 +287,8 @@ class MemoryApplier:
             full = self.ws.resolve(path)
             if op.op == "evict":
                 full.unlink(missing_ok=True)
-            else:
-                atomic_write(full, self._file_text(op.unit))
+            else:  # no link followed out, checked at open time (not only by `resolve`)
+                confined.write_atomic(self.ws.root, path, self._file_text(op.unit))
         _counters.write(self.ws, sidecar)
         self._dumped = {}
         return result

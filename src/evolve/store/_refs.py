@@ -23,7 +23,7 @@ from pathlib import Path
 from evolve._confine import append_under
 from evolve._held import owner, owner_gone
 from evolve._io import io_fault
-from evolve.errors import EvolveError
+from evolve.errors import EvolveError, PathRefused
 from evolve.store._base import GitFailed, _last_line
 from evolve.store._objects import GitObjects
 from evolve.store._trailers import Trailers, format_message
@@ -176,7 +176,13 @@ class GitRefs(GitObjects):
         entry = f"{old or self._zero} {new} {name} <{email}> {stamp}\tevolve: {flat}"[:400]
         for log_dir, log_name in ((self.git_dir, "HEAD"), (self.common_dir, ref)):
             # No link followed: a `.git/logs/...` swapped for a link would append elsewhere.
-            append_under(log_dir, f"logs/{log_name}", entry + "\n")
+            # The commit is made; a reflog that is a link is left as it is, and said.
+            try:
+                append_under(log_dir, f"logs/{log_name}", entry + "\n")
+            except PathRefused as exc:
+                import logging
+
+                logging.getLogger(_LOGGER).warning("evolve: reflog not written: %s", exc)
 
     def write_side_ref(
         self,

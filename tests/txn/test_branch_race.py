@@ -18,7 +18,6 @@ from conftest import GitRunner, cli_json, one_sentence, run_cli, workspace_state
 from evolve.txn import Transaction
 from evolve.workspace import Workspace
 
-
 _REAL_COMMIT = Transaction.commit
 
 

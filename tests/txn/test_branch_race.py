@@ -1,9 +1,10 @@
 """A writer on a detached HEAD, or racing a person's `git commit`, writes nothing that stays.
 
-Before its first file a write checks that HEAD is a branch and that nobody else committed on
-it since the writer last looked; before committing it checks again. A person's commit is
-reported as what it was, the write is rolled back at once (no journal is left for the next
-command, which would then wrongly say it "had been committed").
+Before its first file a write checks that HEAD is a branch; before committing it checks that
+nobody else committed on it since the write began. A person's commit is reported as what it
+was, the write is rolled back at once (no journal is left for the next command, which would
+then wrongly say it "had been committed"). A commit made between two episodes is no race: the
+next episode reads memory after it (tests/train/test_memory_between_episodes.py).
 """
 
 from __future__ import annotations

@@ -31,28 +31,29 @@ def journal_path(store: GitStore) -> Path:
 class ApplyJournal:
     """The apply journal of one repository (what the applier calls before it writes).
 
-    Before the first file of a write it checks that HEAD is a branch and that nobody else
-    committed on it since this writer last looked (its own commits aside): a write that could
-    not be committed is refused before anything is written, not undone after.
+    Before the first file of a write it checks that HEAD is a branch (a write that could not
+    be committed is refused before anything is written, not undone after) and remembers HEAD,
+    so that the commit can tell a person's commit made meanwhile (`check_branch`). A commit
+    made between two writes is not a race: the next episode reads memory after it.
     """
 
     def __init__(self, store: GitStore) -> None:
         self.store = store
-        self.expected = store.head()  # HEAD as this writer last left it
+        self.expected: str | None = None  # HEAD when the write in flight began
 
     def begin(self, paths: Sequence[str]) -> None:
-        self.expected = check_branch(self.store, self.expected)
+        self.expected = check_branch(self.store, None)
         begin(self.store, paths)
 
     def end(self) -> None:
         end(self.store)
-        self.expected = self.store.head()
+        self.expected = None
 
 
 def check_branch(store: GitStore, expected: str | None) -> str | None:
     """HEAD, after checking that it is a branch and that every commit on it since `expected`
-    is evolve's own (a person's `git commit` meanwhile would be overwritten by a write planned
-    on what came before it).
+    (HEAD when a write began; None: no check) is evolve's own: a person's `git commit` made
+    while a write is in flight would be overwritten by a write planned on what came before.
 
     Raises:
         EvolveError: HEAD is detached, or someone else committed (one sentence, naming it).

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from evolve import _confine as confined
+from evolve._io import atomic_write
 from evolve._text import is_placeholder
 from evolve.applier import _counters, _records, _shelves
 from evolve.applier._journal import NoJournal, WriteJournal
@@ -287,8 +288,9 @@ class MemoryApplier:
             full = self.ws.resolve(path)
             if op.op == "evict":
                 full.unlink(missing_ok=True)
-            else:  # no link followed out, checked at open time (not only by `resolve`)
-                confined.write_atomic(self.ws.root, path, self._file_text(op.unit))
+            else:  # no link out, checked again right before the write (not only at plan time)
+                confined.check(self.ws.root, path)
+                atomic_write(full, self._file_text(op.unit))
         _counters.write(self.ws, sidecar)
         self._dumped = {}
         return result

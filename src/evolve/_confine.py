@@ -132,6 +132,13 @@ def _walk(root: str, parts: list[str], rel: str, *, create: bool) -> int:
     return fd
 
 
+def _io_fault(path: str) -> None:
+    """`evolve._io.io_fault` (imported when a file is written: the readers never load `_io`)."""
+    from evolve._io import io_fault
+
+    io_fault(path)
+
+
 def _swapped(rel: str) -> PathRefused:
     return PathRefused(
         f"refusing {rel}: a folder or file on its path became a symbolic link while it was "
@@ -152,6 +159,8 @@ def open_fd(root: Path | str, rel: str | PurePosixPath, flags: int, mode: int = 
     real = real_rel(root_s, rel)
     if not real:
         raise PathRefused(f"refusing {rel}: it names the workspace root itself.")
+    if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+        _io_fault(os.path.join(root_s, real))
     folders, name = _split(real)
     folder = _walk(root_s, folders, str(rel), create=bool(flags & os.O_CREAT))
     try:
@@ -198,6 +207,7 @@ def write_atomic(root: Path | str, rel: str | PurePosixPath, data: str | bytes) 
     real = real_rel(root_s, rel)
     if not real:
         raise PathRefused(f"refusing {rel}: it names the workspace root itself.")
+    _io_fault(os.path.join(root_s, real))
     folders, name = _split(real)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     folder = _walk(root_s, folders, str(rel), create=True)
@@ -261,3 +271,40 @@ def check_tree(root: Path | str, rel: str) -> None:
             path = os.path.join(folder, name)
             if os.path.islink(path):
                 check(root_s, os.path.relpath(path, root_s).replace(os.sep, "/"))
+
+
+def append_under(base: Path | str, rel: str, text: str) -> None:
+    """Append `text` to the file `rel` under `base`, a folder of evolve's own (`.git/`), made
+    with its folders when missing: no component under `base` is followed if it is a link (one
+    swapped in is refused by name), as git itself does not follow them there."""
+    real_base = os.path.realpath(str(base))
+    _io_fault(os.path.join(real_base, rel))
+    parts = [p for p in rel.split("/") if p]
+    folder = _walk(real_base, parts[:-1], rel, create=True)
+    try:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(parts[-1], flags, 0o644, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _swapped(rel) from None
+        raise
+    finally:
+        os.close(folder)
+    with os.fdopen(fd, "a", encoding="utf-8", errors="replace") as handle:
+        handle.write(text)
+
+
+def open_own(path: str, *, write: bool = False) -> int:
+    """A descriptor of `path`, a file of evolve's own outside the workspace's tracked files (a
+    cache or digest under `.git/`, or its temporary file), never reached through a link at its
+    name: reading opens with `O_NOFOLLOW` (a link raises `OSError`, which such a cache reads as
+    "no cache"); writing creates the file afresh, a leftover of the same name removed first and
+    `O_EXCL` refusing whatever appears in between, so a planted link is never written through."""
+    if not write:
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:  # noqa: SIM105 - contextlib costs the reading commands start-up
+        os.unlink(path)  # a link is removed itself, never its target
+    except FileNotFoundError:
+        pass
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.open(path, flags, 0o644)

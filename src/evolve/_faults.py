@@ -11,7 +11,14 @@ kinds  `raise` (an exception), `sigint`, `sigterm` (the signal sent to this proc
        `kill` (SIGKILL to this process), `hang` (print a line to stderr and sleep, so a test
        can kill the process from outside)
 
-This module is the only place that reads the variable. Without it, :func:`fault` returns at
+`EVOLVE_FAULT=io:<ENOSPC|EDQUOT|EROFS|EACCES|EPERM|EFBIG>[:<text>]` makes every file evolve
+opens for writing (atomic writes, confined writes and appends, the store's objects, locks and
+reflogs) fail with that `OSError` when its path contains `<text>` (every path when no text is
+given): a full disk, a read-only or unwritable folder, without a small file system or root.
+That kind is read by `evolve._io.io_fault` (the ground's modules import none of each other,
+and every writer reaches `_io`).
+
+Apart from that, this module is the only place that reads the variable. Without it, :func:`fault` returns at
 once; a malformed value is ignored (a production run is never affected by a typo).
 """
 

@@ -7,6 +7,7 @@ is taken over; changing it changes every hash.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -46,6 +47,7 @@ def atomic_write(path: Path, data: str | bytes, *, fsync: bool = False) -> None:
     The rename makes the write atomic against a killed process; `fsync=True` also makes it
     durable against power loss, at a cost of milliseconds per file.
     """
+    io_fault(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=path.parent)
@@ -71,3 +73,20 @@ def derive_seed(*parts: object) -> int:
     """A 32-bit seed derived from `parts`; stable across processes and Python versions."""
     digest = hashlib.sha256("|".join(str(p) for p in parts).encode("utf-8")).digest()
     return int.from_bytes(digest[:4], "big")
+
+
+_IO_FAULTS = ("ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "EFBIG")
+
+
+def io_fault(path: object) -> None:
+    """The test seam for write errors: fail this write of `path` with the `OSError` that
+    `EVOLVE_FAULT=io:<ERRNO>[:<text>]` names when `path` contains `<text>` (see
+    `evolve._faults`); otherwise do nothing."""
+    spec = os.environ.get("EVOLVE_FAULT")
+    if not spec or not spec.startswith("io:"):
+        return
+    name, _, text = spec[3:].partition(":")
+    if name not in _IO_FAULTS or text not in str(path):
+        return
+    code = getattr(errno, name)
+    raise OSError(code, os.strerror(code), str(path))

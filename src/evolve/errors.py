@@ -33,3 +33,34 @@ class ModelError(EvolveError):
 
 class UnknownName(EvolveError):
     """A name (model, split, recipe, persona, task) is not known."""
+
+
+class WriteFailed(EvolveError):
+    """The file system refused a write (full, read-only, not permitted); what was being written
+    was rolled back."""
+
+
+# errno name -> what happened, for the writes a user can fix (the rest are bugs: tracebacks).
+_WRITE_ERRORS = {
+    "ENOSPC": ("the disk is full", "free some space"),
+    "EDQUOT": ("the disk quota is used up", "free some space"),
+    "EFBIG": ("a file grew past the size limit", "raise the file size limit"),
+    "EROFS": ("the file system is read-only", "make it writable"),
+    "EACCES": ("permission was denied", "make it writable for this user"),
+    "EPERM": ("the operation was not permitted", "make it writable for this user"),
+}
+
+
+def write_failure(exc: BaseException) -> tuple[str, str] | None:
+    """(what happened, naming the file; what to do) for an `OSError` a user can fix by freeing
+    space or granting access, else None."""
+    import errno as errno_names
+
+    if not isinstance(exc, OSError) or exc.errno is None:
+        return None
+    said = _WRITE_ERRORS.get(errno_names.errorcode.get(exc.errno, ""))
+    if said is None:
+        return None
+    what, fix = said
+    where = f" writing {exc.filename}" if exc.filename else ""
+    return f"{what}{where}", fix

@@ -26,6 +26,8 @@ from __future__ import annotations
 import os
 import sys
 
+from evolve._confine import open_own
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -145,7 +147,7 @@ class DiskCache:
         import marshal
 
         try:
-            with open(self.path, "rb") as f:
+            with os.fdopen(open_own(self.path), "rb") as f:
                 data = marshal.loads(f.read())
         except (OSError, EOFError, ValueError, TypeError):
             return {}
@@ -187,7 +189,7 @@ class DiskCache:
         self._stamp = stamp
         tmp = f"{self.path}.{os.getpid()}.tmp"
         try:
-            with open(tmp, "wb") as f:
+            with os.fdopen(open_own(tmp, write=True), "wb") as f:
                 f.write(marshal.dumps(((FORMAT, sys.version_info[:2]), stamp, entries)))
             os.replace(tmp, self.path)
         except (OSError, ValueError):  # ValueError: a value marshal cannot hold

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from evolve import _confine as confined
 from evolve._io import atomic_write
 from evolve._text import is_placeholder
 from evolve.applier import _counters, _records, _shelves
@@ -295,7 +296,8 @@ class MemoryApplier:
             full = self.ws.resolve(path)
             if op.op == "evict":
                 full.unlink(missing_ok=True)
-            else:
+            else:  # no link out, checked again right before the write (not only at plan time)
+                confined.check(self.ws.root, path)
                 atomic_write(full, self._file_text(op.unit))
         _counters.write(self.ws, sidecar)
         self._dumped = {}

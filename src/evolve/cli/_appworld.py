@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from evolve._format._message import KIND
-from evolve._io import atomic_write
 from evolve.cli._common import (
     emit_json,
     json_option,
@@ -91,8 +90,10 @@ def splits_cmd(root: Path | None, dry_run: bool, workspace: Path | None, as_json
         from evolve.txn import writer
 
         with writer(ws, "evolve appworld splits") as tx:
-            atomic_write(path, text)
             rel = str(path.relative_to(ws.root))
+            from evolve import _confine as confined
+
+            confined.write_atomic(ws.root, rel, text)  # no link followed out, at open time
             if ws.store.dirty_paths([rel]):
                 tx.commit(
                     [rel],

@@ -12,7 +12,7 @@ import importlib
 import click
 
 from evolve import __version__
-from evolve.errors import EvolveError
+from evolve.errors import EvolveError, write_failure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -95,6 +95,14 @@ def run(args: list[str]) -> int:
             return _stopped(exc)
         click.echo("interrupted; nothing half-written was kept.", err=True)
         return 130
+    except OSError as exc:
+        said = write_failure(exc)
+        if said is None:
+            raise
+        # A writer outside a transaction (init, report --out): its files are written whole
+        # (atomic writes) or not at all, so only the sentence is left to say.
+        click.echo(f"error: {said[0]}; {said[1]}, then rerun.", err=True)
+        return 1
     except BaseException as exc:
         if not isinstance(exc, _write_interrupted()):
             raise

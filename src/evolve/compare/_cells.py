@@ -27,7 +27,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from evolve._io import atomic_write, canonical_json
+from evolve import _confine as confined
+from evolve._io import canonical_json
 from evolve.compare._spec import ArmSpec, Experiment, Job
 from evolve.episode import EpisodeRecord, EpisodeSetup
 from evolve.errors import EvolveError
@@ -301,7 +302,8 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
             out["arm"] = job.arm
         out["results"] = results
         out["duration_s"] = round(time.perf_counter() - started, 3)
-        atomic_write(Path(spec.cells_dir) / f"{job.key}.json", canonical_json(out) + "\n")
+        cell = os.path.relpath(os.path.join(spec.cells_dir, f"{job.key}.json"), spec.root)
+        confined.write_atomic(spec.root, cell, canonical_json(out) + "\n")  # no link followed
         return out
     finally:
         shutil.rmtree(clone, ignore_errors=True)

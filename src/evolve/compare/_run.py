@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evolve import _confine as confined
 from evolve._faults import fault
 from evolve._io import atomic_write
 from evolve.compare._cells import (
@@ -232,6 +233,8 @@ def run(
                 f"{exp.name} (a changed file, base commit or model); rerun with --fresh to "
                 "discard them, or give the experiment another name."
             )
+        rel = p.folder.relative_to(ws.root).as_posix()
+        confined.check(ws.root, rel)  # a link out is refused before anything is removed
         if fresh:
             shutil.rmtree(p.folder, ignore_errors=True)
             _delete_refs(ws, f"{ARMS_REF}/{exp.name}/")
@@ -239,9 +242,11 @@ def run(
             p.done.clear()
         shutil.rmtree(clones_dir(ws.store.common_dir, exp.name), ignore_errors=True)
         cells_dir = p.folder / "cells"
-        cells_dir.mkdir(parents=True, exist_ok=True)
+        confined.make_folders(ws.root, f"{rel}/cells")
         _ensure_ignored(ws, p.folder)
-        atomic_write(p.folder / "plan.json", json.dumps(_plan_doc(p), indent=2) + "\n")
+        confined.write_atomic(
+            ws.root, f"{rel}/plan.json", json.dumps(_plan_doc(p), indent=2) + "\n"
+        )
         pending = p.pending
         total = len(p.jobs)
         # Said once the lock is held: a run refused by another's lock announces no work.
@@ -309,8 +314,9 @@ def run(
         doc["models"] = p.models
         text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
         markdown = results_markdown(doc)
-        atomic_write(p.folder / "results.json", text)
-        atomic_write(p.folder / "results.md", markdown)
+        rel = p.folder.relative_to(ws.root).as_posix()
+        confined.write_atomic(ws.root, f"{rel}/results.json", text)  # no link followed out
+        confined.write_atomic(ws.root, f"{rel}/results.md", markdown)
         ws.store.write_side_ref(
             RECORDS_REF,
             {

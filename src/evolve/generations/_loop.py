@@ -41,7 +41,7 @@ from evolve._signals import Terminated as Terminated  # re-exported: callers cat
 from evolve._signals import signals_held, signals_raise
 from evolve.applier import guidance_of, plan_prompt_changes
 from evolve.envs import Environment, Split
-from evolve.errors import EvolveError
+from evolve.errors import EvolveError, WriteFailed, write_failure
 from evolve.evaluate import SplitReport, open_env, run_split
 from evolve.executors import SPAWNING, choose_executor, executor_session
 from evolve.gate import (
@@ -157,6 +157,9 @@ def describe_error(exc: BaseException, phase: str) -> str:
         return f"stopped by {exc.name} during {phase}"
     if isinstance(exc, GenerationTimeout):
         return f"ran past its time limit of {exc.seconds:g} seconds during {phase}"
+    said = write_failure(exc)
+    if said is not None:  # a full disk, a read-only folder: what to do, not an errno
+        return f"stopped during {phase}: {_sentence(said[0])} ({said[1]}, then rerun)"
     message = _sentence(str(exc))
     return f"{type(exc).__name__} during {phase}" + (f": {message}" if message else "")
 
@@ -711,6 +714,8 @@ def _abort(gtx: GenerationTransaction, exc: BaseException, say: Progress) -> NoR
     with _signals_held():
         try:
             record = gtx.abort(reason)
+        except WriteFailed:
+            raise  # the reset is done; the sentence says the record waits for the next command
         except Exception as second:
             raise EvolveError(
                 f"generation {journal.number} failed ({reason}) and its rollback failed too "

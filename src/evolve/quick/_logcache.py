@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 
+from evolve._confine import open_own
 from evolve.quick._git import Repo, Unhandled
 
 TYPE_CHECKING = False
@@ -82,7 +83,8 @@ def _open(repo: Repo) -> tuple[str, IO[str]] | None:
     if _replaced(repo):
         return None
     try:
-        f = open(os.path.join(repo.git_dir, LOG_CACHE), encoding="utf-8", newline="\n")  # noqa: SIM115
+        fd = open_own(os.path.join(repo.git_dir, LOG_CACHE))  # no link followed
+        f = os.fdopen(fd, encoding="utf-8", newline="\n")  # noqa: SIM115
     except OSError:
         return None
     try:
@@ -110,7 +112,8 @@ class _Writer:
         self.path = os.path.join(repo.git_dir, LOG_CACHE)
         self.tmp = f"{self.path}.{os.getpid()}.tmp"
         try:
-            self.f: IO[str] | None = open(self.tmp, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+            fd = open_own(self.tmp, write=True)  # a planted link is never written through
+            self.f: IO[str] | None = os.fdopen(fd, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
             self.f.write(f"{_MAGIC} {_stamp()} {head}\n")
         except OSError:
             self.f = None

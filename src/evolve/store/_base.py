@@ -318,6 +318,10 @@ class GitBase:
         raw = (self.git_dir / "HEAD").read_text(encoding="utf-8").strip()
         return raw[5:].strip() if raw.startswith("ref: ") else None
 
+    def head_branch(self) -> str | None:
+        """The branch HEAD is on ("refs/heads/main"), or None when HEAD is detached."""
+        return self._head_ref()
+
     def ref_sha(self, ref: str) -> str | None:
         """The object a full ref name (`refs/...`) points at, read from the ref files (loose
         or packed) without a process; None when it does not exist."""

@@ -28,6 +28,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from evolve._confine import open_own
 from evolve._format._git import history_rewritten
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def _since(store: GitStore, tip: str) -> list[tuple[CommitInfo, str]] | None:
 
 def _load(path: str, version: str) -> list[tuple[str, Any]]:
     try:
-        with open(path, encoding="utf-8") as f:
+        with os.fdopen(open_own(path), encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, ValueError):
         return []
@@ -103,7 +104,7 @@ def _save(path: str, version: str, tips: list[tuple[str, Any]]) -> None:
     """Write atomically; never fails the command (without the file the next one walks)."""
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        with os.fdopen(open_own(tmp, write=True), "w", encoding="utf-8") as f:
             json.dump({"version": version, "tips": [list(t) for t in tips[:KEEP]]}, f)
         os.replace(tmp, path)
     except OSError:

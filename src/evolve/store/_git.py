@@ -39,7 +39,7 @@ from evolve.store._committed import GitCommitted
 from evolve.store._history import CommitInfo, GitHistory
 from evolve.store._index import Change, Declined, update_index
 from evolve.store._objects import GitObjects
-from evolve.store._refs import STALE_LOCK_SECONDS, GitRefs
+from evolve.store._refs import STALE_LOCK_SECONDS, GitRefs, _held_by_another
 from evolve.store._trailers import Trailers, format_message
 
 __all__ = [
@@ -169,7 +169,6 @@ class GitStore(GitCommitted):
         what `git commit --only` does too; the real index is updated for `paths` only after
         the commit succeeded, so a refusing hook or signer leaves everything as it was.
         """
-        self._recover_locks(*self._branch_locks())
         temp_index = self.git_dir / f"evolve-index-{os.getpid()}"
         name, email = self._author()
         cname, cemail = self._identity_of("COMMITTER")
@@ -182,14 +181,15 @@ class GitStore(GitCommitted):
             "GIT_EDITOR": "true",
         }
         try:
-            self._git_bytes("read-tree", "-m", "-i", f"--index-output={temp_index}", tree)
-            done = subprocess.run(
-                ["git", "commit", "--quiet", "--allow-empty", "--cleanup=verbatim", "--file=-"],
-                cwd=self.root,
-                input=message.encode("utf-8"),
-                capture_output=True,
-                env={**env, "GIT_INDEX_FILE": str(temp_index)},
-            )
+            with self._owning(*self._branch_locks()):
+                self._git_bytes("read-tree", "-m", "-i", f"--index-output={temp_index}", tree)
+                done = subprocess.run(
+                    ["git", "commit", "--quiet", "--allow-empty", "--cleanup=verbatim", "--file=-"],
+                    cwd=self.root,
+                    input=message.encode("utf-8"),
+                    capture_output=True,
+                    env={**env, "GIT_INDEX_FILE": str(temp_index)},
+                )
         finally:
             temp_index.unlink(missing_ok=True)
         if done.returncode != 0:
@@ -210,25 +210,24 @@ class GitStore(GitCommitted):
         update would fail after the branch moved)."""
         lock = self.git_dir / "index.lock"
         if lock.exists() and not self.recover_stale_lock(lock):
-            raise EvolveError(
-                f"{lock} exists: another git process is using the index; retry when it is "
-                "done, or delete that file if no git or evolve process is running."
-            )
+            raise _held_by_another(lock, "using the index")
 
     def _sync_index(self, paths: Sequence[str], sha: str, blobs: dict[str, Change]) -> None:
         """Update the index for the committed `paths`, so `git status` agrees with HEAD:
         from Python with the blob ids just stored (`evolve.store._index`), or by `git
         update-index` when the index holds what that module leaves to git."""
         try:
-            update_index(
-                self.git_dir / "index", blobs, object_format=self.object_format,
-                config=self._config(),
-            )  # fmt: skip
+            with self._owning("index"):
+                update_index(
+                    self.git_dir / "index", blobs, object_format=self.object_format,
+                    config=self._config(),
+                )  # fmt: skip
             return
         except (Declined, OSError):
             pass  # git does it (and says why, if it cannot)
         try:
-            self.git("update-index", "--add", "--remove", "--", *paths)
+            with self._owning("index"):
+                self.git("update-index", "--add", "--remove", "--", *paths)
         except GitFailed as exc:
             named = " ".join(paths[:3]) + (" ..." if len(paths) > 3 else "")
             raise EvolveError(
@@ -246,8 +245,8 @@ class GitStore(GitCommitted):
 
     def reset_hard(self, rev: str) -> None:
         """Move HEAD, the index and the working tree to `rev` (used to discard a generation)."""
-        self._recover_locks(*self._branch_locks())
-        self.git("reset", "--hard", "--quiet", rev)
+        with self._owning(*self._branch_locks()):
+            self.git("reset", "--hard", "--quiet", rev)
 
     def clean_untracked(self) -> None:
         """Remove untracked files and folders that are not ignored (`git clean -fd`)."""
@@ -256,5 +255,5 @@ class GitStore(GitCommitted):
     def checkout_paths(self, rev: str, paths: Sequence[str]) -> None:
         """Restore `paths` in the index and working tree to their state at `rev`."""
         if paths:
-            self._recover_locks("index")
-            self.git("checkout", rev, "--", *paths)
+            with self._owning("index"):
+                self.git("checkout", rev, "--", *paths)

@@ -33,6 +33,8 @@ from bisect import bisect_left
 from collections.abc import Mapping
 from pathlib import Path
 
+from evolve._io import io_fault
+
 # (mode, raw object id, lstat before reading) for a path present in the commit; None: removed.
 Change = tuple[int, bytes, os.stat_result] | None
 
@@ -201,6 +203,7 @@ def _take_lock(lock: Path) -> int:
     """
     flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
     deadline = time.monotonic() + LOCK_WAIT_S
+    io_fault(lock)
     while True:
         try:
             return os.open(lock, flags, 0o666)

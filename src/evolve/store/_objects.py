@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evolve._format._git import batch_contents, batch_request, tree_blobs
+from evolve._io import io_fault
 from evolve.errors import EvolveError
 from evolve.store._base import GitBase
 from evolve.store._index import Change
@@ -166,6 +167,7 @@ class GitObjects(GitBase):
         digest = self._hash(header + data)
         target = self.objects_dir / digest[:2] / digest[2:]
         if not target.exists():
+            io_fault(target)
             target.parent.mkdir(exist_ok=True)
             import tempfile
 

@@ -1,46 +1,96 @@
 """The store's refs: a branch moved the way `git update-ref` does (git's `.lock` protocol,
 the old value checked under the lock, the reflogs written) without a process; side refs (a
-history of their own, e.g. `refs/evolve/records`); and the locks a killed process left."""
+history of their own, e.g. `refs/evolve/records`); and the locks a killed evolve left.
+
+A git lock (`index.lock`, `<ref>.lock`) is taken over only from the dead: before evolve takes
+one (itself, or through a git command it runs) it writes an owner record under
+`.git/evolve-locks/` naming its pid, host and start time, and removes it after. A lock whose
+record names a process that is provably gone (`evolve._held.owner_gone`), and that no process
+holds open, is a leftover and is removed. A lock without such a record belongs to someone
+else (a user's git, a libgit2 or JGit tool, git run from another folder): it is waited for,
+briefly, and otherwise reported in one sentence; never deleted."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from evolve.errors import EvolveError
+from evolve._confine import append_under
+from evolve._held import owner, owner_gone
+from evolve._io import io_fault
+from evolve.errors import EvolveError, PathRefused
 from evolve.store._base import GitFailed, _last_line
 from evolve.store._objects import GitObjects
 from evolve.store._trailers import Trailers, format_message
 
-# A ref or index lock untouched this long, found while we hold the workspace's writer lock,
-# was left by a killed process (git holds such locks for milliseconds).
-STALE_LOCK_SECONDS = 1.0
+# How long a lock that is not evolve's own (a user's git, a libgit2 or JGit tool) is waited
+# for before the command says so; such a lock is never removed.
+STALE_LOCK_SECONDS = 2.0
 _LOGGER = "evolve.store._git"  # the logger a removed lock is reported on (as it always was)
+OWNERS = "evolve-locks"  # under the git dir: one owner record per git lock evolve takes
 
 
-def _git_running_in(root: Path, git_dir: Path) -> bool | None:
-    """Whether a git process other than this process's children works in this repository
-    (its current folder inside `root` or `git_dir`); None when processes cannot be listed."""
-    proc = Path("/proc")
-    if not (proc / "self").is_dir():
+def owner_path(git_dir: Path, lock: Path) -> Path:
+    """Where the owner record of the git lock `lock` lives."""
+    key = hashlib.sha256(os.path.abspath(lock).encode("utf-8", "surrogateescape")).hexdigest()
+    return git_dir / OWNERS / f"{key[:24]}.json"
+
+
+def write_owner(git_dir: Path, lock: Path, record: dict[str, object]) -> None:
+    """Record `record` (see `evolve._held.owner`) as the owner of `lock`, before it is taken."""
+    path = owner_path(git_dir, lock)
+    path.parent.mkdir(exist_ok=True)
+    raw = json.dumps({**record, "lock": os.path.abspath(lock)}).encode("utf-8")
+    io_fault(path)
+    # Not atomic (a rename per commit is not worth it): a record cut short reads as none, and
+    # a lock without a record is never removed.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, raw)
+    finally:
+        os.close(fd)
+
+
+def read_owner(git_dir: Path, lock: Path) -> dict[str, object] | None:
+    """The owner record of `lock`, or None when evolve did not take it (or the record is not
+    one evolve wrote)."""
+    try:
+        with open(owner_path(git_dir, lock), "rb") as handle:
+            data = json.loads(handle.read(4096))
+    except (OSError, ValueError):
         return None
-    me = os.getpid()
-    inside = (str(root), str(git_dir))
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
+    if not isinstance(data, dict) or data.get("lock") != os.path.abspath(lock):
+        return None
+    return data
+
+
+def _open_elsewhere(lock: Path) -> bool:
+    """Whether a process holds `lock` open (a live writer of it, whoever it is); False where
+    processes cannot be inspected."""
+    proc = Path("/proc")
+    target = os.path.realpath(lock)
+    try:
+        entries = list(proc.iterdir())
+    except OSError:
+        return False
+    for entry in entries:
+        if not entry.name.isdigit():
             continue
         try:
-            if not (entry / "comm").read_text(encoding="utf-8").startswith("git"):
-                continue
-            fields = (entry / "stat").read_text(encoding="utf-8")
-            if int(fields.rpartition(")")[2].split()[1]) == me:
-                continue  # our own cat-file reader, or GitPython's
-            cwd = os.readlink(entry / "cwd")
-        except (OSError, ValueError, IndexError):
+            fds = list((entry / "fd").iterdir())
+        except OSError:
             continue  # gone meanwhile, or not ours to inspect
-        if any(cwd == p or cwd.startswith(p + "/") for p in inside):
-            return True
+        for fd in fds:
+            try:
+                if os.readlink(fd) == target:
+                    return True
+            except OSError:
+                continue
     return False
 
 
@@ -48,17 +98,47 @@ class GitRefs(GitObjects):
     """Moving refs, side refs, and locks left behind (see the module's docstring)."""
 
     def _open_ref_lock(self, lock_path: Path) -> int:
-        """Create git's `<ref>.lock` (recovering one a killed process left)."""
-        for attempt in range(2):
-            try:
-                return os.open(lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                if attempt or not self.recover_stale_lock(lock_path):
-                    break
-        raise EvolveError(
-            f"{lock_path} exists: another git process is updating the branch; retry when it "
-            "is done, or delete that file if no git or evolve process is running."
-        )
+        """Create git's `<ref>.lock` (recovering one a killed evolve left), its owner record
+        written first (removed by the caller with `_disown`)."""
+        if lock_path.exists() and not self.recover_stale_lock(lock_path):
+            raise _held_by_another(lock_path, "updating the branch")
+        write_owner(self.git_dir, lock_path, owner())
+        try:
+            io_fault(lock_path)
+            return os.open(lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o644)
+        except FileExistsError:
+            self._disown(lock_path)
+            raise _held_by_another(lock_path, "updating the branch") from None
+        except BaseException:
+            self._disown(lock_path)
+            raise
+
+    def _disown(self, *locks: Path) -> None:
+        for lock in locks:
+            owner_path(self.git_dir, lock).unlink(missing_ok=True)
+
+    @contextlib.contextmanager
+    def _owning(self, *names: str) -> Iterator[None]:
+        """Recover the named git locks a killed evolve left, then record this process as their
+        owner while a git command it runs takes them (see the module docstring)."""
+        locks = [self._lock_path(name) for name in names]
+        for lock in locks:
+            if lock.exists():
+                self.recover_stale_lock(lock)
+        mine = owner()
+        claimed = []
+        try:
+            for lock in locks:
+                if not lock.exists():  # one still held stays its owner's: git refuses, says so
+                    write_owner(self.git_dir, lock, mine)
+                    claimed.append(lock)
+            yield
+        finally:
+            self._disown(*claimed)
+
+    def _lock_path(self, name: str) -> Path:
+        base = self.common_dir if name.startswith(("refs/", "packed-refs")) else self.git_dir
+        return base / f"{name}.lock"
 
     def _update_head(self, new: str, old: str | None, subject: str) -> None:
         """Point the current branch at `new`, the way `git update-ref` does, without a process.
@@ -88,15 +168,21 @@ class GitRefs(GitObjects):
                 os.close(fd)
             lock_path.unlink(missing_ok=True)
             raise
+        finally:
+            self._disown(lock_path)
         name, email = self._identity_of("COMMITTER")
         stamp = f"{int(time.time())} {time.strftime('%z')}"
         flat = " ".join(subject.split())
         entry = f"{old or self._zero} {new} {name} <{email}> {stamp}\tevolve: {flat}"[:400]
         for log_dir, log_name in ((self.git_dir, "HEAD"), (self.common_dir, ref)):
-            log_path = log_dir / "logs" / log_name
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            with log_path.open("a", encoding="utf-8", errors="replace") as handle:
-                handle.write(entry + "\n")
+            # No link followed: a `.git/logs/...` swapped for a link would append elsewhere.
+            # The commit is made; a reflog that is a link is left as it is, and said.
+            try:
+                append_under(log_dir, f"logs/{log_name}", entry + "\n")
+            except PathRefused as exc:
+                import logging
+
+                logging.getLogger(_LOGGER).warning("evolve: reflog not written: %s", exc)
 
     def write_side_ref(
         self,
@@ -124,9 +210,9 @@ class GitRefs(GitObjects):
             b"commit",
             ("\n".join(lines) + "\n\n" + format_message(subject, body, trailers)).encode("utf-8"),
         )
-        self._recover_locks(ref, "packed-refs")
         try:
-            self.git("update-ref", ref, sha, parent or self._zero)
+            with self._owning(ref, "packed-refs"):
+                self.git("update-ref", ref, sha, parent or self._zero)
         except GitFailed as exc:
             raise EvolveError(
                 f"cannot update {ref}: {_last_line(str(exc.stderr))}; retry when no other git "
@@ -149,54 +235,51 @@ class GitRefs(GitObjects):
     # --- crash leftovers -----------------------------------------------------------------
 
     def recover_stale_lock(self, lock: Path) -> bool:
-        """Remove `lock` (a git `.lock` file) if a killed process left it; True if it is gone.
+        """Remove `lock` (a git `.lock` file) if a killed evolve left it; True if it is gone.
 
-        Evolve creates ref and index locks only while it holds the workspace's writer lock,
-        so one found while this process holds that lock belongs either to a git command the
-        user runs by hand or to a killed evolve process. While a git process (not one of
-        ours) runs in this repository, its lock is respected: waited for up to
-        `STALE_LOCK_SECONDS`, never removed. With none running, the lock is a leftover and is
-        removed with a warning. Where processes cannot be listed (no /proc), a lock untouched
-        for `STALE_LOCK_SECONDS` counts as a leftover. Without the writer lock nothing is
-        removed.
+        Only under this process's writer lock, and only when the lock's owner record names an
+        evolve process that is provably gone (its pid free, or reused by a process that started
+        at another time) and no process holds the file open. Any other lock (no record: a
+        user's git, a libgit2 or JGit tool) is waited for up to `STALE_LOCK_SECONDS` and then
+        left where it is: True if its owner released it meanwhile, else False (the caller
+        says so in one sentence). Without the writer lock nothing is removed.
         """
         from evolve._held import writer_lock_held
 
         if not lock.exists():
+            self._disown(lock)
             return True
         if not writer_lock_held(self.git_dir):
             return False
-        start = time.monotonic()
-        while True:
-            try:
-                mtime = lock.stat().st_mtime
-            except FileNotFoundError:
-                return True  # a live git finished with it
-            busy = _git_running_in(self.root.resolve(), self.git_dir.resolve())
-            if busy is False or (busy is None and time.time() - mtime >= STALE_LOCK_SECONDS):
-                break
-            if time.monotonic() - start >= (STALE_LOCK_SECONDS if busy else 5.0):
-                return False
-            time.sleep(0.05)
-        try:
-            lock.unlink()
-        except FileNotFoundError:
-            return True
-        import logging
+        record = read_owner(self.git_dir, lock)
+        if record is not None and owner_gone(record) and not _open_elsewhere(lock):
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
+            self._disown(lock)
+            import logging
 
-        logging.getLogger(_LOGGER).warning(
-            "evolve: removed %s, a lock left behind by a process that was killed while it "
-            "held the workspace",
-            lock,
-        )
-        return True
+            logging.getLogger(_LOGGER).warning(
+                "evolve: removed %s, a lock left behind by evolve process %s, which was killed "
+                "while it held the workspace",
+                lock,
+                record.get("pid"),
+            )
+            return True
+        deadline = time.monotonic() + STALE_LOCK_SECONDS
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            if not lock.exists():
+                return True  # its owner finished with it
+        return False
 
     def recover_stale_locks(self) -> list[Path]:
-        """Recover every git lock a killed evolve process may have left behind: the index,
-        HEAD, ORIG_HEAD, packed-refs and any ref under refs/heads/ or refs/evolve/.
+        """Recover every git lock a killed evolve process left behind: the index, HEAD,
+        ORIG_HEAD, packed-refs and any ref under refs/heads/ or refs/evolve/, and the owner
+        records of locks that are gone.
 
-        For the next writer to call first thing, under the writer lock (without it, nothing
-        is removed). Returns the locks (and temporary index files) that were removed.
+        Under the writer lock only (without it, nothing is removed). Returns the locks (and
+        temporary index files) that were removed; a foreign lock stays (see
+        `recover_stale_lock`).
         """
         from evolve._held import writer_lock_held
 
@@ -205,24 +288,40 @@ class GitRefs(GitObjects):
         for folder in ("refs/heads", "refs/evolve"):
             candidates += sorted((self.common_dir / folder).rglob("*.lock"))
         removed = []
+        held = writer_lock_held(self.git_dir)
         for lock in candidates:
-            if lock.exists() and self.recover_stale_lock(lock) and not lock.exists():
+            if not lock.exists() or not held:
+                continue
+            record = read_owner(self.git_dir, lock)
+            if record is not None and self.recover_stale_lock(lock) and not lock.exists():
                 removed.append(lock)
-        if writer_lock_held(self.git_dir):
+        if held:
             # Temporary indexes of git-commit-path commits that a kill interrupted.
             for temp in self.git_dir.glob("evolve-index-*"):
                 temp.unlink(missing_ok=True)
                 removed.append(temp)
+            for path in (self.git_dir / OWNERS).glob("*.json"):  # records of released locks
+                with contextlib.suppress(OSError, ValueError):
+                    record = json.loads(path.read_bytes())
+                    if not os.path.exists(str(record.get("lock"))) and owner_gone(record):
+                        path.unlink(missing_ok=True)
         return removed
 
     def _recover_locks(self, *names: str) -> None:
         """Recover the stale ones among the named locks (relative to the git dirs)."""
         for name in names:
-            base = self.common_dir if name.startswith(("refs/", "packed-refs")) else self.git_dir
-            lock = base / f"{name}.lock"
+            lock = self._lock_path(name)
             if lock.exists():
                 self.recover_stale_lock(lock)
 
     def _branch_locks(self) -> list[str]:
         ref = self._head_ref()
         return ["index", "HEAD", "ORIG_HEAD", *([ref] if ref else [])]
+
+
+def _held_by_another(lock: Path, doing: str) -> EvolveError:
+    return EvolveError(
+        f"{lock} exists: another git process or tool is {doing} and evolve never removes a "
+        "lock it did not take; retry when it is done, or delete that file if no git tool is "
+        "running."
+    )

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from evolve._format._message import PREFIX
 from evolve._io import atomic_write
-from evolve.errors import EvolveError
+from evolve.errors import EvolveError, WriteFailed, write_failure
 from evolve.gate import index_flags, sweep
 from evolve.store import GENERATION, KIND, GitFailed, GitStore
 from evolve.txn._journal import end as end_apply_journal
@@ -270,7 +270,18 @@ def abort(
     rollback(ws, journal)
     record = error_record(ws, journal, tip, reason, refused)
     if not journal.dry_run:
-        save_record(ws, record)
+        try:
+            save_record(ws, record)
+        except OSError as exc:
+            said = write_failure(exc)
+            if said is None:
+                raise
+            # The reset is done; the journal stays, so the next evolve command writes the record.
+            raise WriteFailed(
+                f"generation {journal.number} {reason.removeprefix('error: ')}; the workspace "
+                f"was reset to its base {journal.base[:10]}, but its record could not be "
+                f"written ({said[0]}): the next evolve command writes it."
+            ) from exc
     end_journal(store)
     sweep()
     return record

@@ -3,8 +3,9 @@
 The lock is `fcntl.flock` on a file under `.git/` that is never deleted. The kernel releases
 a flock when its holder exits however it exits (SIGKILL included), so there is no stale lock
 to take over and no takeover race: of two processes that try at once, exactly one gets it.
-The file's content says who holds it (pid, host, command, since), so that a refusal can name
-the holder; it is only a label, the flock is the lock.
+The file's content says who holds it (pid, host, the process's start time, command, since),
+so that a refusal can name the holder and a reader can tell a dead holder from a live one
+whose pid was reused; it is only a label, the flock is the lock.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import errno
 import fcntl
 import json
 import os
-import socket
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -66,8 +66,7 @@ class WriterLock:
                 f"cannot lock {self.path}: {exc.strerror}."
             ) from exc
         info = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
+            **held_locks.owner(),  # pid, host and start time: a reused pid is told apart
             "command": self.command,
             "since": datetime.now(UTC).isoformat(timespec="seconds"),
         }

@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from evolve._held import owner_gone
 from evolve._signals import Terminated, signals_held, signals_raise
 from evolve.errors import EvolveError
 from evolve.store import GitStore
+from evolve.txn._journal import committed_since
 from evolve.txn._journal import journal_head as _journal_head
 from evolve.txn._journal import journal_path as apply_journal_path
 from evolve.txn._journal import recover as recover_apply
@@ -114,6 +115,7 @@ def undo_write(ws: Workspace) -> str:
     try:
         restored = recover_apply(store)
         head = store.head() or ""
+        committed = committed_since(store, before)
     except Exception as exc:  # noqa: BLE001 - said in the sentence; the next writer retries
         return (
             f"the write in progress could not be rolled back ({type(exc).__name__}); the next "
@@ -121,7 +123,7 @@ def undo_write(ws: Workspace) -> str:
         )
     finally:
         store.close()
-    if before is not None and head != before:
+    if committed:
         return f"the write in progress had been committed ({head[:10]}); nothing is half-written."
     return (
         f"the half-done write of {_files(restored)} was rolled back to HEAD {head[:10]}; "
@@ -168,7 +170,7 @@ def recover_workspace(ws: Workspace, command: str) -> Recovery:
         record = recover_generation(ws, command)
     before = _journal_head(ws.store)
     restored = recover_apply(ws.store)
-    committed = bool(restored) and before is not None and before != ws.store.head()
+    committed = bool(restored) and committed_since(ws.store, before)
     from evolve.gate._tempdirs import sweep  # not the gate's checks: only its copies
 
     sweep()
@@ -189,13 +191,6 @@ def active_writer(ws: Workspace) -> str | None:
     if not holder:
         return None
     pid = holder.get("pid")
-    if not isinstance(pid, int) or pid == os.getpid():
-        return None
-    if holder.get("host") == socket.gethostname():
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            pass  # alive, another user's
+    if not isinstance(pid, int) or pid == os.getpid() or owner_gone(holder):
+        return None  # killed (its pid gone, or reused by another process since)
     return f"`{holder.get('command')}` (pid {pid})"

@@ -16,14 +16,14 @@ from contextlib import contextmanager
 
 from evolve.applier import ApplyResult, MemoryApplier, write_files
 from evolve.applier._files import EVOLVABLE
-from evolve.errors import EvolveError, LockHeld
+from evolve.errors import EvolveError, LockHeld, WriteFailed, write_failure
 from evolve.memory import MemoryUnit
 from evolve.ops import Op
 from evolve.store import GitStore
 from evolve.txn._gitstate import refuse_git_in_progress
-from evolve.txn._journal import ApplyJournal, journal_path, recover
+from evolve.txn._journal import ApplyJournal, check_branch, journal_path, recover
 from evolve.txn._lock import LOCK_NAME, WriterLock, writer_lock_held
-from evolve.txn._recovery import Recovery, recover_workspace, stop_cleanly
+from evolve.txn._recovery import Recovery, recover_workspace, stop_cleanly, undo_write
 from evolve.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -78,10 +78,19 @@ class Transaction:
     ) -> str | None:
         """Commit `paths` (None: nothing changed) and end the journal of their write.
 
-        If the commit raises, the journal stays, and the write is undone (by `stop_cleanly`
-        for a signal, by the next writer otherwise).
+        If the store refuses the commit (a hook, or the branch moved under someone else's
+        commit), the write is undone at once and the refusal raised; a signal's undo is
+        `stop_cleanly`'s, a crash's the next writer's.
         """
-        sha = self.store.commit(paths, subject, body=body, trailers=trailers)
+        try:
+            check_branch(self.store, self.journal.expected)  # a person's commit since the write
+            sha = self.store.commit(paths, subject, body=body, trailers=trailers)
+        except EvolveError as exc:
+            # Refused (a hook, the branch moved under a person's commit): undo the write now,
+            # holding the lock, rather than leave it for the next command to find.
+            restored = recover(self.store)
+            undone = f"; its write of {len(restored)} file(s) was rolled back" if restored else ""
+            raise EvolveError(f"{str(exc).rstrip('.')}{undone}.") from exc
         self.journal.end()
         return sha
 
@@ -119,15 +128,27 @@ def writer(ws: Workspace, command: str, *, check_git: bool = True) -> Iterator[T
 
     A git revert, merge, rebase or cherry-pick in progress is refused first, naming it
     (`check_git=False`: recovery for a reading command, which writes nothing of its own).
+    A write the file system refuses (disk full, read-only, permission denied) is undone
+    the same way, and said in one sentence.
 
     Raises:
         LockHeld: another live writer holds the lock.
         EvolveError: git is in the middle of an operation (`_gitstate`).
+        WriteFailed: the file system refused a write; the write in flight was rolled back.
     """
     if check_git:
         refuse_git_in_progress(ws, command)
     with lock(ws, command), stop_cleanly(ws):
-        yield Transaction(ws, recover_workspace(ws, command))
+        try:
+            yield Transaction(ws, recover_workspace(ws, command))
+        except OSError as exc:
+            said = write_failure(exc)
+            if said is None:
+                raise
+            # Still holding the lock: the write in flight is undone now, not by the next command.
+            undone = undo_write(ws)
+            what, fix = said
+            raise WriteFailed(f"`{command}` stopped: {what} ({fix}, then rerun); {undone}") from exc
 
 
 def joined(ws: Workspace) -> Transaction:

@@ -6,11 +6,12 @@ names the key instead of a setting that silently does nothing.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Literal
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -22,12 +23,33 @@ from pydantic import (
 from evolve._yaml import load as load_yaml
 from evolve.errors import ConfigError
 from evolve.workspace._paths import CONFIG_NAME as CONFIG_NAME
+from evolve.workspace._paths import is_under
 
 CONFIG_VERSION = 1
 
+# A workspace can come from someone else, so every value here is input: numbers are finite and
+# in sane ranges (an infinite timeout overflowed the HTTP client), names are one printable
+# word, and the protected list keeps what the gate stands on.
+_HOUR = 3600.0
+_WEEK = 7 * 24 * _HOUR
+_SEED = Field(default=0, ge=0, le=2**63 - 1)
+_PRICE = Field(ge=0, le=1_000_000)  # US dollars per million tokens
+
+
+def _one_word(value: str) -> str:
+    """A name (model, recipe, persona, environment): printable, no space, not empty."""
+    if not value or len(value) > 300:
+        raise ValueError("must be 1 to 300 characters long")
+    if any(c.isspace() or not c.isprintable() for c in value):
+        raise ValueError("must be one word of printable characters (no space or control)")
+    return value
+
+
+Name = Annotated[str, AfterValidator(_one_word)]
+
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class MaxTokens(_Section):
@@ -48,25 +70,30 @@ class ModelRoles(_Section):
     beats the environment, which beats this file.
     """
 
-    agent: str = "sim"
+    agent: Name = "sim"
     # The `skills` recipe's reflection on a failed episode is the updater's job (its model).
-    updater: str = "sim"
-    reflector: str = "sim"
+    updater: Name = "sim"
+    reflector: Name = "sim"
     # skills (issue 13): the batch evolver (ADD/MERGE/REVISE/SKIP), and the selector that picks
     # the skills injected into a task (`lexical`: the offline trigger matcher).
-    evolver: str = "sim"
-    selector: str = "lexical"
+    evolver: Name = "sim"
+    selector: Name = "lexical"
     structured: Literal["auto", "json_schema", "json_object", "tools", "prompt"] = Field(
         default="auto",
         description="How to ask an OpenAI-compatible server for JSON; auto negotiates.",
     )
     max_tokens: MaxTokens = MaxTokens()
-    timeout_s: float = Field(default=120.0, gt=0, description="Seconds one request may take.")
+    timeout_s: float = Field(
+        default=120.0, gt=0, le=_HOUR, description="Seconds one request may take."
+    )
     total_timeout_s: float | None = Field(
-        default=None, gt=0, description="Seconds all of one role's requests in a run may take."
+        default=None,
+        gt=0,
+        le=_WEEK,
+        description="Seconds all of one role's requests in a run may take.",
     )
     max_retry_wait_s: float = Field(
-        default=60.0, ge=0, description="The longest a server's Retry-After is honoured."
+        default=60.0, ge=0, le=_HOUR, description="The longest a server's Retry-After is honoured."
     )
     cache: Literal["off", "read", "write", "replay"] = Field(
         default="off", description="The request cache (outside git); replay needs no model."
@@ -81,8 +108,8 @@ class ModelRoles(_Section):
 class Price(_Section):
     """A model's price in US dollars per million tokens."""
 
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
+    input: float = _PRICE
+    output: float = _PRICE
 
 
 class MemoryConfig(_Section):
@@ -102,15 +129,15 @@ class AgentConfig(_Section):
 
 class RunConfig(_Section):
     runs: int = Field(default=1, ge=1, le=50)
-    seed: int = 0
+    seed: int = _SEED
     concurrency: int = Field(default=1, ge=1, le=64)
 
 
 class TrainConfig(_Section):
-    recipe: str = "ace"
+    recipe: Name = "ace"
     episodes: int = Field(default=24, ge=1, le=100_000)
     feedback: Literal["instance", "corrective"] = "instance"
-    seed: int = 0
+    seed: int = _SEED
     review: bool = False
 
 
@@ -121,18 +148,19 @@ class GateConfig(_Section):
     min_gain: float = Field(default=0.0, ge=-1.0, le=1.0)
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
     bootstrap_samples: int = Field(default=2000, ge=100, le=100_000)
-    max_prompt_chars: int = Field(default=6000, ge=100)
-    max_token_factor: float = Field(default=1.5, ge=1.0)
+    max_prompt_chars: int = Field(default=6000, ge=100, le=10_000_000)
+    max_token_factor: float = Field(default=1.5, ge=1.0, le=1000.0)
     max_cost: float | None = Field(
         default=None,
         ge=0,
+        le=1_000_000,
         description="US dollars one dev episode of a candidate may cost on average, at the "
         "prices in `prices:` (null: no cap).",
     )
-    generations: int = Field(default=5, ge=1)
+    generations: int = Field(default=5, ge=1, le=50)
     max_generations: int = Field(default=5, ge=1, le=50)
     train_episodes: int = Field(default=8, ge=0, le=10_000)
-    seed: int = 0
+    seed: int = _SEED
 
     @model_validator(mode="after")
     def _bounded(self) -> GateConfig:
@@ -146,7 +174,7 @@ class GateConfig(_Section):
 class RenderConfig(_Section):
     """What the agent is shown of memory/ (DESIGN.md §4, "Memory over time")."""
 
-    recipes: tuple[str, ...] = Field(
+    recipes: tuple[Name, ...] = Field(
         default=(),
         description="Recipes whose units are rendered, besides hand notes; empty: train.recipe.",
     )
@@ -194,13 +222,34 @@ class SkillsConfig(_Section):
 
 
 DEFAULT_PROTECTED = ("evalset/", "tests/", "evolve.yaml", ".gitignore")
+# What the gate stands on: the scoring data, the workspace's tests and this file itself.
+REQUIRED_PROTECTED = ("evalset/", "tests/", "evolve.yaml")
+
+
+def _protected_paths(value: tuple[str, ...]) -> tuple[str, ...]:
+    for entry in value:
+        path = PurePosixPath(entry.rstrip("/"))
+        if not entry.strip() or path.is_absolute() or ".." in path.parts or not path.parts:
+            raise ValueError(
+                f"{entry!r} is not a path inside the workspace (relative, without '..')"
+            )
+    missing = [
+        need
+        for need in REQUIRED_PROTECTED
+        if not any(is_under(PurePosixPath(need.rstrip("/")), entry) for entry in value)
+    ]
+    if missing:
+        raise ValueError(
+            f"must keep {', '.join(missing)} (the gate scores with them; list them with any others)"
+        )
+    return value
 
 
 class ParameterRange(_Section):
     """A numeric parameter the evolve loop may tune, and its bounds (inclusive)."""
 
-    min: float
-    max: float
+    min: float = Field(ge=-1e12, le=1e12)
+    max: float = Field(ge=-1e12, le=1e12)
     integer: bool = True
 
     @model_validator(mode="after")
@@ -241,22 +290,22 @@ class EvolveConfig(_Section):
     """The whole of `evolve.yaml`."""
 
     version: Literal[1] = 1
-    environment: str = "persona_world"
-    persona: str = "alex"
+    environment: Name = "persona_world"
+    persona: Name = "alex"
     models: ModelRoles = ModelRoles()
-    prices: dict[str, Price] = Field(default_factory=dict)
+    prices: dict[Name, Price] = Field(default_factory=dict)
     memory: MemoryConfig = MemoryConfig()
     agent: AgentConfig = AgentConfig()
     run: RunConfig = RunConfig()
     train: TrainConfig = TrainConfig()
     render: RenderConfig = RenderConfig()
     gate: GateConfig = GateConfig()
-    protected: tuple[str, ...] = DEFAULT_PROTECTED
+    protected: Annotated[tuple[str, ...], AfterValidator(_protected_paths)] = DEFAULT_PROTECTED
     redact: RedactConfig = RedactConfig()
     skills: SkillsConfig = SkillsConfig()
-    parameters: dict[str, ParameterRange] = Field(default_factory=lambda: dict(DEFAULT_PARAMETERS))
+    parameters: dict[Name, ParameterRange] = Field(default_factory=lambda: dict(DEFAULT_PARAMETERS))
     # Per recipe; a recipe or field given here overrides that default only (null: no limit).
-    caps: dict[str, RecipeCaps] = Field(default_factory=dict)
+    caps: dict[Name, RecipeCaps] = Field(default_factory=dict)
 
     def caps_for(self, recipe: str, default: RecipeCaps | None = None) -> RecipeCaps:
         """The caps on `recipe`'s units: `default` (the recipe's own, see
@@ -274,7 +323,11 @@ class EvolveConfig(_Section):
 
 
 def _describe_error(err: dict[str, Any]) -> str:
-    loc = ".".join(str(part) for part in err.get("loc", ())) or "(top level)"
+    parts = [str(part) for part in err.get("loc", ())]
+    named = parts[-1:] == ["[key]"]  # a mapping's key itself (a name under `prices:`, ...)
+    if named:
+        parts = parts[:-2]
+    loc = ".".join(parts) or "(top level)"
     kind = err.get("type", "")
     if kind == "extra_forbidden":
         return f"unknown key '{loc}'"
@@ -282,7 +335,10 @@ def _describe_error(err: dict[str, Any]) -> str:
         return f"missing key '{loc}'"
     got = err.get("input")
     shown = repr(got) if not isinstance(got, dict | list) else type(got).__name__
-    return f"key '{loc}': {err.get('msg', 'invalid value')} (got {shown})"
+    msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+    if named:
+        return f"key '{loc}': the name {shown} {msg}"
+    return f"key '{loc}': {msg} (got {shown})"
 
 
 def parse_config(text: str, *, source: str = CONFIG_NAME) -> EvolveConfig:

@@ -124,7 +124,7 @@ def test_roles_get_cache_and_price_from_evolve_yaml(
     data = workspace.config.model_dump()
     data["prices"] = {"gpt-x": {"input": 1.0, "output": 4.0}}
     cfg = type(workspace.config).model_validate(data)
-    llm = make_role_llm(with_models(cfg, agent="openai/gpt-x", cache="replay"), "agent")
+    llm = make_role_llm(with_models(cfg, agent="openai/gpt-x", cache="replay"), "agent").inner
     assert isinstance(llm, PricedLLM) and llm.rate == Rate(1.0, 4.0)
     assert isinstance(llm.inner, CachedLLM) and llm.inner.mode == "replay"
     # Replay needs neither the endpoint nor its key: the miss is the error.

@@ -116,7 +116,7 @@ def test_role_settings_from_evolve_yaml_reach_the_backend(
         }
     )
     cfg = with_models(cfg, updater="openai/small")
-    llm = make_role_llm(cfg, "updater")
+    llm = make_role_llm(cfg, "updater").inner  # behind the workspace's redactor
     assert isinstance(llm, OpenAIChat)
     assert (llm.max_tokens_default, llm.structured, llm.mode()) == (1024, "tools", "tools")
     assert llm._http._timeout.read == 7.5  # noqa: SLF001

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from evolve._io import atomic_write
 from evolve._text import is_placeholder
-from evolve.applier import _counters, _records, _shelves
+from evolve.applier import _counters, _records, _secrets, _shelves
 from evolve.applier._journal import NoJournal, WriteJournal
 from evolve.errors import PathRefused
 from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, parse_unit, without_counters
@@ -64,6 +64,7 @@ class MemoryApplier:
         # (serializing is most of an op's check). Keyed by the unit object, kept for one apply.
         self._dumped: dict[int, tuple[MemoryUnit, str]] = {}
         self._caps: dict[str, RecipeCaps] = {}  # each recipe's, as `recipe_caps` says
+        self.hide = _secrets.redactor(ws)  # a configured secret is refused (`_secrets`)
 
     def caps(self, recipe: str) -> RecipeCaps:
         caps = self._caps.get(recipe)
@@ -102,6 +103,8 @@ class MemoryApplier:
                     f"over the {unit.recipe} cap of {limit} characters per unit "
                     f"({len(unit.text.strip())}; caps in evolve.yaml)"
                 )
+        if op.op in _TEXT and (why := _secrets.text_reason(path, unit.text, self.hide)):
+            return why
         if op.op != "evict":
             text = dump_unit(unit)
             try:

@@ -8,8 +8,10 @@ from evolve.llm._budget import Budget
 from evolve.llm._cache import CachedLLM
 from evolve.llm._cost import PricedLLM, Rate, find_rate
 from evolve.llm._errors import KeyMissing
+from evolve.llm._redacting import RedactingLLM
 from evolve.llm._registry import make_llm
 from evolve.llm._types import LLM
+from evolve.redact import Redactor
 
 if TYPE_CHECKING:
     from evolve.envs import Environment
@@ -62,7 +64,8 @@ def make_role_llm(
     budget: Budget | None = None,
 ) -> LLM:
     """The model of `role` as `config` sets it up: its backend, reply bound, timeouts,
-    structured-output mode, request cache and price.
+    structured-output mode, request cache and price, behind the workspace's redactor (what
+    each role is sent and what its replies may hold: `evolve.llm._redacting`).
 
     Raises:
         UnknownName: for a model name no backend answers to.
@@ -92,13 +95,14 @@ def make_role_llm(
             if role == "agent":
                 raise
             raise KeyMissing(exc.key_env, _INSTEAD[role]) from None
+    redactor = Redactor.from_config(config.redact)
     if m.cache != "off":
-        llm = CachedLLM(llm, m.cache)
+        llm = CachedLLM(llm, m.cache, redactor=redactor)
     prices = {key: Rate(p.input, p.output) for key, p in config.prices.items()}
     rate = find_rate(llm.name, prices)
     if rate is not None:
         llm = PricedLLM(llm, rate)
-    return llm
+    return RedactingLLM(llm, redactor, role)
 
 
 class _Unbuilt:

@@ -168,22 +168,25 @@ def load_at(repo: Repo, rev: str) -> list[Unit]:
 
 # --- the configuration `evolve memory` reads ---------------------------------------------------
 
-Summary = tuple[str, str, tuple[str, ...]]  # persona, memory.inject, rendered recipes
+# persona, memory.inject, rendered recipes, redact.values, redact.env
+Summary = tuple[str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 
 
 def _summary(value: object) -> bool:
     return (
         isinstance(value, tuple)
-        and len(value) == 3
+        and len(value) == 5
         and isinstance(value[0], str)
         and isinstance(value[1], str)
-        and isinstance(value[2], tuple)
-        and all(isinstance(r, str) for r in value[2])
+        and all(
+            isinstance(part, tuple) and all(isinstance(r, str) for r in part) for part in value[2:]
+        )
     )
 
 
 def config_summary(repo: Repo, raw: bytes) -> Summary:
-    """(persona, memory.inject, rendered recipes) of the `evolve.yaml` whose bytes are `raw`.
+    """(persona, memory.inject, rendered recipes, redact.values, redact.env) of the
+    `evolve.yaml` whose bytes are `raw`.
 
     Validated by the configuration model once per distinct file content, and remembered in
     `.git/evolve-config.cache` keyed by those exact bytes (and by the code that read them),
@@ -207,6 +210,12 @@ def config_summary(repo: Repo, raw: bytes) -> Summary:
         cfg = parse_config(raw.decode("utf-8"), source=os.path.join(repo.root, CONFIG_NAME))
     except (EvolveError, UnicodeDecodeError) as exc:
         raise Unhandled("invalid evolve.yaml") from exc
-    summary = (cfg.persona, cfg.memory.inject, tuple(cfg.rendered_recipes()))
+    summary = (
+        cfg.persona,
+        cfg.memory.inject,
+        tuple(cfg.rendered_recipes()),
+        tuple(cfg.redact.values),  # as evolve.yaml lists them (it holds them too)
+        tuple(cfg.redact.env),  # names only: the values are read from the environment
+    )
     cache.put(("summary", raw), summary)
     return summary

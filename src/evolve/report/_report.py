@@ -20,6 +20,7 @@ from evolve import _confine as confined
 from evolve._io import atomic_write
 from evolve.errors import PathRefused
 from evolve.history import history
+from evolve.redact import REDACTED, Redactor
 from evolve.report._skills import skills_table
 from evolve.report._svg import line_chart
 from evolve.workspace import CONFIG_NAME, GENERATIONS, Workspace, is_under
@@ -255,12 +256,21 @@ def write_report(ws: Workspace, out_dir: Path | None = None) -> Path:
     else:
         path = Path(os.path.abspath(out_dir)) / "report.html"
         rel = _report_rel(ws, out_dir, path)
-    text = build_report(ws)
+    text = _hidden(build_report(ws), Redactor.from_config(ws.config.redact))
     if rel is None:
         atomic_write(path, text)
     else:
         confined.write_atomic(ws.root, rel, text)
     return path
+
+
+def _hidden(html: str, hide: Redactor) -> str:
+    """`html` with every configured secret hidden, as written and as HTML escapes it (a hand
+    note or a commit a person made may hold one; what evolve wrote was redacted already)."""
+    for value in hide.values:
+        for form in dict.fromkeys((value, escape(value), escape(value, quote=False))):
+            html = html.replace(form, escape(REDACTED))
+    return html
 
 
 def _report_rel(ws: Workspace, out_dir: Path, path: Path) -> str | None:

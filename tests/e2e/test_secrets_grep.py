@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.conftest import run_cli
+
+from conftest import run_cli
 
 PLANTS = Path(__file__).resolve().parent
 pytestmark = pytest.mark.slow

@@ -267,7 +267,11 @@ class MemoryApplier:
         for i, op in enumerate(ops):
             if i in reasons:
                 result.refused.append(
-                    Refusal(op=op.op, what=op.unit.text[:80] or op.id, reason=reasons[i])
+                    Refusal(
+                        op=op.op,
+                        what=self.hide.values_text(op.unit.text)[:80] or op.id,
+                        reason=reasons[i],
+                    )
                 )
             else:
                 result.applied.append(op)

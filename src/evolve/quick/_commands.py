@@ -270,14 +270,14 @@ def _show(repo: Repo, unit_id: str, as_json: bool) -> Output:
 
 def _read_unit(repo: Repo, path: str) -> tuple[Unit | None, str | None, Any]:
     """(the unit now, why it cannot be read, the `MemoryUnit` when the full parser read it)."""
-    from evolve import _confine as confined
+    from evolve._format import _limits as limits
     from evolve._format._units import Unit, parse
 
     full = os.path.join(repo.root, *path.split("/"))
     if not os.path.isfile(full):
         return None, None, None
     try:
-        raw = confined.read_text(repo.root, path)  # no link followed out (evolve._confine)
+        raw = limits.read_text(repo.root, path)  # no link followed out, its size checked
     except UnicodeDecodeError as exc:
         raise Unhandled("not UTF-8") from exc
     try:
@@ -336,8 +336,9 @@ def run_memory(
         raise Unhandled("both --scope and --persona")
     if as_of is not None and not as_of.strip():
         raise Unhandled("an empty revision")
-    with open(os.path.join(repo.root, CONFIG_NAME), "rb") as f:
-        raw = f.read()
+    from evolve._format._limits import read_path
+
+    raw = read_path(os.path.join(repo.root, CONFIG_NAME), CONFIG_NAME)  # its size checked
     cfg_persona, inject, recipes, listed, named = config_summary(repo, raw)
     secrets = secret_values(listed, named)  # shown as the agent receives it: redacted
     chosen = scope or f"user:{persona or cfg_persona}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from evolve import _confine as confined
+from evolve._format._limits import check_size, read_listed
 from evolve._format._units import (
     COUNTERS_NAME,
     Counters,
@@ -43,7 +43,7 @@ def parse_counters_or_full(path: str, raw: str) -> Counters:
 
 def _read_text(path: str, rel: str) -> str:
     try:
-        return confined.read_listed(path, rel)  # universal newlines, as Path.read_text
+        return read_listed(path, rel)  # universal newlines; its size checked first
     except UnicodeDecodeError:  # the full reader's sentence (`evolve.memory._files._read`)
         from evolve.memory._files import not_utf8
         from evolve.memory._unit import MalformedUnit
@@ -153,6 +153,8 @@ def tree_files(repo: Repo, rev: str, prefix: str) -> dict[str, bytes]:
 def load_at(repo: Repo, rev: str) -> list[Unit]:
     """The units under `memory/` at commit `rev` (as `evolve.memory.load_units_at`)."""
     files = tree_files(repo, rev, "memory")
+    for rel, data in files.items():
+        check_size(rel, len(data))  # before it is parsed
     units = [
         parse_or_full(rel, files[rel].decode("utf-8"))
         for rel in sorted(files)

@@ -48,13 +48,13 @@ def workspace_secrets(repo: Repo) -> tuple[str, ...]:
     Raises:
         Unhandled: evolve.yaml is missing or invalid (the full command says why).
     """
+    from evolve._format._limits import read_path
     from evolve.quick._git import CONFIG_NAME, Unhandled
     from evolve.quick._read import config_summary
     from evolve.redact import secret_values
 
     try:
-        with open(os.path.join(repo.root, CONFIG_NAME), "rb") as f:
-            raw = f.read()
+        raw = read_path(os.path.join(repo.root, CONFIG_NAME), CONFIG_NAME)  # size checked
     except OSError as exc:
         raise Unhandled("no readable evolve.yaml") from exc
     _, _, _, listed, named = config_summary(repo, raw)

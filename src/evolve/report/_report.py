@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evolve import _confine as confined
+from evolve._format import _limits as limits
 from evolve._io import atomic_write
 from evolve.errors import PathRefused
 from evolve.history import history
@@ -28,11 +29,16 @@ from evolve.workspace import CONFIG_NAME, GENERATIONS, Workspace, is_under
 WINDOW = 8
 
 
+def _read(ws: Workspace, path: Path) -> str:
+    """A record under `generations/`, its size checked and no link followed out."""
+    return limits.read_text(ws.root, path.relative_to(ws.root).as_posix())
+
+
 def _training_series(ws: Workspace) -> list[tuple[str, list[tuple[float, float]]]]:
     """Violation rate per rule over training episodes (a moving window), across train logs."""
     per_rule: dict[str, list[tuple[int, bool]]] = defaultdict(list)
     for log in sorted(ws.runs_dir.glob("train-*.jsonl")) if ws.runs_dir.is_dir() else []:
-        for line in log.read_text(encoding="utf-8").splitlines():
+        for line in _read(ws, log).splitlines():
             try:
                 record = json.loads(line)
             except ValueError:
@@ -97,7 +103,7 @@ def _usage_rows(ws: Workspace) -> tuple[list[list[str]], list[list[str]]]:
     summaries = sorted(folder.glob("*/summary.json")) if folder.is_dir() else []
     for path in summaries[-RECENT_RUNS:]:
         try:
-            s = json.loads(path.read_text(encoding="utf-8"))
+            s = json.loads(_read(ws, path))
             row = [path.parent.name, f"run {s['split']}", str(s["model"]), str(int(s["episodes"])),
                    f"{int(s['tokens']):,}", _money(float(s.get("cost", 0.0)))]  # fmt: skip
         except (OSError, ValueError, KeyError, TypeError):
@@ -105,7 +111,7 @@ def _usage_rows(ws: Workspace) -> tuple[list[list[str]], list[list[str]]]:
         runs.append(row)
     for log in sorted(folder.glob("train-*.jsonl")) if folder.is_dir() else []:
         episodes, tokens, cost, models = 0, 0, 0.0, set()
-        for line in log.read_text(encoding="utf-8").splitlines():
+        for line in _read(ws, log).splitlines():
             try:
                 e = json.loads(line)
                 tokens += int(e.get("input_tokens", 0)) + int(e.get("output_tokens", 0))

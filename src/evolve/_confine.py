@@ -248,14 +248,18 @@ def read_listed(path: str, rel: str) -> str:
     """The text of a file a folder walk listed as a regular file (at `path`, workspace path
     `rel`), opened with `O_NOFOLLOW`: a file swapped for a link since it was listed is refused,
     never followed (UTF-8, universal newlines, as `Path.read_text`)."""
+    with os.fdopen(open_listed(path, rel), encoding="utf-8") as f:
+        return f.read()
+
+
+def open_listed(path: str, rel: str) -> int:
+    """A read descriptor of the file a folder walk listed (see `read_listed`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _swapped(rel) from None
         raise
-    with os.fdopen(fd, encoding="utf-8") as f:
-        return f.read()
 
 
 def check_tree(root: Path | str, rel: str) -> None:

@@ -25,6 +25,7 @@ from evolve.llm import (
     request_key,
     with_models,
 )
+from evolve.llm._redacting import RedactingLLM
 from evolve.llm._types import JsonSchema, Message
 from evolve.workspace import Workspace
 
@@ -124,7 +125,9 @@ def test_roles_get_cache_and_price_from_evolve_yaml(
     data = workspace.config.model_dump()
     data["prices"] = {"gpt-x": {"input": 1.0, "output": 4.0}}
     cfg = type(workspace.config).model_validate(data)
-    llm = make_role_llm(with_models(cfg, agent="openai/gpt-x", cache="replay"), "agent")
+    behind = make_role_llm(with_models(cfg, agent="openai/gpt-x", cache="replay"), "agent")
+    assert isinstance(behind, RedactingLLM)  # the workspace's redactor
+    llm = behind.inner
     assert isinstance(llm, PricedLLM) and llm.rate == Rate(1.0, 4.0)
     assert isinstance(llm.inner, CachedLLM) and llm.inner.mode == "replay"
     # Replay needs neither the endpoint nor its key: the miss is the error.

@@ -13,6 +13,7 @@ from conftest import GitRunner, one_sentence, run_cli
 from evolve.errors import ModelError
 from evolve.llm import _roles, make_llm, make_role_llm, with_models
 from evolve.llm._openai import OpenAIChat
+from evolve.llm._redacting import RedactingLLM
 from evolve.workspace import Workspace
 
 ENV = ("EVOLVE_MODEL", "EVOLVE_UPDATER_MODEL", "EVOLVE_REFLECTOR_MODEL", "EVOLVE_CACHE")
@@ -116,7 +117,9 @@ def test_role_settings_from_evolve_yaml_reach_the_backend(
         }
     )
     cfg = with_models(cfg, updater="openai/small")
-    llm = make_role_llm(cfg, "updater")
+    behind = make_role_llm(cfg, "updater")
+    assert isinstance(behind, RedactingLLM)  # the workspace's redactor
+    llm = behind.inner
     assert isinstance(llm, OpenAIChat)
     assert (llm.max_tokens_default, llm.structured, llm.mode()) == (1024, "tools", "tools")
     assert llm._http._timeout.read == 7.5  # noqa: SLF001

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from evolve._format._limits import RENDER_CHARS, RENDER_UNIT_CHARS, render_cut
 from evolve._format._units import GLOBAL_SCOPE
 
 TYPE_CHECKING = False
@@ -105,6 +106,7 @@ def tagged(unit_id: str, text: str) -> str:
     A leading Markdown bullet of the line is dropped (the id takes its place), so the agent
     and the sim read the same statement with or without the id.
     """
+    text = render_cut(text, RENDER_UNIT_CHARS)  # whatever a hand edit holds (`_limits`)
     lines = (_unbullet(line).rstrip() for line in text.splitlines())
     return "\n".join(f"[{unit_id}] {line}" for line in lines if line.strip())
 
@@ -119,7 +121,9 @@ def render_memory(units: Iterable[U], scope: str, renderers: Mapping[str, Render
 
     `renderers` maps each recipe to render to its renderer, in the order the blocks appear;
     units of any other recipe are not rendered. Hand-written notes come first: a person's
-    words stand before what a learner wrote.
+    words stand before what a learner wrote. The text is bounded whatever a hand edit holds:
+    each unit's text is cut at `_limits.RENDER_UNIT_CHARS`, the whole at
+    `_limits.RENDER_CHARS` (each cut marked).
 
     Raises:
         TypeError: `renderers` is not a mapping (e.g. a call written for the old signature).
@@ -141,7 +145,7 @@ def render_memory(units: Iterable[U], scope: str, renderers: Mapping[str, Render
     for recipe, renderer in renderers.items():
         if recipe != HAND and recipe in groups:
             blocks.append(renderer(groups[recipe]))
-    return "\n".join(b.strip() for b in blocks if b.strip())
+    return render_cut("\n".join(b.strip() for b in blocks if b.strip()), RENDER_CHARS)
 
 
 # --- the recipes' renderers (evolve.updaters' recipes call these: one definition) ----------

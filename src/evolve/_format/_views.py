@@ -327,24 +327,41 @@ def memory_notes(inject: str, differs: bool, uncommitted: Sequence[str]) -> list
     return notes
 
 
+def secret_notes(paths: Sequence[str]) -> list[str]:
+    """The notes `evolve memory` writes on stderr about files that hold a configured secret
+    (never the secret itself)."""
+    return [
+        f"note: {path} holds a secret listed in redact: of evolve.yaml (a listed value, the "
+        "value of a variable it names, or a model API key); every model is sent it as "
+        "<redacted>, and evolve refuses to write such a file; remove it from the file."
+        for path in paths
+    ]
+
+
 def memory_json(
     commit: str | None,
     scope: str,
     text: str,
     differs: bool | None = None,
     uncommitted: Sequence[str] = (),
+    secrets_in: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """`evolve memory --json`: at a commit (`differs` None), or of the working tree."""
+    """`evolve memory --json`: at a commit (`differs` None), or of the working tree;
+    `secrets_in` (the files holding a configured secret) only when there are some."""
     if differs is None:
-        return {"commit": commit, "scope": scope, "memory": text, "source": "commit"}
-    return {
-        "commit": commit,
-        "scope": scope,
-        "memory": text,
-        "source": "working tree",
-        "differs_from_head": differs,
-        "uncommitted": list(uncommitted),
-    }
+        doc: dict[str, Any] = {"commit": commit, "scope": scope, "memory": text, "source": "commit"}
+    else:
+        doc = {
+            "commit": commit,
+            "scope": scope,
+            "memory": text,
+            "source": "working tree",
+            "differs_from_head": differs,
+            "uncommitted": list(uncommitted),
+        }
+    if secrets_in:
+        doc["secrets_in"] = list(secrets_in)
+    return doc
 
 
 def memory_text(

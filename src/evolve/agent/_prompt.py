@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evolve import _confine as confined
+from evolve._format import _limits as limits
 
 MEMORY_HEADER = "What you remember about this user:"
 STATS_HEADER = "Counts the harness computed from the user's records (facts, not preferences):"
@@ -41,9 +42,7 @@ def read_prompt_files(prompts_dir: Path) -> list[PromptFile]:
     files.sort()
     files.sort(key=lambda p: (p.name != "system.md", str(p)))
     return [
-        PromptFile(
-            str(p.relative_to(root)), confined.read_text(root, p.relative_to(root).as_posix())
-        )
+        PromptFile(str(p.relative_to(root)), limits.read_text(root, p.relative_to(root).as_posix()))
         for p in files
     ]
 

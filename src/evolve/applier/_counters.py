@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from evolve import _confine as confined
+from evolve._format import _limits as limits
 from evolve.memory import (
     MemoryUnit,
     counter_key,
@@ -65,7 +66,7 @@ def _plan_one(
 ) -> dict[str, bytes | None]:
     rel = str(counters_path(key))
     full = ws.resolve(rel)
-    before = full.read_text(encoding="utf-8") if full.is_file() else None
+    before = limits.read_text(ws.root, rel) if full.is_file() else None  # its size checked
     counters = parse_counters(rel, before) if before is not None else {}
     for op in applied:
         if op.op == "evict":

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from evolve import _confine as confined
+from evolve.applier import _secrets
 from evolve.applier._journal import NoJournal, WriteJournal
+from evolve.errors import PathRefused
 from evolve.workspace import Workspace
 
 EVOLVABLE = ("memory/", "prompts/")
@@ -14,9 +16,12 @@ EVOLVABLE = ("memory/", "prompts/")
 def check_files(
     ws: Workspace, changes: Mapping[str, bytes | None], allowed: tuple[str, ...] = EVOLVABLE
 ) -> None:
-    """Refuse (raise PathRefused) if any path is protected, escapes, or is not evolvable."""
+    """Refuse (raise PathRefused) if any path is protected, escapes, or is not evolvable, or
+    if a file would hold a configured secret (`evolve.applier._secrets`)."""
     for path in changes:
         ws.check_writable(path, allowed=allowed)
+    if (why := _secrets.files_reason(changes, _secrets.redactor(ws))) is not None:
+        raise PathRefused(why)
 
 
 def write_files(

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from evolve import _confine as confined
 from evolve._io import atomic_write
 from evolve._text import is_placeholder
-from evolve.applier import _counters, _records, _shelves
+from evolve.applier import _counters, _records, _secrets, _shelves
 from evolve.applier._journal import NoJournal, WriteJournal
 from evolve.errors import PathRefused
 from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, parse_unit, without_counters
@@ -71,6 +71,7 @@ class MemoryApplier:
         # Each applied op's unit as the batch had it just before the op (`_walk`): what the
         # op changes, even when an earlier op of the batch changed the same unit.
         self._prior: dict[int, MemoryUnit | None] = {}
+        self.hide = _secrets.redactor(ws)  # a configured secret is refused (`_secrets`)
 
     def caps(self, recipe: str) -> RecipeCaps:
         caps = self._caps.get(recipe)
@@ -109,6 +110,8 @@ class MemoryApplier:
                     f"over the {unit.recipe} cap of {limit} characters per unit "
                     f"({len(unit.text.strip())}; caps in evolve.yaml)"
                 )
+        if op.op in _TEXT and (why := _secrets.text_reason(path, unit.text, self.hide)):
+            return why
         if op.op != "evict":
             text = dump_unit(unit)
             try:
@@ -273,7 +276,11 @@ class MemoryApplier:
         for i, op in enumerate(ops):
             if i in reasons:
                 result.refused.append(
-                    Refusal(op=op.op, what=op.unit.text[:80] or op.id, reason=reasons[i])
+                    Refusal(
+                        op=op.op,
+                        what=self.hide.values_text(op.unit.text)[:80] or op.id,
+                        reason=reasons[i],
+                    )
                 )
             else:
                 result.applied.append(op)

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from evolve import _confine as confined
+from evolve._format import _limits as limits
 from evolve._text import describe_char, hidden_char, printable, unsafe_char
 from evolve.errors import ConfigError, PathRefused
 from evolve.ops import Refusal
@@ -105,7 +105,7 @@ def plan_prompt_changes(
                 )
                 continue
             # An edit keeps the guidance block as it stands; only a guidance proposal changes it.
-            current_lines = guidance_of(confined.read_text(ws.root, SYSTEM))
+            current_lines = guidance_of(limits.read_text(ws.root, SYSTEM))
             content = with_guidance(_strip_blocks(content), current_lines)
         if len(content) > max_chars:
             out.refused.append(
@@ -121,7 +121,7 @@ def plan_prompt_changes(
         # On top of an edit of system.md in the same proposal, if there is one.
         edited = out.files.get(SYSTEM)
         current = (
-            edited.decode("utf-8") if edited is not None else confined.read_text(ws.root, SYSTEM)
+            edited.decode("utf-8") if edited is not None else limits.read_text(ws.root, SYSTEM)
         )
         clean = []
         for line in (" ".join(str(g).split()) for g in guidance if str(g).strip()):

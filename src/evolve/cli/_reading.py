@@ -23,6 +23,7 @@ from evolve._format._views import (
     memory_json,
     memory_notes,
     memory_text,
+    secret_notes,
     show_text,
 )
 from evolve.cli._common import (
@@ -149,13 +150,20 @@ def log_cmd(
 @workspace_option
 def show_cmd(unit_id: str, as_json: bool, workspace: Path | None) -> None:
     """A memory unit as it is now (or its tombstone) and every commit that touched it."""
+    from evolve.errors import ConfigError
+    from evolve.redact import Redactor, hide_in, hide_values, secret_values
+
     ws = open_workspace(workspace, config=False)
     h = show_unit(ws, unit_id)
+    try:  # configured secrets are shown as <redacted>; a broken evolve.yaml hides the API keys
+        secrets = Redactor.from_config(ws.config.redact).values
+    except ConfigError:
+        secrets = secret_values()
     if as_json:
-        emit_json(h.to_json())
+        emit_json(hide_in(h.to_json(), secrets))
         return
     for line in show_text(h.unit_id, h.path, h.unit, h.problem, h.entries, click.style, h.counters):
-        _say(line)
+        _say(hide_values(line, secrets))
 
 
 @click.command("memory")
@@ -184,6 +192,8 @@ def memory_cmd(
     """
     from evolve.history._asof import memory_as_of, memory_in_worktree
     from evolve.memory import scope_for, valid_scope
+    from evolve.quick._secrets import secret_files
+    from evolve.redact import Redactor, hide_values
 
     ws = open_workspace(workspace)
     if scope is not None and persona is not None:
@@ -191,8 +201,10 @@ def memory_cmd(
     chosen = scope or scope_for(persona or ws.config.persona)
     if not valid_scope(chosen):
         raise EvolveError(f"scope {chosen!r} is not valid; use user:<persona> or global.")
+    secrets = Redactor.from_config(ws.config.redact).values  # shown as the agent receives it
     if as_of is not None:
         commit, text = memory_as_of(ws.store, as_of, chosen)
+        text = hide_values(text, secrets)
         if as_json:
             emit_json(memory_json(commit, chosen, text))
             return
@@ -200,11 +212,16 @@ def memory_cmd(
             _say(line)
         return
     now = memory_in_worktree(ws, chosen)
+    text = hide_values(now.text, secrets)
+    flagged = secret_files(str(ws.root), secrets)
     differs = now.differs_from_head and not writer_busy(ws)  # else open_workspace named it
-    for note in memory_notes(ws.config.memory.inject, differs, now.uncommitted):
+    notes = memory_notes(ws.config.memory.inject, differs, now.uncommitted)
+    for note in notes + secret_notes(flagged):
         click.echo(note, err=True)
     if as_json:
-        emit_json(memory_json(now.head, chosen, now.text, now.differs_from_head, now.uncommitted))
+        emit_json(
+            memory_json(now.head, chosen, text, now.differs_from_head, now.uncommitted, flagged)
+        )
         return
-    for line in memory_text(now.head, chosen, now.text, click.style, now.differs_from_head):
+    for line in memory_text(now.head, chosen, text, click.style, now.differs_from_head):
         _say(line)

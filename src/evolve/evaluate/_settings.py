@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 
 from evolve._format._cache import CONFIG_CACHE, DiskCache
+from evolve._format._limits import read_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -95,8 +96,7 @@ def _read(path: str) -> bytes | None:
     """The bytes of the file at `path` (following links, as `Path.is_file` does), or None."""
     if not os.path.isfile(path):
         return None
-    with open(path, "rb") as f:
-        return f.read()
+    return read_path(path, os.path.basename(path))  # its size checked before it is parsed
 
 
 def _valid(value: object) -> bool:

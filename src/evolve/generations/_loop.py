@@ -34,8 +34,8 @@ from datetime import UTC, datetime
 from types import FrameType
 from typing import NoReturn
 
-from evolve import _confine as confined
 from evolve._faults import fault
+from evolve._format import _limits as limits
 from evolve._io import derive_seed
 from evolve._signals import Terminated as Terminated  # re-exported: callers catch it here
 from evolve._signals import signals_held, signals_raise
@@ -406,7 +406,7 @@ class _Generation:
         failed = sum(not e.accepted for e in dev_base.episodes)
         self.loop.say(f"generation {number}: reflecting on {failed} failed dev episodes")
         system_md = ws.root / "prompts" / "system.md"
-        system = confined.read_text(ws.root, "prompts/system.md") if system_md.is_file() else ""
+        system = limits.read_text(ws.root, "prompts/system.md") if system_md.is_file() else ""
         proposal = Reflector(self.loop.models.reflector).propose(
             _failures(dev_base),
             guidance_of(system),

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from evolve import _confine as confined
+from evolve._format import _limits as limits
 from evolve._format._message import commit_kind as commit_kind  # re-exported
 from evolve._format._views import (
     SIDECAR_PATCH,
@@ -107,7 +107,7 @@ def show_unit(ws: Workspace, unit_id: str) -> UnitHistory:
 
         full = ws.root / PurePosixPath(path)
         try:
-            text = confined.read_text(ws.root, path) if full.is_file() else None  # no link out
+            text = limits.read_text(ws.root, path) if full.is_file() else None  # no link out
             unit = parse_unit(path, text) if text is not None else None
         except MalformedUnit as exc:
             unit, problem = None, str(exc)

@@ -13,6 +13,15 @@ change of algorithm or form cannot be mistaken for a hit. One entry is one file,
 ``<root>/requests/<first two hex digits>/<hex>.json``, written atomically, holding the
 canonical request and the reply (text, model, finish reason, token usage).
 
+No configured secret is stored: the request and the reply written in an entry have every
+secret of the workspace's redactor hidden by value (`redact:` of evolve.yaml, the variables it
+names, the model API keys), and the key is the hash of that redacted request. So a replayed
+reply holds ``<redacted>`` where the model's reply held one of those (and the request that
+quotes it next finds its entry); a reply with none is stored byte for byte (replay stays
+exact). Text that only looks like a credential
+(the built-in shapes) is left as sent: what every other role is sent and sends back was
+redacted by shape already (`evolve.llm._redacting`).
+
 Modes: ``read`` answers hits from the cache and sends misses to the model without recording
 them; ``write`` also records every miss; ``replay`` answers only from the cache and fails on
 a miss, so a recorded run can be repeated without the endpoint (offline, or in CI).
@@ -30,7 +39,9 @@ from typing import Any, Literal
 
 from evolve.llm._errors import ReplayMiss
 from evolve.llm._paths import cache_root
+from evolve.llm._redacting import redact_reply
 from evolve.llm._types import LLM, Completion, JsonSchema, Message, Usage
+from evolve.redact import DEFAULT_REDACTOR, Redactor
 
 CacheMode = Literal["off", "read", "write", "replay"]
 CACHE_MODES: tuple[CacheMode, ...] = ("off", "read", "write", "replay")
@@ -76,8 +87,9 @@ def request_key(request: dict[str, Any]) -> str:
 class RequestCache:
     """The folder of cached entries (default: `requests/` under the evolve cache folder)."""
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, redactor: Redactor = DEFAULT_REDACTOR) -> None:
         self.root = root if root is not None else cache_root() / "requests"
+        self.redactor = redactor  # what an entry may not hold (see the module text)
 
     def path(self, key: str) -> Path:
         digest = key.split(":", 1)[1]
@@ -101,9 +113,15 @@ class RequestCache:
     def put(self, key: str, request: dict[str, Any], completion: Completion) -> None:
         entry = {
             "key": key,
-            "request": request,
+            "request": {
+                **request,
+                "messages": [
+                    [role, self.redactor.values_text(content)]
+                    for role, content in request["messages"]
+                ],
+            },
             "response": {
-                "text": completion.text,
+                "text": redact_reply(completion.text, self.redactor, shapes=False),
                 "model": completion.model,
                 "finish_reason": completion.finish_reason,
                 "usage": {
@@ -131,15 +149,24 @@ class CachedLLM:
         inner: the backend to ask on a miss.
         mode: "read", "write" or "replay" (see the module text).
         cache: the cache folder.
+        redactor: what the entries written may not hold (the workspace's secrets); used when
+            `cache` is not given.
     """
 
-    def __init__(self, inner: LLM, mode: CacheMode, cache: RequestCache | None = None) -> None:
+    def __init__(
+        self,
+        inner: LLM,
+        mode: CacheMode,
+        cache: RequestCache | None = None,
+        *,
+        redactor: Redactor = DEFAULT_REDACTOR,
+    ) -> None:
         if mode not in CACHE_MODES or mode == "off":
             raise ValueError(f"CachedLLM needs mode read, write or replay, not {mode!r}")
         self.inner = inner
         self.name = inner.name
         self.mode = mode
-        self.cache = cache if cache is not None else RequestCache()
+        self.cache = cache if cache is not None else RequestCache(redactor=redactor)
         self.hits = 0
         self.misses = 0
 
@@ -153,9 +180,11 @@ class CachedLLM:
         max_tokens: int | None = None,
     ) -> Completion:
         bound = max_tokens if max_tokens is not None else _default_bound(self.inner)
-        request = canonical_request(
-            self.inner.name, messages, json_schema, temperature, seed, bound
-        )
+        # Keyed with the configured secrets hidden, as stored: a replayed reply that held one
+        # says <redacted>, and the next request, which quotes it, finds its entry all the same.
+        hide = self.cache.redactor.values_text
+        keyed = [Message(m.role, hide(m.content)) for m in messages]
+        request = canonical_request(self.inner.name, keyed, json_schema, temperature, seed, bound)
         key = request_key(request)
         hit = self.cache.get(key)
         if hit is not None:

@@ -9,8 +9,10 @@ from evolve.llm._cache import CachedLLM
 from evolve.llm._cost import PricedLLM, Rate, find_rate
 from evolve.llm._errors import KeyMissing
 from evolve.llm._meter import current_meter
+from evolve.llm._redacting import RedactingLLM
 from evolve.llm._registry import make_llm
 from evolve.llm._types import LLM
+from evolve.redact import Redactor
 
 if TYPE_CHECKING:
     from evolve.envs import Environment
@@ -63,7 +65,8 @@ def make_role_llm(
     budget: Budget | None = None,
 ) -> LLM:
     """The model of `role` as `config` sets it up: its backend, reply bound, timeouts,
-    structured-output mode, request cache and price.
+    structured-output mode, request cache and price, behind the workspace's redactor (what
+    each role is sent and what its replies may hold: `evolve.llm._redacting`).
 
     Raises:
         UnknownName: for a model name no backend answers to.
@@ -93,12 +96,14 @@ def make_role_llm(
             if role == "agent":
                 raise
             raise KeyMissing(exc.key_env, _INSTEAD[role]) from None
+    redactor = Redactor.from_config(config.redact)
     if m.cache != "off":
-        llm = CachedLLM(llm, m.cache)
+        llm = CachedLLM(llm, m.cache, redactor=redactor)
     prices = {key: Rate(p.input, p.output) for key, p in config.prices.items()}
     rate = find_rate(llm.name, prices)
     if rate is not None:
         llm = PricedLLM(llm, rate)
+    llm = RedactingLLM(llm, redactor, role)
     meter = current_meter()  # the running command counts every role's tokens (`_meter`)
     return llm if meter is None else meter.wrap(llm, role)
 

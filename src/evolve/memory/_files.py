@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from evolve import _confine as confined
 from evolve._format import Unhandled
+from evolve._format import _limits as limits
 from evolve._format._units import (
     COUNTERS_NAME,
     Counters,
@@ -190,7 +190,7 @@ def _read(path: str, rel: str) -> str:
             `evolve.quick._read` says it).
     """
     try:
-        return confined.read_listed(path, rel)  # a file swapped for a link is refused
+        return limits.read_listed(path, rel)  # no link followed; its size checked first
     except UnicodeDecodeError:
         raise MalformedUnit(not_utf8(rel)) from None
 
@@ -208,6 +208,8 @@ def load_units(root: Path) -> list[MemoryUnit]:
 def load_units_at(store: GitStore, rev: str) -> list[MemoryUnit]:
     """Every unit under `memory/` as it was at commit `rev` (read from git, not rebuilt)."""
     files = store.read_tree_files(rev, "memory")
+    for rel, data in files.items():
+        limits.check_size(rel, len(data))  # before it is parsed
     units = [
         read_unit(rel, files[rel].decode("utf-8")) for rel in sorted(files) if _is_unit_path(rel)
     ]

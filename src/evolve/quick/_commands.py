@@ -20,6 +20,7 @@ from evolve._format._views import (
     memory_json,
     memory_notes,
     memory_text,
+    secret_notes,
     show_entries,
     show_json,
     show_text,
@@ -236,6 +237,13 @@ def _start_patches(repo: Repo, *paths: str, options: tuple[str, ...] = ()) -> An
 
 
 def run_show(repo: Repo, unit_id: str, as_json: bool) -> Output:
+    """`evolve show`, configured secrets shown as ``<redacted>`` (`evolve.quick._secrets`)."""
+    from evolve.quick._secrets import hidden, workspace_secrets
+
+    return hidden(_show(repo, unit_id, as_json), workspace_secrets(repo))
+
+
+def _show(repo: Repo, unit_id: str, as_json: bool) -> Output:
     if "/" in unit_id or not unit_id or unit_id.startswith("."):
         raise Unhandled("not a unit id")
     if repo.head() is None:
@@ -284,14 +292,14 @@ def _sidecar_entry(repo: Repo, sidecar: str, unit_id: str) -> dict[str, Any] | N
 
 def _read_unit(repo: Repo, path: str) -> tuple[Unit | None, str | None, Any]:
     """(the unit now, why it cannot be read, the `MemoryUnit` when the full parser read it)."""
-    from evolve import _confine as confined
+    from evolve._format import _limits as limits
     from evolve._format._units import Unit, parse
 
     full = os.path.join(repo.root, *path.split("/"))
     if not os.path.isfile(full):
         return None, None, None
     try:
-        raw = confined.read_text(repo.root, path)  # no link followed out (evolve._confine)
+        raw = limits.read_text(repo.root, path)  # no link followed out, its size checked
     except UnicodeDecodeError as exc:
         raise Unhandled("not UTF-8") from exc
     try:
@@ -343,14 +351,18 @@ def run_memory(
     from evolve._format._units import valid_scope
     from evolve.quick._read import config_summary, load_at, load_worktree
     from evolve.quick._render import renderers_for
+    from evolve.quick._secrets import secret_files
+    from evolve.redact import hide_values, secret_values
 
     if scope is not None and persona is not None:
         raise Unhandled("both --scope and --persona")
     if as_of is not None and not as_of.strip():
         raise Unhandled("an empty revision")
-    with open(os.path.join(repo.root, CONFIG_NAME), "rb") as f:
-        raw = f.read()
-    cfg_persona, inject, recipes = config_summary(repo, raw)
+    from evolve._format._limits import read_path
+
+    raw = read_path(os.path.join(repo.root, CONFIG_NAME), CONFIG_NAME)  # its size checked
+    cfg_persona, inject, recipes, listed, named = config_summary(repo, raw)
+    secrets = secret_values(listed, named)  # shown as the agent receives it: redacted
     chosen = scope or f"user:{persona or cfg_persona}"
     if not valid_scope(chosen):
         raise Unhandled("invalid scope")
@@ -363,8 +375,9 @@ def run_memory(
         if header.endswith(b" missing") or len(header.split()) != 3:
             raise Unhandled("no evolve.yaml at that commit")
         size = int(header.split()[2])
-        _, _, recipes_then = config_summary(repo, rest[:size])
+        _, _, recipes_then, listed_then, _ = config_summary(repo, rest[:size])
         text = render_memory(load_at(repo, commit), chosen, renderers_for(recipes_then))
+        text = hide_values(text, secret_values((*listed, *listed_then), named))
         if as_json:
             return [(sys.stdout, emit_json(memory_json(commit, chosen, text)))]
         for line in memory_text(commit, chosen, text, out.style):
@@ -387,10 +400,12 @@ def run_memory(
     else:
         head_text = text
     differs = text != head_text
-    for note in memory_notes(inject, differs, dirty):
+    text = hide_values(text, secrets)
+    flagged = secret_files(repo.root, secrets)
+    for note in memory_notes(inject, differs, dirty) + secret_notes(flagged):
         err.say(note)
     if as_json:
-        doc = memory_json(head, chosen, text, differs, dirty)
+        doc = memory_json(head, chosen, text, differs, dirty, flagged)
         return [(sys.stderr, err.text()), (sys.stdout, emit_json(doc))]
     for line in memory_text(head, chosen, text, out.style, differs):
         out.say(line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from evolve import _confine as confined
+from evolve._format._limits import check_size, read_listed
 from evolve._format._units import (
     COUNTERS_NAME,
     Counters,
@@ -43,7 +43,7 @@ def parse_counters_or_full(path: str, raw: str) -> Counters:
 
 def _read_text(path: str, rel: str) -> str:
     try:
-        return confined.read_listed(path, rel)  # universal newlines, as Path.read_text
+        return read_listed(path, rel)  # universal newlines; its size checked first
     except UnicodeDecodeError:  # the full reader's sentence (`evolve.memory._files._read`)
         from evolve.memory._files import not_utf8
         from evolve.memory._unit import MalformedUnit
@@ -153,6 +153,8 @@ def tree_files(repo: Repo, rev: str, prefix: str) -> dict[str, bytes]:
 def load_at(repo: Repo, rev: str) -> list[Unit]:
     """The units under `memory/` at commit `rev` (as `evolve.memory.load_units_at`)."""
     files = tree_files(repo, rev, "memory")
+    for rel, data in files.items():
+        check_size(rel, len(data))  # before it is parsed
     units = [
         parse_or_full(rel, files[rel].decode("utf-8"))
         for rel in sorted(files)
@@ -168,22 +170,25 @@ def load_at(repo: Repo, rev: str) -> list[Unit]:
 
 # --- the configuration `evolve memory` reads ---------------------------------------------------
 
-Summary = tuple[str, str, tuple[str, ...]]  # persona, memory.inject, rendered recipes
+# persona, memory.inject, rendered recipes, redact.values, redact.env
+Summary = tuple[str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 
 
 def _summary(value: object) -> bool:
     return (
         isinstance(value, tuple)
-        and len(value) == 3
+        and len(value) == 5
         and isinstance(value[0], str)
         and isinstance(value[1], str)
-        and isinstance(value[2], tuple)
-        and all(isinstance(r, str) for r in value[2])
+        and all(
+            isinstance(part, tuple) and all(isinstance(r, str) for r in part) for part in value[2:]
+        )
     )
 
 
 def config_summary(repo: Repo, raw: bytes) -> Summary:
-    """(persona, memory.inject, rendered recipes) of the `evolve.yaml` whose bytes are `raw`.
+    """(persona, memory.inject, rendered recipes, redact.values, redact.env) of the
+    `evolve.yaml` whose bytes are `raw`.
 
     Validated by the configuration model once per distinct file content, and remembered in
     `.git/evolve-config.cache` keyed by those exact bytes (and by the code that read them),
@@ -207,6 +212,12 @@ def config_summary(repo: Repo, raw: bytes) -> Summary:
         cfg = parse_config(raw.decode("utf-8"), source=os.path.join(repo.root, CONFIG_NAME))
     except (EvolveError, UnicodeDecodeError) as exc:
         raise Unhandled("invalid evolve.yaml") from exc
-    summary = (cfg.persona, cfg.memory.inject, tuple(cfg.rendered_recipes()))
+    summary = (
+        cfg.persona,
+        cfg.memory.inject,
+        tuple(cfg.rendered_recipes()),
+        tuple(cfg.redact.values),  # as evolve.yaml lists them (it holds them too)
+        tuple(cfg.redact.env),  # names only: the values are read from the environment
+    )
     cache.put(("summary", raw), summary)
     return summary

@@ -24,21 +24,21 @@ Redaction is idempotent: ``<redacted>`` matches none of the patterns.
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-REDACTED = "<redacted>"
+from evolve.redact._values import (
+    REDACTED,
+    hide_values,
+    holds_value,
+    secret_values,
+)
+
 _SECRET = re.compile(r"(password|passwd|token|secret|api_?key|authorization|credential)", re.I)
 
-# The API-key environment variables the HTTP backends read: their values are always hidden.
-DEFAULT_SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-# Shorter listed values would hide ordinary text (a key of "x" would eat every letter x).
-MIN_LISTED = 4
-MIN_ENV = 8
 
 _T = r"A-Za-z0-9"
 _LEFT = rf"(?<![{_T}_-])"
@@ -114,6 +114,16 @@ def is_high_entropy(token: str) -> bool:
     return changes >= 0.35 * (len(token) - 1)
 
 
+class _RedactSection(Protocol):
+    """`redact:` of evolve.yaml (`evolve.workspace.RedactConfig`)."""
+
+    @property
+    def values(self) -> Iterable[str]: ...
+
+    @property
+    def env(self) -> Iterable[str]: ...
+
+
 @dataclass(frozen=True)
 class Redactor:
     """Replaces secrets in text and in JSON-like values (see the module docstring).
@@ -133,19 +143,28 @@ class Redactor:
     ) -> Redactor:
         """A redactor for listed `values` plus the values of the environment variables `env`
         (and of :data:`DEFAULT_SECRET_ENV`); unset or short variables are skipped."""
-        environ = os.environ if environ is None else environ
-        found = {v for v in values if len(v) >= MIN_LISTED}
-        for name in (*DEFAULT_SECRET_ENV, *env):
-            value = environ.get(name, "")
-            if len(value) >= MIN_ENV:
-                found.add(value)
-        return cls(tuple(sorted(found, key=lambda v: (-len(v), v))))
+        return cls(secret_values(values, env, environ))
+
+    @classmethod
+    def from_config(
+        cls, config: _RedactSection, environ: Mapping[str, str] | None = None
+    ) -> Redactor:
+        """The workspace's one redactor: `redact:` of evolve.yaml (`config`, its `values` and
+        the variables named in `env`) and the model API keys (:data:`DEFAULT_SECRET_ENV`)."""
+        return cls.from_settings(config.values, config.env, environ)
+
+    def values_text(self, text: str) -> str:
+        """`text` with the listed values (only) replaced by :data:`REDACTED`: for text that
+        must otherwise stay as written (the agent's system prompt)."""
+        return hide_values(text, self.values)
+
+    def holds_value(self, text: str) -> bool:
+        """Whether `text` holds one of the listed values (a configured secret)."""
+        return holds_value(text, self.values)
 
     def text(self, text: str) -> str:
-        """`text` with every secret by value replaced by :data:`REDACTED`."""
-        for value in self.values:
-            if value in text:
-                text = text.replace(value, REDACTED)
+        """`text` with every secret, by value and by shape, replaced by :data:`REDACTED`."""
+        text = self.values_text(text)
         text = _PEM.sub(REDACTED, text)
         text = _KEY_SHAPES.sub(REDACTED, text)
         text = _AUTH.sub(_auth_sub, text)

@@ -17,9 +17,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evolve import _confine as confined
+from evolve._format import _limits as limits
 from evolve._io import atomic_write
 from evolve.errors import PathRefused
 from evolve.history import history
+from evolve.redact import REDACTED, Redactor
 from evolve.report._skills import skills_table
 from evolve.report._svg import line_chart
 from evolve.workspace import CONFIG_NAME, GENERATIONS, Workspace, is_under
@@ -27,11 +29,16 @@ from evolve.workspace import CONFIG_NAME, GENERATIONS, Workspace, is_under
 WINDOW = 8
 
 
+def _read(ws: Workspace, path: Path) -> str:
+    """A record under `generations/`, its size checked and no link followed out."""
+    return limits.read_text(ws.root, path.relative_to(ws.root).as_posix())
+
+
 def _training_series(ws: Workspace) -> list[tuple[str, list[tuple[float, float]]]]:
     """Violation rate per rule over training episodes (a moving window), across train logs."""
     per_rule: dict[str, list[tuple[int, bool]]] = defaultdict(list)
     for log in sorted(ws.runs_dir.glob("train-*.jsonl")) if ws.runs_dir.is_dir() else []:
-        for line in log.read_text(encoding="utf-8").splitlines():
+        for line in _read(ws, log).splitlines():
             try:
                 record = json.loads(line)
             except ValueError:
@@ -100,7 +107,7 @@ def _usage_rows(ws: Workspace) -> tuple[list[list[str]], list[list[str]]]:
     summaries = sorted(folder.glob("*/summary.json")) if folder.is_dir() else []
     for path in summaries[-RECENT_RUNS:]:
         try:
-            s = json.loads(path.read_text(encoding="utf-8"))
+            s = json.loads(_read(ws, path))
             row = [path.parent.name, f"run {s['split']}", str(s["model"]), str(int(s["episodes"])),
                    f"{int(s['tokens']):,}", _roles({"agent": int(s["tokens"])}),
                    _money(float(s.get("cost", 0.0)))]  # fmt: skip
@@ -110,7 +117,7 @@ def _usage_rows(ws: Workspace) -> tuple[list[list[str]], list[list[str]]]:
     for log in sorted(folder.glob("train-*.jsonl")) if folder.is_dir() else []:
         episodes, tokens, cost, models = 0, 0, 0.0, set()
         per_role: dict[str, int] = defaultdict(int)
-        for line in log.read_text(encoding="utf-8").splitlines():
+        for line in _read(ws, log).splitlines():
             try:
                 e = json.loads(line)
                 usage = e.get("usage")
@@ -271,12 +278,21 @@ def write_report(ws: Workspace, out_dir: Path | None = None) -> Path:
     else:
         path = Path(os.path.abspath(out_dir)) / "report.html"
         rel = _report_rel(ws, out_dir, path)
-    text = build_report(ws)
+    text = _hidden(build_report(ws), Redactor.from_config(ws.config.redact))
     if rel is None:
         atomic_write(path, text)
     else:
         confined.write_atomic(ws.root, rel, text)
     return path
+
+
+def _hidden(html: str, hide: Redactor) -> str:
+    """`html` with every configured secret hidden, as written and as HTML escapes it (a hand
+    note or a commit a person made may hold one; what evolve wrote was redacted already)."""
+    for value in hide.values:
+        for form in dict.fromkeys((value, escape(value), escape(value, quote=False))):
+            html = html.replace(form, escape(REDACTED))
+    return html
 
 
 def _report_rel(ws: Workspace, out_dir: Path, path: Path) -> str | None:

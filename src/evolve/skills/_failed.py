@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from evolve import _confine as confined
+from evolve._format import _limits as limits
 from evolve._yaml import load as load_yaml
 from evolve.errors import EvolveError
 
@@ -93,7 +93,7 @@ def _text(root: Path) -> str | None:
     if not full.is_file():
         return None
     try:
-        return confined.read_bytes(root, FAILED_PATH).decode("utf-8")  # no link out
+        return limits.read_bytes(root, FAILED_PATH).decode("utf-8")  # no link out
     except UnicodeDecodeError:
         raise EvolveError(f"{FAILED_PATH} is not UTF-8 text.") from None
 

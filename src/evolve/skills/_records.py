@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evolve import _confine as confined
+from evolve._format import _limits as limits
 from evolve.errors import EvolveError
 from evolve.skills._failed import load_failed
 from evolve.skills._staging import STAGING_PATH, parse_staging
@@ -29,7 +29,7 @@ def check_records(root: Path) -> None:
     staging = root / STAGING_PATH
     if staging.is_file():
         try:
-            raw = confined.read_bytes(root, STAGING_PATH).decode("utf-8")  # no link out
+            raw = limits.read_bytes(root, STAGING_PATH).decode("utf-8")  # no link out
         except UnicodeDecodeError:
             raise EvolveError(f"{STAGING_PATH} is not UTF-8 text.") from None
         parse_staging(raw)

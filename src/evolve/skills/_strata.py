@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from evolve import _confine as confined
+from evolve._format import _limits as limits
 from evolve._yaml import load as load_yaml
 from evolve.errors import EvolveError
 from evolve.memory._counters import arms_fault
@@ -106,7 +106,7 @@ def _decoded(data: bytes | None) -> str:
 def _text(root: Path) -> str:
     """The record's text in the workspace at `root` ("" when there is none)."""
     full = root / STRATA_PATH
-    return _decoded(confined.read_bytes(root, STRATA_PATH)) if full.is_file() else ""
+    return _decoded(limits.read_bytes(root, STRATA_PATH)) if full.is_file() else ""
 
 
 def load_strata(root: Path) -> Strata:

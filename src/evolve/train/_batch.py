@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from evolve import _confine as confined
+from evolve._format import _limits as limits
 from evolve._format._message import STREAM
 from evolve._io import derive_seed
 from evolve.applier import ApplyResult
@@ -154,7 +154,7 @@ class SkillsBatches:
 
     def _staging(self) -> tuple[str | None, Any]:
         full = self.ws.resolve(STAGING_PATH)
-        raw = confined.read_text(self.ws.root, STAGING_PATH) if full.is_file() else None
+        raw = limits.read_text(self.ws.root, STAGING_PATH) if full.is_file() else None
         return raw, parse_staging(raw)
 
     def _maker(self, batch: int, episode: int) -> Maker:

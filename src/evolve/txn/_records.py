@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evolve import _confine as confined
+from evolve._format._limits import check_size
 from evolve.errors import EvolveError
 from evolve.workspace import Workspace
 
@@ -162,6 +163,7 @@ def load_records(ws: Workspace) -> list[GenerationRecord]:
     for path, raw in sorted(files.items()):
         if "/" in path or not path.endswith(".json"):
             continue  # experiments/<name>/ holds `evolve compare` results, not generations
+        check_size(f"generations/{path}", len(raw))  # before it is parsed
         try:
             records.append(GenerationRecord.model_validate(json.loads(raw)))
         except (ValidationError, ValueError) as exc:

@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from evolve._format._limits import read_path
 from evolve._yaml import load as load_yaml
 from evolve.errors import ConfigError
 from evolve.workspace._paths import CONFIG_NAME as CONFIG_NAME
@@ -371,7 +372,7 @@ def parse_config(text: str, *, source: str = CONFIG_NAME) -> EvolveConfig:
 def load_config(path: Path) -> EvolveConfig:
     """Read and validate `evolve.yaml` at `path`."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_path(str(path), CONFIG_NAME).decode("utf-8")  # its size checked first
     except FileNotFoundError as exc:
         raise ConfigError(
             f"{path} does not exist; run `evolve init` to create a workspace."

@@ -22,6 +22,7 @@ from evolve.txn import WriteInterrupted, WriteKeyboardInterrupt
 from evolve.workspace import Workspace, init_workspace
 
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[^\s'\"]*")
+_SHA = re.compile(r"\b[0-9a-f]{40}\b")  # commit ids (a stream's record names its commits)
 
 
 def _history(root: Path, run_git: GitRunner) -> tuple[str, ...]:
@@ -29,7 +30,10 @@ def _history(root: Path, run_git: GitRunner) -> tuple[str, ...]:
     refs = run_git(root, "for-each-ref", "--format=%(refname)").split()
     logs = (run_git(root, "log", "-p", "--format=%B", ref) for ref in sorted(refs))
     return tuple(
-        _TIME.sub("TIME", "\n".join(x for x in log.splitlines() if not x.startswith("index ")))
+        _SHA.sub(
+            "SHA",
+            _TIME.sub("TIME", "\n".join(x for x in log.splitlines() if not x.startswith("index "))),
+        )
         for log in logs
     ) + (run_git(root, "status", "--porcelain", "--untracked-files=all"),)
 

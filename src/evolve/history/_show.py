@@ -113,7 +113,7 @@ def show_unit(ws: Workspace, unit_id: str) -> UnitHistory:
             unit, problem = None, str(exc)
         if (ws.root / PurePosixPath(sidecar)).is_file():
             with contextlib.suppress(UnicodeDecodeError):  # not text: no counters to show
-                entry = counter_entries(confined.read_text(ws.root, sidecar)).get(unit_id)
+                entry = counter_entries(limits.read_text(ws.root, sidecar)).get(unit_id)
     except BaseException:
         with contextlib.suppress(EvolveError):
             collect()  # reap git before the error goes up

@@ -146,7 +146,11 @@ class RememberedUnits:
             values = parse_values(rel, raw)
         except Unhandled:
             return stat, parse_unit(rel, raw)  # anything else, and every error, in its words
-        if max(st.st_mtime_ns, st.st_ctime_ns) < self.now_ns - RACY_NS:
+        # A hand note is never copied into .git/: a person may keep in it what `redact:` hides
+        # everywhere else (evolve's own units cannot hold one: the applier refuses them).
+        if values.get("recipe") != "hand" and max(st.st_mtime_ns, st.st_ctime_ns) < (
+            self.now_ns - RACY_NS
+        ):
             self.new[rel] = (key, values)
         return stat, MemoryUnit.model_construct(**values)
 

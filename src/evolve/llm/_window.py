@@ -182,7 +182,8 @@ class Window:
         chars = sum(len(m.content) for m in messages)
         if chars <= 0 or prompt_tokens <= 0:
             return
-        per_char = (prompt_tokens - PER_MESSAGE * len(messages)) / chars
+        # The template's own tokens are counted as text's too: an over-count, on purpose.
+        per_char = prompt_tokens / chars
         with self._lock:
             self.per_char = max(self.per_char, per_char) if self.counted else per_char
             self.counted = True

@@ -6,6 +6,7 @@ Marked `ray` (and slow): skips without Ray, except where CI=true or EVOLVE_REQUI
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -68,10 +69,8 @@ def test_an_interrupt_leaves_no_ray_process_or_folder(ws: Workspace, after_s: fl
         left = _marked(mark)
         names = []
         for pid in left:
-            try:
+            with contextlib.suppress(OSError):
                 names.append(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode())
-            except OSError:
-                pass
         assert left == [], f"still running {GONE_WITHIN_S:g} s after: {names}"
         assert _folders(tmp) == []
     finally:
@@ -79,8 +78,6 @@ def test_an_interrupt_leaves_no_ray_process_or_folder(ws: Workspace, after_s: fl
             process.kill()
             process.wait()
         for pid in _marked(mark):  # only what this test started, so the next test is clean
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         shutil.rmtree(tmp, ignore_errors=True)

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from chatstub import Answer, ChatStub, chat_stub, stub_cache  # noqa: F401  (autouse)
-from conftest import GitRunner, run_cli
+from conftest import GitRunner, one_sentence, run_cli
 from evolve.workspace import Workspace
 
 MODEL = "openai/stub"
@@ -49,6 +49,11 @@ def _slow_first(n: int, body: dict[str, Any]) -> Answer:
     return Answer(delay=1.5 if n == 0 else 0.0)
 
 
+def _slow_third(n: int, body: dict[str, Any]) -> Answer:
+    # Requests 0 and 1 are the first episode's two turns: the second episode's first is slow.
+    return Answer(delay=1.5 if n == 2 else 0.0)
+
+
 def _run(capsys: pytest.CaptureFixture[str], stub: ChatStub, monkeypatch: Any, *extra: str) -> Any:
     monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
     return run_cli(capsys, "run", "--split", "dev", "--model", MODEL, *extra)
@@ -57,7 +62,7 @@ def _run(capsys: pytest.CaptureFixture[str], stub: ChatStub, monkeypatch: Any, *
 def test_an_episode_whose_request_times_out_fails_and_the_run_goes_on(
     small: Workspace, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with chat_stub(_slow_first) as stub:
+    with chat_stub(_slow_third) as stub:
         code, out, err = _run(capsys, stub, monkeypatch, "--json")
     assert code == 0, err
     report = json.loads(out)
@@ -74,7 +79,7 @@ def test_an_episode_whose_request_times_out_fails_and_the_run_goes_on(
 def test_the_text_report_says_how_many_failed(
     small: Workspace, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with chat_stub(_slow_first) as stub:
+    with chat_stub(_slow_third) as stub:
         code, out, err = _run(capsys, stub, monkeypatch)
     assert code == 0, err
     assert "1 of 3 episodes failed" in " ".join(out.split())
@@ -96,7 +101,7 @@ def test_a_request_that_times_out_once_is_retried_and_nothing_fails(
     assert asked == 3 * 2 + 1  # two turns each, and the one request sent again
 
 
-def test_a_server_that_is_down_fails_every_episode_without_ending_the_run(
+def test_a_model_that_never_answered_is_one_sentence_and_nothing_is_written(
     small: Workspace, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def busy(n: int, body: dict[str, Any]) -> Answer:
@@ -104,6 +109,24 @@ def test_a_server_that_is_down_fails_every_episode_without_ending_the_run(
 
     with chat_stub(busy) as stub:
         code, out, err = _run(capsys, stub, monkeypatch, "--json")
+        asked = len(stub.chats)
+    assert code != 0
+    line = one_sentence(err)
+    assert "503" in line and "overloaded" in line
+    assert asked == 1  # the first episode's one try: no other episode was started
+    assert not (small.root / "generations" / "runs").exists()
+
+
+def test_a_server_that_goes_down_fails_the_rest_without_ending_the_run(
+    small: Workspace, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def down_after_two(n: int, body: dict[str, Any]) -> Answer:
+        if n < 2:
+            return Answer()
+        return Answer(status=503, body={"error": {"message": "overloaded"}})
+
+    with chat_stub(down_after_two) as stub:
+        code, out, err = _run(capsys, stub, monkeypatch, "--json")
     assert code == 0, err
     report = json.loads(out)
-    assert report["failed_episodes"] == 3 and report["score"] == 0
+    assert report["failed_episodes"] == 2 and report["episodes"] == 3

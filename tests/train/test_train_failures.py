@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from conftest import run_cli
+from evolve.errors import ModelError
 from evolve.llm import LLM, Completion, JsonSchema, Message, MockLLM, RequestFailed, make_role_llm
 from evolve.train import train
 from evolve.workspace import Workspace
@@ -21,10 +22,10 @@ NOTHING = json.dumps({"operations": []})
 class Counting:
     """The sim agent, counting the episodes it is asked for (by seed), failing some."""
 
-    def __init__(self, inner: LLM, fail_seeds: int = 0) -> None:
+    def __init__(self, inner: LLM, fail: frozenset[int] = frozenset()) -> None:
         self.inner, self.name = inner, inner.name
         self.seeds: list[int | None] = []
-        self.fail_seeds = fail_seeds
+        self.fail = fail  # the episodes (in the order asked) whose requests fail
 
     def complete(
         self,
@@ -37,7 +38,7 @@ class Counting:
     ) -> Completion:
         if seed not in self.seeds:
             self.seeds.append(seed)
-        if len(self.seeds) <= self.fail_seeds:
+        if len(self.seeds) - 1 in self.fail:
             raise RequestFailed("the stub did not answer in time after 4 attempts.")
         return self.inner.complete(
             messages, json_schema=json_schema, temperature=temperature, seed=seed,
@@ -45,7 +46,7 @@ class Counting:
         )  # fmt: skip
 
 
-def _agent(ws: Workspace, fail: int = 0) -> Counting:
+def _agent(ws: Workspace, fail: frozenset[int] = frozenset()) -> Counting:
     from evolve.evaluate import open_env
 
     return Counting(make_role_llm(ws.config, "agent", env=open_env(ws)), fail)
@@ -87,16 +88,25 @@ def test_an_interrupted_stream_resumes_after_its_last_finished_episode(ws: Works
 def test_an_agent_that_fails_makes_a_failed_episode_and_the_stream_goes_on(
     ws: Workspace,
 ) -> None:
-    agent = _agent(ws, fail=1)
+    agent = _agent(ws, fail=frozenset({1}))
     report = train(ws, episodes=3, agent_llm=agent, updater_llm=MockLLM(lambda m, s: NOTHING))
     assert [o.episode for o in report.outcomes] == [0, 1, 2]
     failed = [o for o in report.outcomes if o.failed]
-    assert [o.episode for o in failed] == [0]
+    assert [o.episode for o in failed] == [1]
     assert "did not answer in time" in (failed[0].failed or "")
     assert report.to_json()["failed"] == 1
     log = next((ws.root / "generations" / "runs").glob("train-*.jsonl"))
     records = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [r["model_error"] is not None for r in records] == [True, False, False]
+    assert [r["model_error"] is not None for r in records] == [False, True, False]
+
+
+def test_an_agent_that_never_answered_stops_train_in_one_sentence(ws: Workspace) -> None:
+    agent = _agent(ws, fail=frozenset({0, 1, 2}))
+    with pytest.raises(ModelError, match="did not answer in time"):
+        train(ws, episodes=3, agent_llm=agent, updater_llm=MockLLM(lambda m, s: NOTHING))
+    assert len(agent.seeds) == 1  # stopped at the first episode
+    again = train(ws, episodes=3, agent_llm=_agent(ws), updater_llm=MockLLM(lambda m, s: NOTHING))
+    assert again.start == 0  # the failed episode was not counted as run
 
 
 def test_an_updater_that_fails_makes_a_failed_episode_and_the_stream_goes_on(
@@ -120,7 +130,7 @@ def test_train_says_how_many_failed(
 
     def failing(config: Any, role: str, **kw: Any) -> Any:
         llm = real(config, role, **kw)
-        return Counting(llm, fail_seeds=2) if role == "agent" else llm
+        return Counting(llm, frozenset({1, 2})) if role == "agent" else llm
 
     monkeypatch.setattr(module, "make_role_llm", failing)
     code, out, err = run_cli(capsys, "train", "--episodes", "3")

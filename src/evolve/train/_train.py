@@ -50,7 +50,7 @@ from evolve.agent import read_prompt_files
 from evolve.applier import ApplyResult
 from evolve.envs import Environment, Task, Tier
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
-from evolve.errors import EvolveError, UnknownName
+from evolve.errors import EvolveError, ModelError, UnknownName
 from evolve.evaluate import make_verifier, open_env
 from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
 from evolve.llm import LLM, RequestFailed, make_role_llm
@@ -622,6 +622,9 @@ class _EpisodeLoop:
             for k in range(stream.start, total):
                 ep = self._run(k)
                 ep.outcome.failed = ep.result.record.model_error
+                if ep.outcome.failed is not None and ran is None and not self.report.outcomes:
+                    # A model that never answered in this call: a setup mistake, not bad luck.
+                    raise ModelError(ep.outcome.failed)
                 if ep.outcome.failed is not None:
                     pass  # the model failed the episode: nothing to learn, nothing to count
                 elif not ep.outcome.accepted:

@@ -639,7 +639,8 @@ class _EpisodeLoop:
                 self._log(ep)
                 self.report.outcomes.append(ep.outcome)
                 self._advance(ep)
-                ran = k
+                if self.batches is None or batch_end(self.ws, k, total):
+                    ran = k  # a skills batch's episodes count as run once the batch committed
                 if progress:
                     progress(k + 1 - stream.start, total - stream.start)
         except BaseException:

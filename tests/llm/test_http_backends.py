@@ -13,6 +13,7 @@ from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
 
 from evolve.errors import ModelError
 from evolve.llm._anthropic import AnthropicMessages
+from evolve.llm._errors import RequestFailed
 from evolve.llm._http import RetryPolicy
 from evolve.llm._openai import OpenAIChat
 from evolve.llm._types import JsonSchema, Message, Usage
@@ -320,18 +321,21 @@ def test_gives_up_on_an_unreachable_server(
     )
 
 
-def test_a_read_timeout_is_not_retried_so_nothing_queues_at_the_server(
+def test_a_read_timeout_is_retried_with_backoff_then_fails_as_a_request(
     router: respx.MockRouter, sleeps: list[float]
 ) -> None:
+    # Issue 22: a timed-out request is retried (each try's response is closed at once, see
+    # tests/llm/test_timeouts.py); after the last try it is a RequestFailed, which makes the
+    # episode a failed one instead of ending the run.
     route = router.post(f"{LOCAL_BASE}/chat/completions").mock(
         side_effect=httpx.ReadTimeout("timed out")
     )
     retry = RetryPolicy(max_attempts=4, jitter=0.0, sleep=sleeps.append)
 
-    with pytest.raises(ModelError, match="did not answer in time after 1 attempt .*timeout_s"):
+    with pytest.raises(RequestFailed, match="did not answer in time after 4 attempts .*timeout_s"):
         OpenAIChat("m", base_url=LOCAL_BASE, retry=retry).complete(CHAT)
-    assert route.call_count == 1
-    assert sleeps == []
+    assert route.call_count == 4
+    assert sleeps == [0.5, 1.0, 2.0]
 
 
 def test_a_connect_timeout_is_retried(router: respx.MockRouter, sleeps: list[float]) -> None:

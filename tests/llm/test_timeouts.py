@@ -1,4 +1,5 @@
-"""A request that times out is closed at once and not sent again (nothing left queued)."""
+"""A request that times out is closed at once, then sent again (issue 22): never two of them
+open at the server at once, so nothing is left queued behind a retry."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import time
 import pytest
 from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
 
-from evolve.errors import ModelError
+from evolve.llm._errors import RequestFailed
 from evolve.llm._http import RetryPolicy
 from evolve.llm._openai import OpenAIChat
 from evolve.llm._types import Message
@@ -25,6 +26,8 @@ class SilentServer:
         self.port = int(self.sock.getsockname()[1])
         self.connections = 0
         self.closed_at: list[float] = []
+        # (first line of the request, when it arrived, when the client hung up)
+        self.requests: list[tuple[str, float, float]] = []
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
@@ -38,30 +41,36 @@ class SilentServer:
 
     def _hold(self, conn: socket.socket) -> None:
         with conn:
+            first = conn.recv(65536)
+            opened = time.monotonic()
             while conn.recv(65536):
-                pass  # the request; then wait for the client to hang up
+                pass  # the rest of the request; then wait for the client to hang up
             self.closed_at.append(time.monotonic())
+            line = first.split(b"\r\n", 1)[0].decode("ascii", "replace")
+            self.requests.append((line, opened, self.closed_at[-1]))
 
     def stop(self) -> None:
         self.sock.close()
 
 
-def test_a_timed_out_request_is_closed_and_not_repeated() -> None:
+def test_a_timed_out_request_is_closed_then_tried_again() -> None:
     server = SilentServer()
     try:
         llm = OpenAIChat(
             "m",
             base_url=f"http://127.0.0.1:{server.port}/v1",
             timeout=0.5,
-            retry=RetryPolicy(max_attempts=4, sleep=lambda s: None),
+            retry=RetryPolicy(max_attempts=2, sleep=lambda s: None),
         )
-        started = time.monotonic()
-        with pytest.raises(ModelError, match="did not answer in time after 1 attempt"):
+        with pytest.raises(RequestFailed, match="did not answer in time after 2 attempts"):
             llm.complete([Message("user", "hi")], max_tokens=8)
         deadline = time.monotonic() + 5
-        while not server.closed_at and time.monotonic() < deadline:
+        while len(server.requests) < server.connections and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert server.connections == 1
-        assert server.closed_at and server.closed_at[0] - started < 3.0
+        chats = [r for r in server.requests if r[0].startswith("POST /v1/chat/completions")]
+        assert len(chats) == 2, server.requests
+        first, second = sorted(chats, key=lambda r: r[1])
+        assert first[2] <= second[1]  # the first was closed before the second was sent
+        assert all(closed - opened < 3.0 for _, opened, closed in chats)
     finally:
         server.stop()

@@ -9,6 +9,10 @@ An answer the model backend could not use as a reply at all (:class:`evolve.llm.
 a body that is not JSON or nests too deep, a usage count that is not one, text holding a lone
 surrogate) is a failed turn too, with the backend's sentence as its reason; nothing of it
 enters the conversation, so the next request is the same as this one was.
+
+A request that failed on every try it was allowed (:class:`evolve.llm.RequestFailed`: it
+timed out, the server was unreachable or busy) ends the episode: the trace keeps the turns
+so far and says why (`model_error`), and the episode is recorded as a failed one.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 
 from evolve._text import ReplyError, encodable, loads_reply, printable
 from evolve.envs import ApiCall, World
-from evolve.llm import LLM, JsonSchema, Message, ReplyMalformed, Usage
+from evolve.llm import LLM, JsonSchema, Message, ReplyMalformed, RequestFailed, Usage
 
 ACTION_SCHEMA = JsonSchema(
     name="agent_action",
@@ -91,6 +95,8 @@ class Trace:
     turns: list[Turn] = field(default_factory=list)
     usage: Usage = Usage()
     hit_turn_limit: bool = False
+    # Why the episode stopped before its end: a model request that failed on every try.
+    model_error: str | None = None
 
     @property
     def calls(self) -> list[ApiCall]:
@@ -133,6 +139,9 @@ def run_agent(
         except ReplyMalformed as exc:
             trace.turns.append(Turn(bad_reply=printable(str(exc), 300)))
             continue
+        except RequestFailed as exc:
+            trace.model_error = printable(str(exc), 300)
+            return trace
         trace.usage = trace.usage + completion.usage
         if not encodable(completion.text):
             # From a backend that does not check (HTTP ones refuse it): it could not be sent

@@ -43,6 +43,8 @@ def print_report(report: SplitReport, title: str | None = None) -> None:
         for row in report_rows(report):
             table.add_row(*row)
         stdout.print(table)
+    if report.failed:
+        stdout.print(report.failed_line(), highlight=False)
     if report.log_dir:
         stdout.print(f"episode logs: {report.log_dir}")
 

@@ -58,6 +58,8 @@ def run_train(
         elif o.commit:
             ops = ", ".join(f"{k} {v}" for k, v in sorted(o.ops.items()))
             stdout.print(f"  {o.commit[:10]} episode {o.episode} {o.task_id}: {ops}")
+        if o.failed is not None:
+            stdout.print(f"  episode {o.episode} {o.task_id} failed: {escape(o.failed)}")
         for line in o.refused:
             stdout.print(f"  episode {o.episode}: {escape(line)}")
         if o.refusal_record:
@@ -65,6 +67,12 @@ def run_train(
                 f"  episode {o.episode}: refusals recorded in {o.refusal_record[:10]} "
                 "(refs/evolve/train; see `evolve log`)"
             )
+    failed = sum(o.failed is not None for o in report.outcomes)
+    if failed:
+        stdout.print(
+            f"{failed} of {len(report.outcomes)} episodes failed (a model request did not "
+            "succeed on any try; models.timeout_s, models.retry): they learned nothing."
+        )
     stdout.print("see `git log` or `evolve log` for the memory diffs.")
     if report.recipe not in ws.config.rendered_recipes():
         shown = ", ".join(ws.config.rendered_recipes())

@@ -119,6 +119,9 @@ class EpisodeRecord(_Record):
     # Why a model selector's reply was not (wholly) used, or None (the lexical matcher never
     # leaves one).
     skills_note: str | None = None
+    # Why the episode ended early as a failed one: a model request that failed on every try
+    # it was allowed (a timeout, a server down or busy), or None. The run went on without it.
+    model_error: str | None = None
 
     def __post_init__(self) -> None:
         # As the model validated them: numbers given as int are kept as float.

@@ -83,8 +83,8 @@ def run_episode(
     result, live = _attempt(
         env, llm, task, setup, history=history, seed=seed, run=run, episode=episode
     )
-    if setup.verifier is None:
-        return result
+    if setup.verifier is None or result.record.model_error is not None:
+        return result  # an episode the model failed is not tried again: it failed
     for attempt in range(2, setup.max_attempts + 1):
         failures = setup.verifier(live)
         if not failures:
@@ -118,7 +118,12 @@ def redact_trace(trace: Trace, hide: Redactor) -> Trace:
         )
         for t in trace.turns
     ]
-    return Trace(turns=turns, usage=trace.usage, hit_turn_limit=trace.hit_turn_limit)
+    return Trace(
+        turns=turns,
+        usage=trace.usage,
+        hit_turn_limit=trace.hit_turn_limit,
+        model_error=hide.text(trace.model_error) if trace.model_error is not None else None,
+    )
 
 
 def redact_judgement(judgement: Judgement, hide: Redactor) -> Judgement:
@@ -206,7 +211,7 @@ def _attempt(
         failure=judgement.failure,
         applicable_rules=list(judgement.applicable),
         violations={v.rule: v.instance for v in judgement.violations},
-        accepted=judgement.accepted,
+        accepted=judgement.accepted and trace.model_error is None,
         input_tokens=trace.usage.input_tokens,
         output_tokens=trace.usage.output_tokens,
         cost=round(trace.usage.cost, 8),
@@ -215,5 +220,6 @@ def _attempt(
         skills_injected=list(picked.injected) if picked is not None else [],
         skills_held_out=list(picked.held_out) if picked is not None else [],
         skills_note=(picked.note or None) if picked is not None else None,
+        model_error=trace.model_error,
     )
     return EpisodeResult(record, judgement, trace, system), live

@@ -72,6 +72,23 @@ class SplitReport:
         """US dollars the episodes' model requests cost, at the prices in evolve.yaml."""
         return sum(e.cost for e in self.episodes)
 
+    @property
+    def failed(self) -> int:
+        """Episodes that ended early because a model request failed on every try it was
+        allowed (`EpisodeRecord.model_error`); each counts as not accepted."""
+        return sum(1 for e in self.episodes if e.model_error is not None)
+
+    def failed_line(self) -> str:
+        """What the run says of its failed episodes ("" when none failed)."""
+        if not self.failed:
+            return ""
+        n = len(self.episodes)
+        return (
+            f"{self.failed} of {n} episode{'s' if n != 1 else ''} failed: a model request did "
+            "not succeed on any try (models.timeout_s, models.retry); they count as not "
+            "accepted, and their records say why."
+        )
+
     def per_task(self) -> dict[str, list[float]]:
         """Accepted (1/0) per task, one value per run, in run order: the paired-test input."""
         out: dict[str, list[float]] = {}
@@ -87,6 +104,7 @@ class SplitReport:
             "runs": self.runs,
             "seed": self.seed,
             "episodes": len(self.episodes),
+            "failed_episodes": self.failed,
             "score": round(self.score, 4),
             "task_success_rate": round(self.task_success_rate, 4),
             "violation_rate": round(self.violation_rate, 4),
@@ -120,6 +138,7 @@ class SplitReport:
                 "tokens": e.tokens,
                 "cost": e.cost,
                 "duration_s": e.duration_s,
+                "model_error": e.model_error,
             }
             for e in self.episodes
         ]

@@ -22,7 +22,7 @@ from evolve import _confine as confined
 from evolve._io import canonical_json, derive_seed
 from evolve.envs import Environment, Split, Task, make_env
 from evolve.episode._run import EpisodeSetup, run_episode
-from evolve.errors import ConfigError, UnknownName
+from evolve.errors import ConfigError, ModelError, UnknownName
 from evolve.evaluate._report import SplitReport
 from evolve.executors import SPAWNING, choose_executor, get_executor
 from evolve.llm import LLM, make_role_llm, with_models  # (no HTTP client imported for these)
@@ -95,6 +95,28 @@ def _context(spec: WorkerSpec) -> tuple[Environment, LLM, EpisodeSetup, Any]:
         return _CONTEXTS[spec.token]
 
 
+class FirstAnswer:
+    """Stops a run whose model has never answered: its first failed episode (a request that
+    failed on every try, `EpisodeRecord.model_error`) before any episode got through is a
+    setup mistake (a wrong URL, a server not started), said in that episode's one sentence.
+    Once an episode has got through, later failures are counted and the run goes on."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._lock = threading.Lock()
+
+    def check(self, record: EpisodeRecord) -> EpisodeRecord:
+        with self._lock:
+            if record.model_error is None:
+                self.seen = True
+            elif not self.seen:
+                raise ModelError(record.model_error)
+        return record
+
+
+_ANSWERED: dict[str, FirstAnswer] = {}  # per worker process and spec
+
+
 @dataclass(frozen=True)
 class SpawnedEpisode:
     """A picklable episode job for the process and ray executors: item = (task id, run)."""
@@ -106,7 +128,10 @@ class SpawnedEpisode:
         env, llm, setup, history = _context(self.spec)
         task = env.task(task_id)
         seed = episode_seed(self.spec.base_seed, task.id, run)
-        return run_episode(env, llm, task, setup, history=history, seed=seed, run=run).record
+        record = run_episode(env, llm, task, setup, history=history, seed=seed, run=run).record
+        with _CONTEXT_LOCK:
+            answered = _ANSWERED.setdefault(self.spec.token, FirstAnswer())
+        return answered.check(record)
 
 
 def score_tasks(
@@ -151,11 +176,13 @@ def score_tasks(
         return pool.map(SpawnedEpisode(spawn), items, progress=progress, label=label)
 
     history = env.initial_history(setup.persona)
+    answered = FirstAnswer()
 
     def one(job: tuple[Task, int]) -> EpisodeRecord:
         task, run = job
         seed = episode_seed(base_seed, task.id, run)
-        return run_episode(env, llm, task, setup, history=history, seed=seed, run=run).record
+        record = run_episode(env, llm, task, setup, history=history, seed=seed, run=run).record
+        return answered.check(record)
 
     return pool.map(one, jobs, progress=progress, label=label)
 

@@ -36,9 +36,10 @@ import socket
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
+from evolve._signals import signals_held
 from evolve.errors import ConfigError
 from evolve.executors._base import executors
 from evolve.executors._failure import EpisodeFailed, failure
@@ -185,13 +186,14 @@ def ray_session(ray: Any) -> Iterator[None]:
     quiet = {"log_to_driver": False, "configure_logging": False, "logging_level": logging.ERROR}
     temp: str | None = None
     try:
+        if not address:
+            temp = tempfile.mkdtemp(prefix="evolve-ray-", dir=_short_tmp())
         if address:
             _probe(address)
             # The model's settings travel with the job (a node's own environment lacks them).
             env = {k: v for k, v in os.environ.items() if k.startswith(_FORWARDED)}
             ray.init(address=address, runtime_env={"env_vars": env}, **quiet)
         else:
-            temp = tempfile.mkdtemp(prefix="evolve-ray-", dir=_short_tmp())
             path = os.pathsep.join(p for p in sys.path if p)
             ray.init(
                 num_cpus=os.cpu_count() or 1,
@@ -200,13 +202,11 @@ def ray_session(ray: Any) -> Iterator[None]:
                 runtime_env={"env_vars": {"PYTHONPATH": path}},
                 **quiet,
             )
-    except ConfigError:
-        raise
-    except Exception as exc:
-        if ray.is_initialized():
-            ray.shutdown()
-        if temp:
-            shutil.rmtree(temp, ignore_errors=True)
+    except BaseException as exc:
+        # Whatever stopped the start (an error, Ctrl-C, SIGTERM), what it started goes.
+        _tear_down(ray, temp)
+        if isinstance(exc, ConfigError) or not isinstance(exc, Exception):
+            raise
         detail = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
         where = f"the Ray cluster at RAY_ADDRESS={address}" if address else "a local Ray cluster"
         hint = "; check the address, or unset RAY_ADDRESS to start a local one" if address else ""
@@ -215,10 +215,111 @@ def ray_session(ray: Any) -> Iterator[None]:
     try:
         yield
     finally:
-        _ACTORS.close(ray)
-        ray.shutdown()
-        if temp:
-            shutil.rmtree(temp, ignore_errors=True)
+        _tear_down(ray, temp)
+
+
+def _tear_down(ray: Any, temp: str | None) -> None:
+    """Stop the session evolve opened, whatever state its start reached, and leave nothing:
+    its actors, Ray's processes (GCS, raylet, and the agents the raylet started, which
+    otherwise outlive it by a minute or more), its temporary folder. A second Ctrl-C does not
+    cut this short."""
+    with signals_held():
+        started = _ray_processes(temp) if temp else []
+        try:
+            _ACTORS.close(ray)
+        except Exception:  # an actor of a session that never came up: nothing to kill
+            _ACTORS.pools.clear()
+        _ACTORS.owned = False
+        try:
+            if ray.is_initialized():
+                ray.shutdown()
+        finally:
+            if temp:
+                _stop(started + _ray_processes(temp))
+                shutil.rmtree(temp, ignore_errors=True)
+
+
+# --- the processes of a local cluster --------------------------------------------------------
+
+STOP_WAIT_S = 3.0
+
+
+def _proc_stat(pid: int) -> tuple[int, int] | None:
+    """(parent pid, start time) of process `pid`, or None when it is gone."""
+    try:
+        raw = open(f"/proc/{pid}/stat", "rb").read()  # noqa: SIM115  (one read)
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    return int(fields[1]), int(fields[19])
+
+
+def _ray_processes(temp: str) -> list[tuple[int, int]]:
+    """The processes of the local cluster this process started in `temp`: its descendants
+    that are Ray's (`ray::` titles, or `temp` on their command line: GCS, raylet), as
+    (pid, start time) so that a reused pid is never taken for one of them."""
+    if not os.path.isdir("/proc"):
+        return []
+    children: dict[int, list[int]] = {}
+    starts: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        stat = _proc_stat(int(entry))
+        if stat is not None:
+            children.setdefault(stat[0], []).append(int(entry))
+            starts[int(entry)] = stat[1]
+    found: list[tuple[int, int]] = []
+    stack = list(children.get(os.getpid(), []))
+    while stack:
+        pid = stack.pop()
+        stack += children.get(pid, [])
+        try:
+            line = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ")  # noqa: SIM115
+        except OSError:
+            continue
+        text = line.decode("utf-8", "replace")
+        if temp in text or text.startswith("ray::"):
+            found.append((pid, starts[pid]))
+    return found
+
+
+def _stop(processes: list[tuple[int, int]]) -> None:
+    """SIGTERM to each process still the same one, then SIGKILL to those that stay."""
+    import signal
+    import time
+
+    def alive() -> list[tuple[int, int]]:
+        out = []
+        for pid, start in processes:
+            stat = _proc_stat(pid)
+            if stat is not None and stat[1] == start:
+                with suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)  # our own child: reaped, not left a zombie
+                stat = _proc_stat(pid)
+                if stat is not None and stat[1] == start and not _zombie(pid):
+                    out.append((pid, start))
+        return out
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        left = alive()
+        for pid, _ in left:
+            with suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + STOP_WAIT_S
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = alive()
+        if not left:
+            return
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        raw = open(f"/proc/{pid}/stat", "rb").read()  # noqa: SIM115
+    except OSError:
+        return True
+    return raw[raw.rfind(b")") + 2 :].split()[:1] == [b"Z"]
 
 
 @executors.register("ray")

@@ -15,10 +15,12 @@ from evolve.llm._cache import CACHE_MODES, CachedLLM, RequestCache, canonical_re
 from evolve.llm._cost import PricedLLM, Rate
 from evolve.llm._errors import (
     BudgetSpent,
+    ContextTooSmall,
     ReplayMiss,
     ReplyCut,
     ReplyMalformed,
     ReplyRefused,
+    RequestFailed,
     ShapeRefused,
     TurnPaused,
 )
@@ -54,6 +56,7 @@ __all__ = [
     "ROLES",
     "Budget",
     "BudgetSpent",
+    "ContextTooSmall",
     "CachedLLM",
     "PricedLLM",
     "Rate",
@@ -61,6 +64,7 @@ __all__ = [
     "ReplyCut",
     "ReplyMalformed",
     "ReplyRefused",
+    "RequestFailed",
     "RequestCache",
     "ShapeRefused",
     "TurnPaused",

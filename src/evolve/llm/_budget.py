@@ -1,7 +1,8 @@
-"""A total time budget for the model requests of one run."""
+"""What one run may spend on model requests: a total time, and a number of retries per role."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -36,3 +37,28 @@ class Budget:
                 "models.total_timeout_s in evolve.yaml, or run fewer tasks."
             )
         return left
+
+
+class RetryBudget:
+    """The retries one role's model may make in one command, all its requests together
+    (`models.retry.budget` in evolve.yaml); shared by the threads that send them.
+
+    A budget keeps a server that is down from costing every request all its tries: once it
+    is spent, a request that fails is not tried again and its episode is recorded as failed.
+
+    Args:
+        retries: how many retries in all; None for no bound (the per-request tries remain).
+    """
+
+    def __init__(self, retries: int | None) -> None:
+        self.retries = retries
+        self.spent = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        """Take one retry; False when none is left."""
+        with self._lock:
+            if self.retries is not None and self.spent >= self.retries:
+                return False
+            self.spent += 1
+            return True

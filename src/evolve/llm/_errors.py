@@ -52,3 +52,19 @@ class KeyMissing(ModelError):
     def __init__(self, key_env: str, instead: str = "choose another --model such as sim") -> None:
         super().__init__(f"{key_env} is not set; export it, or {instead}.")
         self.key_env = key_env
+
+
+class RequestFailed(ModelError):
+    """A request failed in a way that may pass another time (it timed out, the connection
+    was lost, the server answered 429 or 5xx) on every try the role's retry budget allowed
+    (`models.retry` in evolve.yaml).
+
+    Not a mistake in the setup: the episode that made the request is recorded as failed,
+    with this sentence, and the run goes on (`evolve.agent.run_agent`); what the run did is
+    kept and it says how many episodes failed."""
+
+
+class ContextTooSmall(ModelError):
+    """The request cannot fit the model's context window, even with what may be cut cut
+    (`evolve.llm._window`); refused before anything is sent, in one sentence naming the
+    setting to change. A mistake in the setup: the command stops."""

@@ -16,7 +16,8 @@ import httpx
 from evolve._text import encodable, json_depth
 from evolve.errors import ModelError
 from evolve.executors._slots import request_slot
-from evolve.llm._errors import ReplyMalformed, ShapeRefused
+from evolve.llm._budget import RetryBudget
+from evolve.llm._errors import ReplyMalformed, RequestFailed, ShapeRefused
 from evolve.llm._transport import MAX_IDLE, plain_http_transport
 
 CONNECT_TIMEOUT = 10.0
@@ -27,12 +28,14 @@ DEFAULT_TIMEOUT = httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
 
 # 529 is Anthropic's "overloaded"; the rest are the usual transient statuses.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
-# A connection that never opened is safe to try again. A read that timed out is not retried:
-# the server may still be generating, and each retry would queue one more abandoned request.
+# Failures that may pass another time: a connection that did not open or was lost, and a
+# request that timed out (its response is closed at once, so no abandoned request stays
+# open at the server while the next try waits its turn). Each retry takes one from the
+# role's budget (`RetryBudget`), so a server that is down does not cost every request all
+# its tries.
 _TRANSIENT_ERRORS = (
-    httpx.ConnectError,
-    httpx.ConnectTimeout,
-    httpx.PoolTimeout,
+    httpx.TimeoutException,
+    httpx.NetworkError,
     httpx.RemoteProtocolError,
 )
 _DETAIL_LIMIT = 300
@@ -59,6 +62,8 @@ class RetryPolicy:
             asking for more gets exactly this long (then the next try, or the error).
         jitter: the fraction of each backoff drawn at random, so parallel workers spread out.
         sleep: how to wait; tests pass a recorder so nothing really sleeps.
+        budget: the retries the role may make in all (`models.retry.budget`), shared by all
+            its requests; None for no bound beyond `max_attempts`.
     """
 
     max_attempts: int = 4
@@ -67,6 +72,7 @@ class RetryPolicy:
     max_retry_after: float = MAX_RETRY_AFTER
     jitter: float = 0.25
     sleep: Callable[[float], None] = time.sleep
+    budget: RetryBudget | None = None
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -78,6 +84,13 @@ class RetryPolicy:
             return min(retry_after, self.max_retry_after)
         backoff = min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1))
         return backoff * (1 - self.jitter * _RNG.random())
+
+    def again(self, attempt: int) -> bool:
+        """Whether to try once more after failed try number `attempt`: tries are left, and
+        the role's budget gives one more retry (taken here)."""
+        if attempt >= self.max_attempts:
+            return False
+        return self.budget is None or self.budget.take()
 
 
 class JsonPoster:
@@ -151,7 +164,9 @@ class JsonPoster:
 
         Raises:
             ShapeRefused: when `refused` recognises the answer.
-            ModelError: on a non-retryable error, or once every attempt has failed.
+            RequestFailed: once every try allowed has failed in a way that may pass (a
+                timeout, a lost connection, 429 or 5xx).
+            ModelError: on a non-retryable error.
         """
         url = self.base_url + path
         target = self._urls.get(path)
@@ -161,7 +176,6 @@ class JsonPoster:
         attempt = 0
         while True:
             attempt += 1
-            final = attempt >= self._retry.max_attempts
             try:
                 request = self._client.build_request(
                     "POST", target, json=body, headers=dict(headers), timeout=self._limit(timeout)
@@ -174,12 +188,10 @@ class JsonPoster:
                     finally:
                         response.close()
             except _TRANSIENT_ERRORS as exc:
-                if final:
-                    raise self._error(self._unreachable(exc, attempt)) from exc
+                if not self._retry.again(attempt):
+                    raise self._failed(self._unreachable(exc, attempt)) from exc
                 self._retry.sleep(self._retry.delay(attempt))
                 continue
-            except httpx.TimeoutException as exc:
-                raise self._error(self._unreachable(exc, attempt)) from exc
             except httpx.HTTPError as exc:
                 raise self._error(
                     f"the request to {self.provider} at {url} failed ({_describe(exc)}); "
@@ -196,7 +208,9 @@ class JsonPoster:
                     status=response.status_code,
                     detail=detail,
                 )
-            if response.status_code in RETRY_STATUSES and not final:
+            if response.status_code in RETRY_STATUSES:
+                if not self._retry.again(attempt):
+                    raise self._failed(self._status_message(response, attempt))
                 self._retry.sleep(self._retry.delay(attempt, _retry_after(response)))
                 continue
             if not response.is_success:
@@ -288,6 +302,15 @@ class JsonPoster:
 
     def _error(self, message: str) -> ModelError:
         return ModelError(hide_key(message, self._secret))
+
+    def _failed(self, message: str) -> RequestFailed:
+        """A failure that may pass another time, after the tries it was allowed."""
+        return RequestFailed(hide_key(message, self._secret))
+
+    @property
+    def client(self) -> httpx.Client:
+        """The client requests go through (the context window's discovery uses it too)."""
+        return self._client
 
 
 # A key shorter than this is a placeholder ("x", "none", "local"), not a secret: hiding it

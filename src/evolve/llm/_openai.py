@@ -12,7 +12,13 @@ import httpx
 from evolve._text import MAX_DEPTH, json_depth
 from evolve.errors import ModelError
 from evolve.llm._budget import Budget
-from evolve.llm._errors import KeyMissing, ReplyMalformed, ReplyRefused, ShapeRefused
+from evolve.llm._errors import (
+    ContextTooSmall,
+    KeyMissing,
+    ReplyMalformed,
+    ReplyRefused,
+    ShapeRefused,
+)
 from evolve.llm._http import JsonPoster, RetryPolicy, reply_text, token_count
 from evolve.llm._structured import (
     CHOICES,
@@ -24,6 +30,7 @@ from evolve.llm._structured import (
     next_mode,
 )
 from evolve.llm._types import Completion, JsonSchema, Message, Usage, estimate_tokens
+from evolve.llm._window import Overflow, Window, overflow
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _OFFICIAL_HOST = "api.openai.com"
@@ -51,6 +58,8 @@ class OpenAIChat:
         structured: "auto" (negotiate, remembered per base URL) or one rung to always use.
         endpoints: where the negotiated rung is remembered (default: the cache folder).
         budget: the run's total time budget, shared by its models.
+        context_tokens: the context window where the server does not say (see
+            :mod:`evolve.llm._window`: requests are fitted into it, or refused).
 
     Raises:
         ModelError: when the base URL is OpenAI's and no key is set.
@@ -69,6 +78,7 @@ class OpenAIChat:
         structured: str = "auto",
         endpoints: EndpointMemory | None = None,
         budget: Budget | None = None,
+        context_tokens: int | None = None,
     ) -> None:
         if structured not in CHOICES:
             raise ModelError(
@@ -95,6 +105,8 @@ class OpenAIChat:
             retry=retry,
             timeout=timeout,
         )
+        self.window = Window(context_tokens)
+        self._ask_window = not official  # OpenAI's own API says nothing of windows
 
     @property
     def base_url(self) -> str:
@@ -120,6 +132,43 @@ class OpenAIChat:
     ) -> Completion:
         if max_tokens is None:
             max_tokens = self.max_tokens_default
+        if self._ask_window:
+            self.window.discover(self._http.client, self.base_url, self.model)
+        fitted, bound = self.window.fit(
+            messages, max_tokens, name=self.name, base_url=self.base_url
+        )
+        try:
+            return self._complete(fitted, json_schema, temperature, seed, bound)
+        except _Overflow as exc:
+            # The server counted more than the window holds: learn its numbers, fit again
+            # (or refuse in one sentence), and try once more.
+            self.window.learn_overflow(exc.sent, exc.overflow)
+            if self.window.tokens is None:
+                raise ContextTooSmall(self._too_long(exc.detail)) from None
+            fitted, bound = self.window.fit(
+                messages, max_tokens, name=self.name, base_url=self.base_url
+            )
+            try:
+                return self._complete(fitted, json_schema, temperature, seed, bound)
+            except _Overflow as again:
+                raise ContextTooSmall(self._too_long(again.detail)) from None
+
+    def _too_long(self, detail: str) -> str:
+        return (
+            f"the server at {self.base_url} refused the prompt for {self.name} as longer than "
+            f"its context window ({detail}); start it with a larger one (llama.cpp: --n_ctx "
+            "8192), or set models.context_tokens in evolve.yaml to its window so that "
+            "evolve fits the prompt into it."
+        )
+
+    def _complete(
+        self,
+        messages: Sequence[Message],
+        json_schema: JsonSchema | None,
+        temperature: float,
+        seed: int | None,
+        max_tokens: int | None,
+    ) -> Completion:
         if json_schema is None:
             body = self._body(messages, temperature, seed, max_tokens)
             return self._send(body, messages, None)
@@ -214,18 +263,29 @@ class OpenAIChat:
     ) -> Completion:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         words = REFUSAL_WORDS[mode] if mode is not None else ()
+        too_long: list[Overflow] = []
 
         def refused(response: httpx.Response) -> bool:
+            if response.status_code in (400, 413):
+                over = overflow(response.text)
+                if over is not None:
+                    too_long.append(over)
+                    return True
             text = response.text.lower()
             return any(word in text for word in words)
 
-        reply = self._http.post(
-            "/chat/completions",
-            body,
-            headers,
-            refused=refused if words else None,
-            timeout=self._budget.remaining() if self._budget is not None else None,
-        )
+        try:
+            reply = self._http.post(
+                "/chat/completions",
+                body,
+                headers,
+                refused=refused,
+                timeout=self._budget.remaining() if self._budget is not None else None,
+            )
+        except ShapeRefused as exc:
+            if too_long:
+                raise _Overflow(exc.detail, too_long[0], messages) from None
+            raise
         try:
             choice = reply["choices"][0]
             message = choice["message"]
@@ -261,10 +321,22 @@ class OpenAIChat:
                 token_count(usage["prompt_tokens"], "prompt_tokens", provider),
                 token_count(usage.get("completion_tokens"), "completion_tokens", provider),
             )
+            if counted.input_tokens:
+                self.window.learn(messages, counted.input_tokens)
         else:
             prompt = sum(estimate_tokens(m.content) for m in messages)
             counted = Usage(prompt, estimate_tokens(text))
         return Completion(text=text, usage=counted, model=str(model), finish_reason=finish)
+
+
+class _Overflow(ModelError):
+    """The server refused a request for its length (see `evolve.llm._window.overflow`)."""
+
+    def __init__(self, detail: str, overflow: Overflow, sent: Sequence[Message]) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.overflow = overflow
+        self.sent = sent
 
 
 def _with_instructions(messages: Sequence[Message], schema: JsonSchema) -> list[Message]:

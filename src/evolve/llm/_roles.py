@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from evolve.llm._budget import Budget
+from evolve.llm._budget import Budget, RetryBudget
 from evolve.llm._cache import CachedLLM
 from evolve.llm._cost import PricedLLM, Rate, find_rate
 from evolve.llm._errors import KeyMissing
@@ -78,14 +78,22 @@ def make_role_llm(
     if name.strip().startswith(_HTTP):
         from evolve.llm import _http  # httpx: only for the HTTP backends, not sim or mock
 
+        r = m.retry
         options = {
             "timeout": m.timeout_s,
             "max_tokens_default": getattr(m.max_tokens, role),
-            "retry": _http.RetryPolicy(max_retry_after=m.max_retry_wait_s),
+            "retry": _http.RetryPolicy(
+                max_attempts=r.attempts,
+                base_delay=r.backoff_s,
+                max_delay=r.max_backoff_s,
+                max_retry_after=m.max_retry_wait_s,
+                budget=RetryBudget(getattr(r.budget, role)),
+            ),
             "budget": budget if budget is not None else Budget(m.total_timeout_s),
         }
         if name.strip().startswith("openai/"):
             options["structured"] = m.structured
+            options["context_tokens"] = m.context_tokens
     if m.cache == "replay" and name.strip().startswith(_HTTP):
         # Replay must work without the endpoint or its key; the bound keeps the keys equal.
         llm: LLM = _Unbuilt(name, options["max_tokens_default"])

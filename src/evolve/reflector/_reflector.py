@@ -10,7 +10,7 @@ from string import Template
 from typing import Any
 
 from evolve._text import fragment
-from evolve.llm import LLM, JsonSchema, Message
+from evolve.llm import LLM, JsonSchema, Message, ReplyMalformed, RequestFailed
 from evolve.ops import Refusal
 from evolve.updaters import parse_json_reply
 
@@ -74,12 +74,19 @@ class Reflector:
             or "(none)",
             max_chars=str(max_chars),
         )
-        completion = self.llm.complete(
-            [Message("system", SYSTEM), Message("user", prompt)],
-            json_schema=SCHEMA,
-            temperature=0.0,
-            seed=seed,
-        )
+        try:
+            completion = self.llm.complete(
+                [Message("system", SYSTEM), Message("user", prompt)],
+                json_schema=SCHEMA,
+                temperature=0.0,
+                seed=seed,
+            )
+        except (ReplyMalformed, RequestFailed) as exc:
+            # An answer the backend could not use, or a request that failed on every try: a
+            # failed step, logged as a refusal; the loop goes on with nothing proposed.
+            out = PromptProposal()
+            out.refused.append(Refusal(op="reply", what="", reason=fragment(str(exc), 300)))
+            return out
         return parse_proposal(completion.text)
 
 

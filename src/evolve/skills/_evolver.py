@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evolve._text import fragment
-from evolve.llm import LLM, JsonSchema, Message
+from evolve.llm import LLM, JsonSchema, Message, ReplyMalformed, RequestFailed
 from evolve.memory import MemoryUnit, by_learned
 from evolve.ops import Refusal, parse_json_reply
 from evolve.skills._plan import cap_of, live_skills, occupancy, shelf_key
@@ -133,15 +133,19 @@ def render_staging(staging: Staging) -> str:
 def _ask(
     llm: LLM, schema: JsonSchema, prompt: str, seed: int, refused: list[Refusal], op: str
 ) -> Any:
-    completion = llm.complete(
-        [
-            Message("system", "You curate a small, capped library of agent skills."),
-            Message("user", prompt),
-        ],
-        json_schema=schema,
-        temperature=0.0,
-        seed=seed,
-    )
+    try:
+        completion = llm.complete(
+            [
+                Message("system", "You curate a small, capped library of agent skills."),
+                Message("user", prompt),
+            ],
+            json_schema=schema,
+            temperature=0.0,
+            seed=seed,
+        )
+    except (ReplyMalformed, RequestFailed) as exc:  # a failed step, logged; nothing decided
+        refused.append(Refusal(op=op, what="", reason=fragment(str(exc), 300)))
+        return None
     try:
         return parse_json_reply(completion.text)
     except ValueError as exc:

@@ -14,7 +14,7 @@ from importlib import resources
 from string import Template
 
 from evolve._text import fragment
-from evolve.llm import LLM, JsonSchema, Message
+from evolve.llm import LLM, JsonSchema, Message, ReplyMalformed, RequestFailed
 from evolve.memory import TOPIC_PATTERN
 from evolve.ops import Refusal, parse_json_reply
 from evolve.skills._filter import TaskSpecifics, screen, specifics
@@ -104,16 +104,20 @@ def reflect(
     prompt = load_prompt("reflect").safe_substitute(
         instruction=instruction, topic=topic, actions=actions or "(no calls)", verifier=verifier
     )
-    completion = llm.complete(
-        [
-            Message("system", "You turn a failed task into one transferable lesson."),
-            Message("user", prompt),
-        ],
-        json_schema=REFLECT_SCHEMA,
-        temperature=0.0,
-        seed=seed,
-    )
     out = Reflection(None)
+    try:
+        completion = llm.complete(
+            [
+                Message("system", "You turn a failed task into one transferable lesson."),
+                Message("user", prompt),
+            ],
+            json_schema=REFLECT_SCHEMA,
+            temperature=0.0,
+            seed=seed,
+        )
+    except (ReplyMalformed, RequestFailed) as exc:  # a failed step, logged; no lesson
+        out.refused.append(Refusal(op="reflect", what="", reason=fragment(str(exc), 300)))
+        return out
     try:
         data = parse_json_reply(completion.text, REFLECT_SCHEMA)
     except ValueError as exc:

@@ -68,7 +68,14 @@ from typing import Any
 
 from evolve._text import ReplyError, loads_reply, printable
 from evolve._triggers import evidence_key, rank_triggers
-from evolve.llm import LLM, JsonSchema, Message, estimate_tokens
+from evolve.llm import (
+    LLM,
+    JsonSchema,
+    Message,
+    ReplyMalformed,
+    RequestFailed,
+    estimate_tokens,
+)
 from evolve.skills._skill import Skill as Skill
 from evolve.skills._skill import skill_of as skill_of
 from evolve.skills._skill import skills_of as skills_of
@@ -252,12 +259,18 @@ class SkillPicker:
             return [], ""
         if self.selector is None:
             return lexical_matches(task_text, self.skills, self.evidence)[:b], ""
-        reply = self.selector.complete(
-            selection_prompt(task_text, by_evidence(self.skills, self.evidence), b),
-            json_schema=SELECTION_SCHEMA,
-            temperature=0.0,
-            seed=seed,
-        )
+        try:
+            reply = self.selector.complete(
+                selection_prompt(task_text, by_evidence(self.skills, self.evidence), b),
+                json_schema=SELECTION_SCHEMA,
+                temperature=0.0,
+                seed=seed,
+            )
+        except (ReplyMalformed, RequestFailed) as exc:
+            # A failed step: no skill is selected, and the episode's record says why.
+            return [], printable(
+                f"the selector's reply was not used ({exc}): no skill selected", 300
+            )
         return read_selection(reply.text, self.skills, b)
 
     def pick(self, task_text: str, seed: int) -> Selection:

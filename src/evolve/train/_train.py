@@ -16,9 +16,15 @@ Training needs committed `memory/` and `prompts/`: what the agent was given is t
 records.
 
 Resuming: the stream is deterministic for its seed, so a stopped run resumes after the last
-committed episode of the same stream (persona, recipe, seed, feedback tier); episodes after it
-that changed nothing are replayed and change nothing again. A crash between writing and
-committing is undone by the transaction's journal before anything else runs (`evolve.txn`).
+episode the same stream (persona, recipe, seed, feedback tier) ran, as `refs/evolve/train`
+records it (`runs/<stream>.json`, written when a call ends, by an interrupt too), or after its
+last committed episode where that is later or the record does not stand on HEAD's history; no
+episode is paid for twice. A crash between writing and committing is undone by the
+transaction's journal before anything else runs (`evolve.txn`).
+
+Failed episodes: a model request that fails on every try it was allowed (`models.retry`;
+`evolve.llm.RequestFailed`) makes its episode a failed one, the agent's or the updater's: it
+is logged with the reason, learns nothing, and the stream goes on; the report counts them.
 
 The code reads as its parts: a :class:`TrainRequest` (the options, resolved against
 `evolve.yaml`), :func:`_open_stream` (where the stream resumes and what it stands on), the
@@ -30,7 +36,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -40,14 +46,15 @@ from evolve._format._cache import EVALSET_CACHE, UNITS_CACHE
 from evolve._format._message import SKILLS_SEEN
 from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve._io import canonical_json, derive_seed
+from evolve._text import printable
 from evolve.agent import read_prompt_files
 from evolve.applier import ApplyResult
 from evolve.envs import Environment, Task, Tier, environments
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
-from evolve.errors import EvolveError, UnknownName
+from evolve.errors import EvolveError, ModelError, UnknownName
 from evolve.evaluate import make_verifier, open_env
 from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
-from evolve.llm import LLM, make_role_llm
+from evolve.llm import LLM, RequestFailed, make_role_llm
 from evolve.llm._meter import Meter, RoleUsage, difference, metering, usage_json
 from evolve.memory import MemoryUnit, UnitReader, in_scope, scope_for
 from evolve.ops import Op
@@ -77,7 +84,9 @@ from evolve.train._trainref import (
     BASE,
     CLOCK,
     Timeline,
+    last_run,
     record_refusals,
+    record_run,
     record_stream_commits,
     recorded_refusals,
     refusal_path,
@@ -117,6 +126,8 @@ class EpisodeOutcome:
     # what the episode's model requests used, per role (agent, updater, evolver, selector)
     tokens: dict[str, int] = field(default_factory=dict)
     cost: float = 0.0
+    # Why the episode failed (a model request that failed on every try), or None.
+    failed: str | None = None
 
 
 @dataclass
@@ -143,6 +154,7 @@ class TrainReport:
             "end": self.end,
             "episodes": len(self.outcomes),
             "accepted": sum(o.accepted for o in self.outcomes),
+            "failed": sum(o.failed is not None for o in self.outcomes),
             "commits": self.commits,
             "duration_s": round(self.duration_s, 3),
             "tokens": sum(u.tokens for u in self.usage.values()),
@@ -463,7 +475,8 @@ def _open_stream(tx: Transaction, env: Environment, request: TrainRequest) -> _S
     tombstone_git_reverts(ws, take_lock=False)  # a plain `git revert` gets its tombstones
     sid = request.stream
     last = last_episode(ws, sid)
-    start = 0 if last is None else last + 1
+    ran = last_run(store, sid)
+    start = 1 + max(-1 if last is None else last, -1 if ran is None else ran)
     if request.start_at is not None:
         start = max(start, request.start_at)
     tasks = stream_tasks(env, request.seed, max(request.episodes, start))
@@ -645,26 +658,45 @@ class _EpisodeLoop:
             clock = stream.timeline.clock(stream.sid, stream.last)
             score_episodes(self.ws, self.request, owed, stream.last, clock, self.failed)
             stream.first = None  # the count commit wrote memory: read again
+        ran = None  # the last episode run to its end in this call
         meter = self.models.meter
-        for k in range(stream.start, total):
-            before = meter.snapshot() if meter is not None else {}
-            ep = self._run(k)
-            if not ep.outcome.accepted:
-                self._learn(ep)
-            elif self.batches is not None:  # skills.near_misses: a pass after retries may teach
-                self.batches.near_miss(
-                    k, ep.task, ep.result, self.models.updater, derive_seed(stream.sid, k, "update")
-                )
-            self._count(ep)
-            if meter is not None:
-                used = difference(meter.snapshot(), before)
-                ep.outcome.tokens = {role: u.tokens for role, u in used.items()}
-                ep.outcome.cost = round(sum(u.cost for u in used.values()), 8)
-            self._log(ep)
-            self.report.outcomes.append(ep.outcome)
-            self._advance(ep)
-            if progress:
-                progress(k + 1 - stream.start, total - stream.start)
+        try:
+            for k in range(stream.start, total):
+                before = meter.snapshot() if meter is not None else {}
+                ep = self._run(k)
+                ep.outcome.failed = ep.result.record.model_error
+                if ep.outcome.failed is not None and ran is None and not self.report.outcomes:
+                    # A model that never answered in this call: a setup mistake, not bad luck.
+                    raise ModelError(ep.outcome.failed)
+                if ep.outcome.failed is not None:
+                    pass  # the model failed the episode: nothing to learn, nothing to count
+                elif not ep.outcome.accepted:
+                    self._learn(ep)
+                elif self.batches is not None:  # near_misses: a pass after retries may teach
+                    self.batches.near_miss(
+                        k, ep.task, ep.result, self.models.updater,
+                        derive_seed(stream.sid, k, "update"),
+                    )  # fmt: skip
+                if ep.outcome.failed is None:
+                    self._count(ep)
+                if meter is not None:
+                    used = difference(meter.snapshot(), before)
+                    ep.outcome.tokens = {role: u.tokens for role, u in used.items()}
+                    ep.outcome.cost = round(sum(u.cost for u in used.values()), 8)
+                self._log(ep)
+                self.report.outcomes.append(ep.outcome)
+                self._advance(ep)
+                if self.batches is None or batch_end(self.ws, k, total):
+                    ran = k  # a skills batch's episodes count as run once the batch committed
+                if progress:
+                    progress(k + 1 - stream.start, total - stream.start)
+        except BaseException:
+            if ran is not None:
+                with suppress(Exception):  # the error on its way out is the one to report
+                    record_run(self.ws.store, stream.sid, ran)
+            raise
+        if ran is not None:
+            record_run(self.ws.store, stream.sid, ran)
         self.report.duration_s = time.perf_counter() - self.started
         return self.report
 
@@ -732,7 +764,11 @@ class _EpisodeLoop:
             max_memory_chars=self.ws.config.memory.max_memory_chars,
             tools=tuple(self.env.tools()),
         )
-        update = self.models.recipe.observe(ctx)
+        try:
+            update = self.models.recipe.observe(ctx)
+        except RequestFailed as exc:  # the updater's model failed: the episode learns nothing
+            ep.outcome.failed = printable(str(exc), 300)
+            return
         if self.batches is not None:
             update = self.batches.take(k, update)
         from evolve.review import as_pending

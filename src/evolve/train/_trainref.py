@@ -1,6 +1,6 @@
 """What training knows that the branch does not record, kept on the side ref `refs/evolve/train`.
 
-Two things live there, each committed with the store's side-ref writer (a history of its own
+Three things live there, each committed with the store's side-ref writer (a history of its own
 that never touches HEAD, the index or the working tree, and travels with `git push/fetch
 'refs/evolve/*:refs/evolve/*'`):
 
@@ -12,6 +12,8 @@ that never touches HEAD, the index or the working tree, and travels with `git pu
   feedback tier) ran it; scheduled preference changes (drift, `changes: - at_episode: N` in the
   persona file) are keyed to this clock, so a second stream started after the drift sees the
   drifted preference, not a replay of the old one.
+- `runs/<stream>.json`: the last episode the stream ran and HEAD after it, so a rerun resumes
+  after the last episode run, not the last one that committed (see `last_run`).
 
 The timeline is a list of segments: episodes `start..end-1` of `stream` are the persona's
 ticks `clock..clock+(end-start)-1`. Segments are written before their episodes run, so a
@@ -23,22 +25,26 @@ has trained one stream, or a copy without the side ref, keeps clock == episode).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 from evolve._format._message import CLOCK
 from evolve.errors import EvolveError
 from evolve.history import REFUSAL_KIND, TRAIN_REF, side_ref_sha
 from evolve.history._log import BASE
-from evolve.store import KIND, GitStore
+from evolve.store import KIND, GitFailed, GitStore
 
 __all__ = [
     "BASE",
     "CLOCK",
     "Segment",
     "Timeline",
+    "last_run",
     "record_refusals",
+    "record_run",
     "recorded_refusals",
     "refusal_path",
+    "runs_path",
 ]
 
 
@@ -196,4 +202,51 @@ def record_stream_commits(store: GitStore, stream: str, commits: dict[int, str])
         TRAIN_REF,
         {stream_record_path(stream): text.encode("utf-8")},
         f"stream {stream}: commits of episodes {first}..{last}",
+    )
+
+
+# --- the episodes a stream ran -------------------------------------------------------------
+#
+# `runs/<stream>.json`: the last episode of the stream that ran to its end (learned from, or
+# accepted, or failed: each was a paid model call) and HEAD after it. A rerun resumes after
+# it, not after the last episode that committed, so episodes that changed nothing are not
+# paid for twice; it counts only while that HEAD is on the current branch's history (a
+# rejected generation's reset, another branch, a `git reset` back: the commits decide again).
+
+
+def runs_path(stream: str) -> str:
+    return f"runs/{stream}.json"
+
+
+def last_run(store: GitStore, stream: str) -> int | None:
+    """The last episode `stream` ran, if its record stands on HEAD's history; else None."""
+    path = runs_path(stream)
+    raw = store.read_side_ref(TRAIN_REF, path).get(path)
+    head = store.head()
+    if raw is None or head is None:
+        return None
+    try:
+        data = json.loads(raw)
+        episode, at = int(data["episode"]), str(data["head"])
+    except (ValueError, KeyError, TypeError):
+        return None  # a record no writer of ours made: the commits decide
+    if episode < 0 or not re.fullmatch(r"[0-9a-f]{40,64}", at):
+        return None
+    if at != head:
+        try:
+            store.git("merge-base", "--is-ancestor", at, head)
+        except GitFailed:
+            return None
+    return episode
+
+
+def record_run(store: GitStore, stream: str, episode: int) -> None:
+    """Note that `stream` ran up to `episode` (inclusive), standing on HEAD now."""
+    head = store.head()
+    if head is None:
+        return
+    path = runs_path(stream)
+    text = json.dumps({"episode": episode, "head": head, "stream": stream}, sort_keys=True)
+    store.write_side_ref(
+        TRAIN_REF, {path: (text + "\n").encode("utf-8")}, f"runs {stream}: up to episode {episode}"
     )

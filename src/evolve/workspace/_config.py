@@ -63,6 +63,32 @@ class MaxTokens(_Section):
     selector: int = Field(default=256, ge=16, le=1_000_000)
 
 
+class RetryBudgets(_Section):
+    """Retries each role's model may make in one command, all its requests together: a
+    server that is down then costs each further request one try, not all of them."""
+
+    agent: int = Field(default=64, ge=0, le=100_000)
+    updater: int = Field(default=32, ge=0, le=100_000)
+    reflector: int = Field(default=16, ge=0, le=100_000)
+    evolver: int = Field(default=16, ge=0, le=100_000)
+    selector: int = Field(default=32, ge=0, le=100_000)
+
+
+class RetrySettings(_Section):
+    """How a request that timed out or failed in a way that may pass (a lost connection,
+    429, 5xx) is tried again: up to `attempts` tries, waiting `backoff_s` and then twice as
+    long each time (up to `max_backoff_s`, a quarter of it drawn at random), within the
+    role's `budget`. A request that still fails makes its episode a failed one; the run goes
+    on."""
+
+    attempts: int = Field(
+        default=4, ge=1, le=20, description="Tries per request, the first included."
+    )
+    backoff_s: float = Field(default=0.5, ge=0, le=600)
+    max_backoff_s: float = Field(default=8.0, ge=0, le=3600)
+    budget: RetryBudgets = RetryBudgets()
+
+
 class ModelRoles(_Section):
     """Which model backend plays each role (see `evolve.llm`), and how it is asked.
 
@@ -98,6 +124,14 @@ class ModelRoles(_Section):
     )
     cache: Literal["off", "read", "write", "replay"] = Field(
         default="off", description="The request cache (outside git); replay needs no model."
+    )
+    retry: RetrySettings = RetrySettings()
+    context_tokens: int | None = Field(
+        default=None,
+        ge=256,
+        le=100_000_000,
+        description="The model's context window in tokens, where its server does not say "
+        "(llama.cpp's /props and /v1/models metadata do).",
     )
 
     @field_validator("cache", mode="before")

@@ -70,7 +70,9 @@ def test_a_timed_out_request_is_closed_then_tried_again() -> None:
         chats = [r for r in server.requests if r[0].startswith("POST /v1/chat/completions")]
         assert len(chats) == 2, server.requests
         first, second = sorted(chats, key=lambda r: r[1])
-        assert first[2] <= second[1]  # the first was closed before the second was sent
+        # the first was closed before the second was sent (each time is taken by its own
+        # server thread, after the event: a scheduling delay of a few ms under load allowed)
+        assert first[2] <= second[1] + 0.05
         assert all(closed - opened < 3.0 for _, opened, closed in chats)
     finally:
         server.stop()

@@ -7,8 +7,10 @@ drifted rule (dev is judged by the preference as it holds now) and whether a uni
 the stale value is still rendered to the agent.
 
 Run: `python benchmarks/bench_drift.py [--episodes N] [--recipes ace,tepa] [--unnamed]`.
-`--unnamed` strips `replaces` / `retire` from the sim updater's replies (ACE's `modify` stays,
-as before issue 8): what the similarity/polarity safety net achieves on its own.
+`--unnamed` strips every field that names an existing unit from the sim updater's replies
+(`replaces`, `retire`, and ACE's `modify`, which becomes a plain `add` of its text; a tag of a
+bullet is kept, it names no replacement): supersession then rests on what the recipe can tell
+without the updater's help (re-affirmed duplicates, subjects and keys, the similarity net).
 The sim's numbers test the harness's mechanics; they say nothing about real models.
 """
 
@@ -63,11 +65,16 @@ def stale_lines(rendered: str, drift: Drift) -> list[str]:
     return out
 
 
+_NAMING = ("replaces", "retire")
+
+
 def _unnamed(data: Any) -> Any:
     if isinstance(data, dict):
+        if data.get("op") == "modify":  # ACE: a modify names the bullet it corrects
+            data = {**{k: v for k, v in data.items() if k != "id"}, "op": "add"}
         if set(data) == {"text", "replaces"}:  # a topl assertion naming what it replaces
             return data["text"]
-        return {k: _unnamed(v) for k, v in data.items() if k not in ("replaces", "retire")}
+        return {k: _unnamed(v) for k, v in data.items() if k not in _NAMING}
     if isinstance(data, list):
         return [_unnamed(v) for v in data]
     return data

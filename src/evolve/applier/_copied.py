@@ -161,7 +161,8 @@ def corpus() -> _Corpus:
 
 
 def corpus_of(files: Iterable[tuple[str, str]]) -> _Corpus:
-    templates, found = [], set()
+    templates: list[_Template] = []
+    found: set[str] = set()
     for name, text in files:
         templates.append(_template(name, text))
         found.update(token.lower() for token in _ANGLE.findall(text))

@@ -6,7 +6,9 @@ reflector's guidance lines and its prompt-file edits. (A harness variant propose
 goes through the same function.) A text is refused, with the reason logged in the existing
 refusal records, when one of its lines
 
-- is a placeholder (`evolve._text.is_placeholder`: empty, no words, ``TODO``, ``<bullet>``);
+- is a placeholder (`evolve._text.is_placeholder`: empty, no words, ``TODO``, ``<bullet>``), or
+  only the capitalized names the prompts give a reply's fields (``STATEMENT``: the prompts show
+  a reply's shape with such names, which copied whole make no valid JSON);
 - holds an ellipsis standing where a value belongs (``Use ... for ...``) or starts with
   ``TODO``/``TBD``/``FIXME``;
 - holds a template token: one that evolve's own prompts show (``<bullet id>``, ``<id>``,
@@ -43,73 +45,18 @@ _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _ANGLE = re.compile(r"</?[A-Za-z_][^<>\n]{0,60}>")
 _DOLLAR = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 _ELLIPSIS = re.compile(r"(?:^|(?<=[\s\"'(\[{:,]))(?:\.{3,}|…)(?=$|[\s\"')\]},;:.])")
+_LETTERS = re.compile(r"[A-Za-z]+")
+_CAPS = re.compile(r"\b[A-Z]{2,}\b")
 _TODO = re.compile(r"^\W*(?:todo|tbd|fixme|xxx)\b", re.I)
 # Words a schema placeholder is made of: `<bullet id>`, `<rule>`, `<the new text>`.
 _SCHEMA_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "your",
-        "my",
-        "new",
-        "old",
-        "some",
-        "any",
-        "one",
-        "this",
-        "that",
-        "here",
-        "insert",
-        "placeholder",
-        "string",
-        "value",
-        "values",
-        "id",
-        "ids",
-        "key",
-        "keys",
-        "text",
-        "texts",
-        "rule",
-        "rules",
-        "bullet",
-        "bullets",
-        "statement",
-        "sentence",
-        "lesson",
-        "lessons",
-        "preference",
-        "preferences",
-        "guidance",
-        "item",
-        "items",
-        "name",
-        "names",
-        "field",
-        "entry",
-        "entries",
-        "assertion",
-        "precedent",
-        "check",
-        "checks",
-        "skill",
-        "skills",
-        "trigger",
-        "topic",
-        "shape",
-        "why",
-        "reason",
-        "note",
-        "notes",
-        "content",
-        "path",
-        "description",
-        "example",
-        "or",
-        "null",
-        "none",
-    ]
+    """a an the your my new old some any one this that here insert placeholder string value
+    values id ids key keys text texts rule rules bullet bullets statement sentence lesson
+    lessons preference preferences guidance item items name names field entry entries
+    assertion precedent check checks skill skills trigger topic shape why reason note notes
+    content path description example or null none subject verdict api argument predicate
+    reflection earlier document line parameter evidence scope action kept merged candidate
+    target operation""".split()  # noqa: SIM905 (a word list, read as prose)
 )
 
 
@@ -124,6 +71,7 @@ class _Corpus:
     templates: tuple[_Template, ...]
     tokens: frozenset[str]  # template tokens the prompts show, lower case
     tags: frozenset[str]  # section tags (`<complaint>`, `</task>`), lower case
+    fields: frozenset[str]  # the capitalized names the prompts give a reply's fields
 
 
 def words(text: str) -> list[str]:
@@ -163,14 +111,16 @@ def corpus() -> _Corpus:
 def corpus_of(files: Iterable[tuple[str, str]]) -> _Corpus:
     templates: list[_Template] = []
     found: set[str] = set()
+    fields: set[str] = set()
     for name, text in files:
         templates.append(_template(name, text))
+        fields.update(_CAPS.findall(text))
         found.update(token.lower() for token in _ANGLE.findall(text))
         found.update(t.lower() for t in _DOLLAR.findall(text))
     # A section tag is one the prompts also close (`<complaint>` ... `</complaint>`).
     closed = {t[2:-1] for t in found if t.startswith("</")}
     tags = {t for t in found if t.strip("</>") in closed}
-    return _Corpus(tuple(templates), frozenset(found - tags), frozenset(tags))
+    return _Corpus(tuple(templates), frozenset(found - tags), frozenset(tags), frozenset(fields))
 
 
 def _schema_token(token: str) -> bool:
@@ -197,6 +147,9 @@ def _line_reason(line: str, c: _Corpus, statement: bool) -> str | None:
         return "a placeholder (empty, or no words), not a statement"
     if _TODO.match(line):
         return "a to-do marker, not a statement"
+    names = _LETTERS.findall(line)
+    if names and all(n in c.fields for n in names):
+        return "only the names a prompt gives a reply's fields (STATEMENT, SUBJECT)"
     if statement and _ELLIPSIS.search(line):
         return "an ellipsis stands where a value belongs"
     lower = line.lower()

@@ -36,6 +36,7 @@ from evolve.updaters._base import (
     recipes,
     strict_fields,
 )
+from evolve.updaters._supersede import reaffirm
 from evolve.workspace import EvolveConfig, RecipeCaps
 
 VOCABULARY: tuple[str, ...] = (
@@ -215,7 +216,7 @@ class TepaRecipe:
                 (u for u in state.values() if u.key == key and u.status == "active"), None
             )
             if current is not None and normalize(current.text) == normalize(sentence):
-                update.notes.append(f"duplicate of active precedent {current.id} under {key}")
+                reaffirm(ctx, current, put, update)
                 continue
             archived = next(
                 (

@@ -36,6 +36,7 @@ from evolve.updaters._base import (
     named_units,
     recipes,
 )
+from evolve.updaters._supersede import reaffirmed, same_subject, shown_line, subject_of
 from evolve.workspace import EvolveConfig, RecipeCaps
 
 SCHEMA = JsonSchema(
@@ -53,6 +54,7 @@ SCHEMA = JsonSchema(
                             "properties": {
                                 "text": {"type": "string"},
                                 "replaces": {"type": "array", "items": {"type": "string"}},
+                                "subject": {"type": "string"},
                             },
                             "required": ["text"],
                         },
@@ -84,7 +86,7 @@ class TopLRecipe:
     def pool(self, units: Sequence[MemoryUnit]) -> str:
         """The pool as the updater sees it: every active entry, best first, with its id."""
         return "\n".join(
-            f"[{u.id}] {u.text} (alpha {u.alpha or 1.0:g}, beta {u.beta or 1.0:g})"
+            f"{shown_line(u)} (alpha {u.alpha or 1.0:g}, beta {u.beta or 1.0:g})"
             for u in self.ranked(units)
         )
 
@@ -115,7 +117,9 @@ class TopLRecipe:
 
         def put(op: str, unit: MemoryUnit) -> None:
             prev = changed.get(unit.id, ("count",))[0]
-            changed[unit.id] = (op if prev == "count" else prev, unit)
+            # A content op outranks a counter move; an add or a reactivation stays what it was.
+            keep = prev != "count" and not (prev == "reaffirm" and op in ("revoke", "evict"))
+            changed[unit.id] = (prev if keep else op, unit)
             if unit.status == "active":
                 pool[unit.id] = unit
                 archive.pop(unit.id, None)
@@ -142,6 +146,9 @@ class TopLRecipe:
             named = [
                 pool[u.id] for u in named if u.id in pool and normalize(u.text) != normalize(text)
             ]
+            # The entries on this assertion's subject that say something else: replaced too.
+            subject = subject_of(entry)
+            named += [u for u in same_subject(pool, subject, normalize(text)) if u not in named]
             support = next((u for u in pool.values() if normalize(u.text) == normalize(text)), None)
             back = next((u for u in archive.values() if normalize(u.text) == normalize(text)), None)
             if support is None and back is not None:
@@ -162,18 +169,17 @@ class TopLRecipe:
                     put("count", ctx.counted(u, beta=(u.beta or 1.0) + 1.0, alpha=u.alpha or 1.0))
                     update.notes.append(f"beta+1 for {u.id}: contradicted by {text[:50]!r}")
             if support is not None:
+                # Support re-affirms the entry: alpha + 1, and it counts as learned now.
                 support = pool[support.id]
-                put(
-                    "count",
-                    ctx.counted(
-                        support, alpha=(support.alpha or 1.0) + 1.0, beta=support.beta or 1.0
-                    ),
+                counted = ctx.counted(
+                    support, alpha=(support.alpha or 1.0) + 1.0, beta=support.beta or 1.0
                 )
+                put("reaffirm", reaffirmed(ctx, counted))
                 winner = support.id
             else:
                 unit = ctx.new_unit(
                     self.name, "assertion", text, alpha=2.0, beta=1.0,
-                    supersedes=named[0].id if named else None,
+                    supersedes=named[0].id if named else None, key=subject,
                 )  # fmt: skip
                 winner = unit.id
             for old in named:

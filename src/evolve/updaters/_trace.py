@@ -34,6 +34,7 @@ from evolve.updaters._base import (
     recipes,
     strict_fields,
 )
+from evolve.updaters._supersede import reaffirmed
 from evolve.workspace import EvolveConfig, RecipeCaps
 
 PREDICATES = ("equals", "contains", "startswith", "endswith", "not_contains")
@@ -164,9 +165,11 @@ class TraceRecipe:
         shown = {u.id: u for u in active}
 
         def retire(victim: MemoryUnit, by: str | None, why: str) -> None:
-            if victim not in active:
+            current = next((u for u in active if u.id == victim.id), None)
+            if current is None:
                 return
-            active.remove(victim)
+            active.remove(current)
+            ops[:] = [op for op in ops if not (op.op == "reaffirm" and op.id == victim.id)]
             ops.append(Op(op="revoke", unit=ctx.revoked(victim, by=by)))
             update.notes.append(f"revoke {victim.id}: {why}")
 
@@ -202,11 +205,22 @@ class TraceRecipe:
                     )
                 )
                 continue
-            if any(
-                (u.api, u.argument, u.predicate, u.value) == (api, argument, predicate, value)
-                for u in active
-            ):
+            same = next(
+                (
+                    u
+                    for u in active
+                    if (u.api, u.argument, u.predicate, u.value)
+                    == (api, argument, predicate, value)
+                ),
+                None,
+            )
+            if same is not None:
                 update.notes.append(f"duplicate check {what}")
+                if not any(op.unit.id == same.id for op in ops):  # not one of this episode's
+                    again = reaffirmed(ctx, same)
+                    active[active.index(same)] = again
+                    active.append(active.pop(active.index(again)))  # the FIFO cap counts it new
+                    ops.append(Op(op="reaffirm", unit=again))
                 continue
             if not named:  # the safety net, only when the updater names nothing
                 named = [u for u in active if exclusive(u, api, argument, predicate, value)]
@@ -227,6 +241,7 @@ class TraceRecipe:
             if any(op.unit.id == victim.id and op.op == "add" for op in ops):
                 ops = [op for op in ops if op.unit.id != victim.id]
             else:
+                ops = [op for op in ops if not (op.op == "reaffirm" and op.id == victim.id)]
                 ops.append(Op(op="evict", unit=victim))
             update.notes.append(f"cap: evicted oldest check {victim.id} (FIFO)")
         update.ops = ops

@@ -108,11 +108,21 @@ def test_a_statement_on_the_subject_of_an_active_unit_replaces_it_unnamed(recipe
 
 
 def test_a_copied_field_name_is_no_subject() -> None:
-    old = _unit("ace-p", "ace", PRIVATE, 3, key="subject")
-    reply = {"operations": [{"op": "add", "text": FRIENDS, "subject": "SUBJECT"}]}
-    update = _observe("ace", [old], reply)
-    assert [op.op for op in update.ops] == ["add"]  # nothing replaced on a meaningless subject
-    assert update.ops[0].unit.key is None
+    stale = _unit("ace-p", "ace", PRIVATE, 3, key="payment_visibility")
+    copied = _unit("ace-s", "ace", "Title notes in Title Case.", 2, key="subject")
+    reply = {
+        "operations": [
+            {"op": "add", "text": "Pay with the card I use most often.", "subject": "SUBJECT"},
+            {"op": "add", "text": FRIENDS, "subject": "payment visibility"},
+        ]
+    }
+    update = _observe("ace", [copied, stale], reply)
+    labels = sorted((op.op, op.unit.text) for op in update.ops)
+    # "SUBJECT" names nothing: the note on subject "subject" stays; the real subject replaces
+    assert labels == sorted([("add", "Pay with the card I use most often."), ("add", FRIENDS),
+                             ("revoke", PRIVATE)])  # fmt: skip
+    keys = {op.unit.text: op.unit.key for op in update.ops}
+    assert keys["Pay with the card I use most often."] is None
 
 
 def test_topl_support_for_an_older_entry_reaffirms_it_so_it_renders_last() -> None:

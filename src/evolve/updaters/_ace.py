@@ -5,10 +5,14 @@
   are revoked (`revoked_by` the new one, which `supersedes` the first of them) whatever the
   textual similarity: "Payments should be public." -> "...private." is a replacement because
   the updater says so, not because trigrams agree.
+- Subjects (issue 22): an operation may give its statement's `subject` (kept in the bullet's
+  `key`, shown to the updater as `[id] [subject] text`); an active bullet on the same subject
+  that says something else is revoked in favour of the new one, with no name given.
 - Safety net, only when the updater names nothing: similar bullets are found by surface
   similarity (a protocol; trigram cosine by default) and judged for polarity separately: a
   newer bullet that negates or changes an older similar one *replaces* it (the older is
-  revoked, not silently kept); a true duplicate is dropped either way.
+  revoked, not silently kept). A true duplicate of an active bullet re-affirms that bullet
+  (a `reaffirm` op: it counts as learned now and renders last) instead of being dropped.
 - Ids are opaque. A modify revokes the old bullet and adds the corrected one with a new id
   that `supersedes` it, so no id ever names text it no longer has. Re-adding a superseded text
   reactivates that bullet and revokes the one that replaced it: the newest statement wins.

@@ -1,13 +1,16 @@
 """`topl`: the top L assertions of a pool, ranked by a Beta posterior (seed 000 §2, Q1).
 
 Each complaint line is induced into an assertion. Support raises `alpha` of the matching pool
-entry (or adds a new one at Beta(1, 1) plus this support). Both parameters move, and only in
-the counter sidecar (`count` ops), so an assertion's file changes only with its text or status.
+entry and re-affirms it (a `reaffirm` op: it counts as learned now, so it renders as the
+newest; issue 22), or adds a new one at Beta(1, 1) plus this support. The parameters move in
+the counter sidecar; an assertion's file changes with its text, status or `valid_from`.
 
 The prompt shows the pool with ids. An assertion may name (`replaces`) the entries it
 contradicts: each named entry's `beta` rises *and* it is revoked in favour of the newer one,
 so a contradicted assertion stops rendering once a newer one on the same subject exists,
-whatever the textual similarity. Safety net when the updater names nothing: an entry that is
+whatever the textual similarity, and so is an entry on the same `subject` (an assertion may
+give one, kept in the unit's `key`) that says something else. Safety net when the updater
+names nothing and gives no subject: an entry that is
 similar (trigram cosine >= 0.7) but disagrees (`conflicts`) gets `beta` + 1 and stays in the
 pool, where the posterior ranks it down. Support for a revoked entry's exact text brings it
 back (alpha + 1) and revokes what replaced it: the newest statement wins.

@@ -10,7 +10,8 @@ check may name (`replaces`) the checks it supersedes and `retire` revokes checks
 successor, by the ids the prompt shows, whatever they say. Safety net when the updater names
 nothing: a new check on the same api, argument and predicate whose value cannot hold together
 with an active one (`equals` another value; `startswith`/`endswith` a value that is not a
-prefix/suffix of the other) revokes it.
+prefix/suffix of the other) revokes it. A check proposed again is re-affirmed (it counts as
+learned now, and the FIFO cap counts it as new; issue 22).
 """
 
 from __future__ import annotations

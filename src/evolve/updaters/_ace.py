@@ -39,6 +39,7 @@ from evolve.updaters._base import (
     active_by_age,
     age,
     ask,
+    copied_name,
     items,
     load_prompt,
     named_units,
@@ -276,6 +277,21 @@ class AceRecipe:
                     )
                 )
                 continue
+            if (
+                op == "modify"
+                and isinstance(proposal.get("id"), str)
+                and copied_name(proposal["id"])
+            ):
+                # a copied `<bullet id>`: the statement is still learned, as an add
+                update.refused.append(
+                    Refusal(
+                        op=op,
+                        what=str(proposal["id"])[:80],
+                        reason="a placeholder, not a bullet id: added instead",
+                    )
+                )
+                proposal = {k: v for k, v in proposal.items() if k != "id"}
+                op = "add"
             if op in ("modify", "retire"):
                 ident = proposal.get("id")
                 if not isinstance(ident, str) or ident not in book.active:

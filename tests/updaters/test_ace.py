@@ -224,13 +224,13 @@ def test_add_that_changes_a_value_replaces_the_similar_bullet() -> None:
     "duplicate",
     [FIRST_NAME, "text messages should END with my first name!", f"  {FIRST_NAME}  "],
 )
-def test_a_true_duplicate_add_reaffirms_the_bullet_with_a_note(duplicate: str) -> None:
-    # issue 22: the duplicate is not dropped; the bullet it repeats counts as learned now
-    old = _bullet("ace-a", FIRST_NAME)
-    update = _observe([old], {"operations": [{"op": "add", "text": duplicate}]})
-    assert [(op.op, op.id) for op in update.ops] == [("reaffirm", "ace-a")]
-    assert update.ops[0].unit.text == old.text and update.refused == []
-    assert any(n.startswith("reaffirm ace-a:") for n in update.notes)
+def test_a_true_duplicate_add_is_dropped_with_a_dedup_note(duplicate: str) -> None:
+    update = _observe(
+        [_bullet("ace-a", FIRST_NAME)], {"operations": [{"op": "add", "text": duplicate}]}
+    )
+    assert update.ops == []
+    assert update.refused == []
+    assert any(n.startswith("dedup:") and "ace-a" in n for n in update.notes)
 
 
 def test_dedup_and_a_real_add_in_one_reply(workspace: Workspace, run_git: RunGit) -> None:
@@ -251,8 +251,8 @@ def test_dedup_and_a_real_add_in_one_reply(workspace: Workspace, run_git: RunGit
     ops_line = next(line for line in body.splitlines() if line.startswith("Evolve-Ops:"))
     added = [u for u in load_units(workspace.root) if u.text == DISTINCT[1]]
     assert len(added) == 1
-    assert ops_line == f"Evolve-Ops: reaffirm=ace-a add={added[0].id}"
-    assert "- reaffirm ace-a:" in body
+    assert ops_line == f"Evolve-Ops: add={added[0].id}"
+    assert "dedup: dropped new bullet" in body and "ace-a" in body
     assert run_git(workspace.root, "log", "-1", "--format=%s", commit).startswith(
         "ace · alex · episode"
     )

@@ -206,10 +206,9 @@ def test_topl_alpha_rises_on_support() -> None:
     pool = [_unit("topl-a", PAY_VISA, recipe="topl", kind="assertion", alpha=2.0, beta=1.0)]
     update = _observe("topl", pool, {"assertions": [PAY_VISA.upper()]}, episode=3)
     (op,) = update.ops
-    # issue 22: support re-affirms the entry (it counts as learned now); alpha moves too
-    assert op.id == "topl-a" and op.op == "reaffirm"
+    assert op.id == "topl-a" and op.op == "count"  # the sidecar moves; the file does not
     assert (op.unit.alpha, op.unit.beta) == (3.0, 1.0)
-    assert op.unit.updated_episode == 3 and op.unit.text == PAY_VISA
+    assert op.unit.updated_episode == pool[0].updated_episode and op.unit.text == PAY_VISA
 
 
 def test_topl_beta_rises_when_a_similar_assertion_contradicts() -> None:

@@ -149,13 +149,11 @@ def test_writing_the_archived_text_again_reactivates_it_and_revokes_the_current(
     assert gone.status == "revoked" and gone.revoked_by == "tepa-sign" and gone.revoked_at == 5
 
 
-def test_an_exact_repeat_of_the_active_precedent_reaffirms_it() -> None:
-    # issue 22: a repeat is not dropped; the precedent counts as learned now
+def test_an_exact_repeat_of_the_active_precedent_is_a_logged_duplicate() -> None:
     current = _precedent("tepa-sign", "sms.signoff", DASH_NAME)
     update = _observe([current], [{"key": "sms.signoff", "sentence": DASH_NAME}])
-    assert [(op.op, op.id) for op in update.ops] == [("reaffirm", "tepa-sign")]
-    assert update.ops[0].unit.text == current.text and update.refused == []
-    assert any(n.startswith("reaffirm tepa-sign:") for n in update.notes)
+    assert update.ops == [] and update.refused == []
+    assert any("duplicate" in n and "tepa-sign" in n for n in update.notes)
 
 
 def test_the_same_text_under_another_key_is_not_a_duplicate() -> None:

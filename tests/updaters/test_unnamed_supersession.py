@@ -28,12 +28,11 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_drift.py"
 
 
 def _unit(uid: str, recipe: str, text: str, episode: int, **fields: Any) -> MemoryUnit:
-    kind = {"ace": "bullet", "topl": "assertion", "tepa": "precedent"}[recipe]
+    kind = {"ace": "bullet", "topl": "assertion", "tepa": "precedent", "trace": "check"}[recipe]
     counters: dict[str, Any] = {
         "ace": {"helpful": 0, "harmful": 0},
         "topl": {"alpha": 2.0, "beta": 1.0},
-        "tepa": {},
-    }[recipe]
+    }.get(recipe, {})
     return MemoryUnit.model_validate(
         {
             "id": uid,
@@ -131,6 +130,30 @@ def test_topl_support_for_an_older_entry_reaffirms_it_so_it_renders_last() -> No
     assert [(op.op, op.id) for op in update.ops] == [("reaffirm", "topl-f")]
     assert update.ops[0].unit.alpha == 3.0
     assert _last_line(_after(units, update), "topl").endswith(FRIENDS)
+
+
+def test_tepa_and_trace_reaffirm_an_older_repeat_and_leave_the_newest_alone() -> None:
+    sign = _unit(
+        "tepa-s", "tepa", "Sign texts with a dash and my first name.", 0, key="sms.signoff"
+    )
+    pay = _unit("tepa-p", "tepa", PRIVATE, 3, key="payment.visibility")
+    again = {"precedents": [{"key": "sms.signoff", "sentence": sign.text}]}
+    update = _observe("tepa", [sign, pay], again)
+    assert [(op.op, op.id) for op in update.ops] == [("reaffirm", "tepa-s")]
+    assert _last_line(_after([sign, pay], update), "tepa").endswith(sign.text)
+    newest = {"precedents": [{"key": "payment.visibility", "sentence": PRIVATE}]}
+    assert _observe("tepa", [sign, pay], newest).ops == []  # already renders last
+
+    def check(uid: str, value: str, episode: int) -> MemoryUnit:
+        fields = {"api": "venmo__send_payment", "argument": "visibility", "predicate": "equals"}
+        text = f"When sending a Venmo payment, the visibility must equal '{value}'."
+        return _unit(uid, "trace", text, episode, value=value, **fields)
+
+    units = [check("trace-f", "friends", 0), check("trace-n", "note", 3)]
+    units[1] = units[1].with_(argument="note", predicate="contains")
+    entry = {"api": "venmo__send_payment", "argument": "visibility", "predicate": "equals"}
+    update = _observe("trace", units, {"checks": [{**entry, "value": "friends"}]})
+    assert [(op.op, op.id) for op in update.ops] == [("reaffirm", "trace-f")]
 
 
 def _bench() -> Any:

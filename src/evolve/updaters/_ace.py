@@ -45,7 +45,13 @@ from evolve.updaters._base import (
     named_units,
     recipes,
 )
-from evolve.updaters._supersede import reaffirmed, same_subject, shown_line, subject_of
+from evolve.updaters._supersede import (
+    newest,
+    reaffirmed,
+    same_subject,
+    shown_line,
+    subject_of,
+)
 from evolve.workspace import EvolveConfig, RecipeCaps
 
 SCHEMA = JsonSchema(
@@ -157,6 +163,12 @@ class _Playbook:
                     ctx.revoked(self.active[old.id], by=duplicate.id),
                     f"{verb} a duplicate of {duplicate.id}",
                 )
+            if newest(self.active[duplicate.id], self.active.values()):
+                self.update.notes.append(
+                    f"dedup: dropped new bullet {text[:60]!r}, duplicate of {duplicate.id} "
+                    "(which already renders last)"
+                )
+                return
             self.put(
                 "reaffirm",
                 reaffirmed(ctx, self.active[duplicate.id]),

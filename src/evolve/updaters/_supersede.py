@@ -5,7 +5,8 @@ stale statement from winning:
 
 - **Re-affirming.** A proposal that states what an active unit already states does not vanish
   as a duplicate: the unit is re-affirmed (a `reaffirm` op: it counts as learned now, so it
-  renders as the newest and a later, older-looking statement no longer overrides it). Without
+  renders as the newest and a later, older-looking statement no longer overrides it). A unit
+  that already renders last is left as it is (nothing the agent reads would change). Without
   this, "friends-only" learned at episode 0, "private" at episode 3 and "friends-only" again
   after the preference drifted back left "private" rendering last, forever.
 - **Subjects.** ACE and topl ask the updater for each statement's *subject* (what it is about,
@@ -21,10 +22,10 @@ similarity net and re-affirming apply: docs/updaters.md, "When the updater names
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from evolve._format._render import tagged
+from evolve._format._render import learned_key, tagged
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import normalize
 from evolve.updaters._base import RecipeContext, Update
@@ -50,6 +51,15 @@ def subject_of(entry: Mapping[str, Any]) -> str | None:
     if all(w in _EMPTY_WORDS for w in slug.split("_")):
         return None
     return slug
+
+
+def newest(unit: MemoryUnit, units: Iterable[MemoryUnit]) -> bool:
+    """Whether `unit` already renders last: no other active unit was learned after it (then
+    a repeat changes nothing the agent reads, and re-affirming it would be an empty commit)."""
+    mine = learned_key(unit)
+    return not any(
+        u.id != unit.id and u.status == "active" and learned_key(u) > mine for u in units
+    )
 
 
 def reaffirmed(ctx: RecipeContext, unit: MemoryUnit) -> MemoryUnit:
@@ -81,7 +91,12 @@ def reaffirm(
     unit: MemoryUnit,
     put: Callable[[str, MemoryUnit], None],
     update: Update,
+    units: Iterable[MemoryUnit],
 ) -> None:
-    """Re-affirm the active `unit` a proposal repeats, through the recipe's `put`, and say so."""
+    """Re-affirm the active `unit` a proposal repeats, through the recipe's `put`, and say so;
+    when it already renders last (`newest` among `units`) only the note is written."""
+    if newest(unit, units):
+        update.notes.append(f"duplicate of {unit.id}, which already renders last")
+        return
     put("reaffirm", reaffirmed(ctx, unit))
     update.notes.append(f"reaffirm {unit.id}: proposed again, it counts as learned now")

@@ -217,7 +217,7 @@ class TepaRecipe:
                 (u for u in state.values() if u.key == key and u.status == "active"), None
             )
             if current is not None and normalize(current.text) == normalize(sentence):
-                reaffirm(ctx, current, put, update)
+                reaffirm(ctx, current, put, update, state.values())
                 continue
             archived = next(
                 (

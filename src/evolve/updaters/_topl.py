@@ -39,7 +39,13 @@ from evolve.updaters._base import (
     named_units,
     recipes,
 )
-from evolve.updaters._supersede import reaffirmed, same_subject, shown_line, subject_of
+from evolve.updaters._supersede import (
+    newest,
+    reaffirmed,
+    same_subject,
+    shown_line,
+    subject_of,
+)
 from evolve.workspace import EvolveConfig, RecipeCaps
 
 SCHEMA = JsonSchema(
@@ -177,7 +183,10 @@ class TopLRecipe:
                 counted = ctx.counted(
                     support, alpha=(support.alpha or 1.0) + 1.0, beta=support.beta or 1.0
                 )
-                put("reaffirm", reaffirmed(ctx, counted))
+                if newest(support, pool.values()):  # already renders last: counters only
+                    put("count", counted)
+                else:
+                    put("reaffirm", reaffirmed(ctx, counted))
                 winner = support.id
             else:
                 unit = ctx.new_unit(

@@ -35,7 +35,7 @@ from evolve.updaters._base import (
     recipes,
     strict_fields,
 )
-from evolve.updaters._supersede import reaffirmed
+from evolve.updaters._supersede import newest, reaffirmed
 from evolve.workspace import EvolveConfig, RecipeCaps
 
 PREDICATES = ("equals", "contains", "startswith", "endswith", "not_contains")
@@ -217,7 +217,7 @@ class TraceRecipe:
             )
             if same is not None:
                 update.notes.append(f"duplicate check {what}")
-                if not any(op.unit.id == same.id for op in ops):  # not one of this episode's
+                if not newest(same, active) and not any(op.id == same.id for op in ops):
                     again = reaffirmed(ctx, same)
                     active[active.index(same)] = again
                     active.append(active.pop(active.index(again)))  # the FIFO cap counts it new

@@ -6,9 +6,14 @@ fresh workspace for 30 episodes with the `sim` models, then prints the dev viola
 drifted rule (dev is judged by the preference as it holds now) and whether a unit stating
 the stale value is still rendered to the agent.
 
-Run: `python benchmarks/bench_drift.py [--episodes N] [--recipes ace,tepa] [--unnamed]`.
-`--unnamed` strips `replaces` / `retire` from the sim updater's replies (ACE's `modify` stays,
-as before issue 8): what the similarity/polarity safety net achieves on its own.
+Run: `python benchmarks/bench_drift.py [--episodes N] [--recipes ace,tepa] [--unnamed]
+[--no-subject]`.
+`--unnamed` strips every field that names an existing unit from the sim updater's replies
+(`replaces`, `retire`, and ACE's `modify`, which becomes a plain `add` of its text; a tag of a
+bullet is kept, it names no replacement): supersession then rests on what the recipe can tell
+without the updater's help (re-affirmed duplicates, subjects and keys, the similarity net).
+A statement's `subject` (ACE, topl) names no unit, so `--unnamed` keeps it; `--no-subject`
+strips it too, to show what re-affirming and the similarity net do on their own.
 The sim's numbers test the harness's mechanics; they say nothing about real models.
 """
 
@@ -63,21 +68,25 @@ def stale_lines(rendered: str, drift: Drift) -> list[str]:
     return out
 
 
-def _unnamed(data: Any) -> Any:
+_NAMING = ("replaces", "retire")
+
+
+def _unnamed(data: Any, drop: tuple[str, ...] = _NAMING) -> Any:
     if isinstance(data, dict):
-        if set(data) == {"text", "replaces"}:  # a topl assertion naming what it replaces
-            return data["text"]
-        return {k: _unnamed(v) for k, v in data.items() if k not in ("replaces", "retire")}
+        if data.get("op") == "modify":  # ACE: a modify names the bullet it corrects
+            data = {**{k: v for k, v in data.items() if k != "id"}, "op": "add"}
+        return {k: _unnamed(v, drop) for k, v in data.items() if k not in drop}
     if isinstance(data, list):
-        return [_unnamed(v) for v in data]
+        return [_unnamed(v, drop) for v in data]
     return data
 
 
 class Unnamed:
     """The sim updater with every named replacement removed from its replies."""
 
-    def __init__(self, inner: LLM) -> None:
+    def __init__(self, inner: LLM, drop: tuple[str, ...] = _NAMING) -> None:
         self.inner = inner
+        self.drop = drop
         self.name = f"unnamed:{inner.name}"
 
     def complete(
@@ -97,11 +106,16 @@ class Unnamed:
             data = json.loads(out.text)
         except json.JSONDecodeError:
             return out
-        return Completion(json.dumps(_unnamed(data)), out.usage, out.model)
+        return Completion(json.dumps(_unnamed(data, self.drop)), out.usage, out.model)
 
 
 def measure(
-    recipe: str, drift: Drift, tier: str, episodes: int, unnamed: bool = False
+    recipe: str,
+    drift: Drift,
+    tier: str,
+    episodes: int,
+    unnamed: bool = False,
+    no_subject: bool = False,
 ) -> tuple[int, int, bool, str]:
     """(violations, applicable dev episodes, stale unit rendered, rendered memory)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -114,7 +128,8 @@ def measure(
             }
         )
         ws = Workspace(ws.root, cfg)
-        updater = Unnamed(SimLLM(open_env(ws))) if unnamed else None
+        drop = (*_NAMING, "subject") if no_subject else _NAMING
+        updater = Unnamed(SimLLM(open_env(ws)), drop) if unnamed or no_subject else None
         train(
             ws, recipe=recipe, episodes=episodes, feedback=tier, persona=drift.persona,  # type: ignore[arg-type]
             updater_llm=updater,
@@ -134,16 +149,24 @@ def main() -> None:
     parser.add_argument(
         "--unnamed", action="store_true", help="strip named replacements from updater replies"
     )
+    parser.add_argument(
+        "--no-subject",
+        action="store_true",
+        help="also strip each statement's subject (ACE, topl): re-affirming and similarity only",
+    )
     args = parser.parse_args()
     recipes = [r for r in args.recipes.split(",") if r]
-    how = ", updater names nothing (safety net only)" if args.unnamed else ""
+    how = ", updater names nothing" if args.unnamed else ""
+    how += ", no subjects" if args.no_subject else ""
     print(f"dev violations on the drifted rule after {args.episodes} training episodes (sim{how})")
     print(f"{'recipe':<10} {'drift':<16} {'feedback':<11} {'violations':>10}  stale unit rendered")
     started = time.perf_counter()
     for recipe in recipes:
         for drift in DRIFTS:
             for tier in TIERS:
-                bad, n, stale, rendered = measure(recipe, drift, tier, args.episodes, args.unnamed)
+                bad, n, stale, rendered = measure(
+                    recipe, drift, tier, args.episodes, args.unnamed, args.no_subject
+                )
                 note = (
                     "  (new value unreachable from instance feedback)"
                     if (tier == "instance" and drift.unreachable_by_instance)

@@ -593,7 +593,8 @@ def test_all_prompts_together_over_the_cap_are_rejected_by_the_gate(
     ws: Workspace, run_git: RunGit, stub_tests: list[tuple[str, str]]
 ) -> None:
     base = _head(ws.root, run_git)
-    edit = {"path": "prompts/examples.md", "content": "Example.\n" * 600}  # 5400 characters
+    # 5400 characters ("Example." alone is a placeholder line, refused since issue 22)
+    edit = {"path": "prompts/examples.md", "content": "For Alex\n" * 600}
     [record] = evolve(ws, generations=1, models=_models(ws, _correct(edits=[edit]))).records
 
     total = sum(record.prompt_sizes.values())

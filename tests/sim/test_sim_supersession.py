@@ -61,9 +61,13 @@ def test_reflexion_and_topl_name_the_stale_entry() -> None:
     assert reply["replaces"] == ["r-old"]
     pool = [f"[topl-old] {STALE} (alpha 5, beta 1)", f"[topl-sms] {SMS} (alpha 2, beta 1)"]
     (assertion,) = _ask("assertions", _prompt("pool", pool))["assertions"]
-    assert assertion == {"text": COMPLAINT, "replaces": ["topl-old"]}
+    assert assertion == {
+        "text": COMPLAINT,
+        "replaces": ["topl-old"],
+        "subject": "payment visibility",
+    }
 
 
 def test_nothing_is_named_when_the_prompt_shows_nothing_on_the_slot() -> None:
     (assertion,) = _ask("assertions", _prompt("pool", [f"[topl-sms] {SMS}"]))["assertions"]
-    assert assertion == COMPLAINT
+    assert assertion == {"text": COMPLAINT, "subject": "payment visibility"}  # names no entry

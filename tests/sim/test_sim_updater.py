@@ -352,7 +352,11 @@ def test_no_role_buries_a_stated_value_under_a_vague_statement() -> None:
     # With nothing shown, the vague statement is written (and compiles to no TRACE check).
     ace = _role("ace_deltas", f"{complaint}\n<bullets>\n</bullets>")
     assert ace["operations"] == [
-        {"op": "add", "text": RULES_BY_NAME["sms_signoff"].vague("The user")}
+        {
+            "op": "add",
+            "text": RULES_BY_NAME["sms_signoff"].vague("The user"),
+            "subject": "sms signoff",
+        }
     ]
     assert _role("trace_checks", f"{complaint}\n<checks>\n</checks>") == {"checks": []}
 

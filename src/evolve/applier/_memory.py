@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 
 from evolve import _confine as confined
 from evolve._io import atomic_write
-from evolve._text import is_placeholder
-from evolve.applier import _counters, _records, _secrets, _shelves
+from evolve.applier import _copied, _counters, _reaffirm, _records, _secrets, _shelves
 from evolve.applier._journal import NoJournal, WriteJournal
 from evolve.errors import PathRefused
 from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, parse_unit, without_counters
@@ -96,10 +95,12 @@ class MemoryApplier:
                 return f"a unit with id {unit.id} already exists"
         elif unit.id not in existing:
             return f"no unit with id {unit.id} in scope {self.scope}"
-        if (why := _counters.check(op, existing)) is not None:
+        if (why := _counters.check(op, existing) or _reaffirm.check(op, existing)) is not None:
             return why
-        if op.op in TEXT_OPS and unit.status in _LIVE and is_placeholder(unit.text):
-            return "the text is a placeholder (empty, or no words), not a statement"
+        if op.op in TEXT_OPS and unit.status in _LIVE:
+            why = _copied.copied(unit.text)
+            if why is not None:
+                return why
         if op.op in _TEXT and unit.status in _LIVE:
             stone = tombstone_for(unit, tombstones)
             if stone is not None:

@@ -16,6 +16,7 @@ import yaml
 
 from evolve._format import _limits as limits
 from evolve._text import describe_char, hidden_char, printable, unsafe_char
+from evolve.applier._copied import copied
 from evolve.errors import ConfigError, PathRefused
 from evolve.ops import Refusal
 from evolve.workspace import PARAMETERS_FILE, Workspace, check_parameter, load_parameters
@@ -58,6 +59,14 @@ def _strip_blocks(text: str) -> str:
         end = text.find(END, start) + len(END)
         text = text[:start].rstrip("\n") + "\n" + text[end:].lstrip("\n")
     return text.replace(START, "").replace(END, "")
+
+
+def _lines_now(ws: Workspace, path: str) -> list[str]:
+    """The lines of the prompt file `path` as it stands ([] when it does not exist)."""
+    try:
+        return limits.read_text(ws.root, path).splitlines()
+    except (OSError, ValueError, PathRefused):
+        return []
 
 
 def plan_prompt_changes(
@@ -116,6 +125,10 @@ def plan_prompt_changes(
                 )
             )
             continue
+        why = copied(content, file=True, kept=_lines_now(ws, path))
+        if why is not None:
+            out.refused.append(Refusal(op="edit", what=path, reason=why))
+            continue
         out.files[path] = content.encode("utf-8")
     if guidance is not None:
         # On top of an edit of system.md in the same proposal, if there is one.
@@ -142,6 +155,8 @@ def plan_prompt_changes(
                         reason="guidance may not contain HTML comment markers",
                     )
                 )
+            elif (why := copied(line)) is not None:
+                out.refused.append(Refusal(op="guidance", what=line[:80], reason=why))
             else:
                 clean.append(line)
         new = with_guidance(current, clean)

@@ -26,6 +26,9 @@ OpName = Literal[
     "approve",
     "restore",
     "count",  # moves only evidence counters: written to the scope's _counters.yaml sidecar
+    # an active unit proposed again: it counts as learned now (a new `valid_from`, so it renders
+    # as the newest), its text and status unchanged (issue 22)
+    "reaffirm",
 ]
 # Ops that put (possibly new) text in front of the agent: tombstones are checked for these.
 TEXT_OPS: frozenset[str] = frozenset({"add", "modify", "reactivate", "rewrite"})

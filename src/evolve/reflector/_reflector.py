@@ -32,7 +32,10 @@ SCHEMA = JsonSchema(
         },
     },
 )
-SYSTEM = "You improve an assistant's prompts from evidence. Reply with JSON only."
+# In a prompt file, like every instruction evolve sends (the applier's copy check reads them).
+SYSTEM = (
+    resources.files("evolve.reflector").joinpath("prompts", "system.md").read_text("utf-8").strip()
+)
 
 
 @dataclass

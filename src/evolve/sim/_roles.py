@@ -50,6 +50,12 @@ TEPA_KEYS = {
 }
 
 
+def subject_of_slot(slot: str) -> str:
+    """What a statement about `slot` is about, as an updater would name it when asked for a
+    subject (ACE, topl): the slot in words ("payment visibility"), the same every time."""
+    return slot.replace(".", " ").replace("_", " ")
+
+
 def _user(messages: Sequence[Message]) -> str:
     return next((m.content for m in reversed(messages) if m.role == "user"), "")
 
@@ -74,12 +80,8 @@ def _task_kind(sim: Sim, prompt: str) -> str | None:
 @role("ace_deltas")
 def _ace(sim: Sim, messages: Sequence[Message], rng: random.Random) -> Any:
     prompt = _user(messages)
-    bullets = []
-    for line in (section(prompt, "bullets") or "").splitlines():
-        m = re.match(r"\[([^\]]+)\]\s*(.*)", line.strip())
-        if m:
-            bullets.append((m.group(1), m.group(2), slot_of(m.group(2))))
-    shown = shown_units(section(prompt, "bullets"))
+    shown = shown_units(section(prompt, "bullets"))  # `[id] [subject] text` or `[id] text`
+    bullets = [(u.id, u.text, slot_of(u.text)) for u in shown]
     proposals = learn(messages, rng, sim.rates.instance_vague, shown)
     operations: list[dict[str, Any]] = []
     for p in proposals:
@@ -92,6 +94,7 @@ def _ace(sim: Sim, messages: Sequence[Message], rng: random.Random) -> Any:
             replaces = [i for i in replaces if i != target]
         else:
             op = {"op": "add", "text": p.statement}
+        op["subject"] = subject_of_slot(p.slot)
         if replaces:
             op["replaces"] = replaces
         operations.append(op)
@@ -256,8 +259,11 @@ def _assertions(sim: Sim, messages: Sequence[Message], rng: random.Random) -> An
     shown = shown_units(section(_user(messages), "pool"))
     out: list[Any] = []
     for p in learn(messages, rng, sim.rates.instance_vague, shown):
+        entry: dict[str, Any] = {"text": p.statement, "subject": subject_of_slot(p.slot)}
         replaces = replaced_ids(shown, p.slot, p.statement)
-        out.append({"text": p.statement, "replaces": replaces} if replaces else p.statement)
+        if replaces:
+            entry["replaces"] = replaces
+        out.append(entry)
     return {"assertions": out}
 
 

@@ -136,7 +136,7 @@ def _ask(
     try:
         completion = llm.complete(
             [
-                Message("system", "You curate a small, capped library of agent skills."),
+                Message("system", load_prompt("evolver_system").template.strip()),
                 Message("user", prompt),
             ],
             json_schema=schema,

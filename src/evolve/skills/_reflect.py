@@ -108,7 +108,7 @@ def reflect(
     try:
         completion = llm.complete(
             [
-                Message("system", "You turn a failed task into one transferable lesson."),
+                Message("system", load_prompt("reflect_system").template.strip()),
                 Message("user", prompt),
             ],
             json_schema=REFLECT_SCHEMA,

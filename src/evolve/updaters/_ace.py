@@ -5,10 +5,14 @@
   are revoked (`revoked_by` the new one, which `supersedes` the first of them) whatever the
   textual similarity: "Payments should be public." -> "...private." is a replacement because
   the updater says so, not because trigrams agree.
+- Subjects (issue 22): an operation may give its statement's `subject` (kept in the bullet's
+  `key`, shown to the updater as `[id] [subject] text`); an active bullet on the same subject
+  that says something else is revoked in favour of the new one, with no name given.
 - Safety net, only when the updater names nothing: similar bullets are found by surface
   similarity (a protocol; trigram cosine by default) and judged for polarity separately: a
   newer bullet that negates or changes an older similar one *replaces* it (the older is
-  revoked, not silently kept); a true duplicate is dropped either way.
+  revoked, not silently kept). A true duplicate of an active bullet re-affirms that bullet
+  (a `reaffirm` op: it counts as learned now and renders last) instead of being dropped.
 - Ids are opaque. A modify revokes the old bullet and adds the corrected one with a new id
   that `supersedes` it, so no id ever names text it no longer has. Re-adding a superseded text
   reactivates that bullet and revokes the one that replaced it: the newest statement wins.
@@ -35,11 +39,19 @@ from evolve.updaters._base import (
     active_by_age,
     age,
     ask,
+    copied_name,
     evictions,
     items,
     load_prompt,
     named_units,
     recipes,
+)
+from evolve.updaters._supersede import (
+    newest,
+    reaffirmed,
+    same_subject,
+    shown_line,
+    subject_of,
 )
 from evolve.workspace import EvolveConfig, RecipeCaps
 
@@ -57,6 +69,7 @@ SCHEMA = JsonSchema(
                         "id": {"type": "string"},
                         "text": {"type": "string"},
                         "replaces": {"type": "array", "items": {"type": "string"}},
+                        "subject": {"type": "string"},
                     },
                     "required": ["op"],
                 },
@@ -123,13 +136,20 @@ class _Playbook:
     def retire(self, ident: str) -> None:
         self.put("revoke", self.ctx.revoked(self.active[ident], by=None), "retired by the updater")
 
-    def place(self, text: str, named: Sequence[str], verb: str = "replaced by") -> None:
+    def place(
+        self, text: str, named: Sequence[str], verb: str = "replaced by", subject: str | None = None
+    ) -> None:
         """Put a new bullet in. Bullets the updater `named` are revoked in its favour,
-        whatever their wording. With nothing named, the safety net: a duplicate is dropped; a
-        similar bullet that the new one negates or changes is revoked in its favour. A
-        superseded text comes back."""
+        whatever their wording, and so are the bullets on its `subject` that say something
+        else. Otherwise the safety net: a similar bullet that the new one negates or changes
+        is revoked in its favour. A duplicate of an active bullet re-affirms that bullet (it
+        renders as the newest); a superseded text comes back."""
         ctx, sim, threshold = self.ctx, self.recipe.similarity, self.recipe.threshold
         olds = [self.active[i] for i in named if i in self.active]
+        on_subject = [
+            u for u in same_subject(self.active, subject, normalize(text)) if u.id not in named
+        ]
+        olds += on_subject
         supersedes = olds[0].id if olds else None
         similar = [
             u for u in self.active.values() if u.id not in named and sim(text, u.text) >= threshold
@@ -138,14 +158,23 @@ class _Playbook:
         if named:
             similar = []  # the updater said what this replaces: the net stays out of it
         if duplicate is not None:
-            for old in olds:
+            stale = [u for u in (*olds, *similar) if u.id != duplicate.id and u is not duplicate]
+            for old in {u.id: u for u in stale if u.id in self.active}.values():
                 self.put(
                     "revoke",
-                    ctx.revoked(old, by=duplicate.id),
+                    ctx.revoked(self.active[old.id], by=duplicate.id),
                     f"{verb} a duplicate of {duplicate.id}",
                 )
-            self.update.notes.append(
-                f"dedup: dropped new bullet {text[:60]!r}, duplicate of {duplicate.id}"
+            if newest(self.active[duplicate.id], self.active.values()):
+                self.update.notes.append(
+                    f"dedup: dropped new bullet {text[:60]!r}, duplicate of {duplicate.id} "
+                    "(which already renders last)"
+                )
+                return
+            self.put(
+                "reaffirm",
+                reaffirmed(ctx, self.active[duplicate.id]),
+                f"re-affirmed: proposed again as {text[:60]!r}",
             )
             return
         back = next(
@@ -162,17 +191,23 @@ class _Playbook:
             # The unit that replaced the re-added text gives way, however it was worded.
             similar.append(self.active[back.revoked_by])
         for u in similar:
-            self.put(
-                "revoke", ctx.revoked(u, by=target), f"negated or changed by newer bullet {target}"
-            )
+            if u.id in self.active and u not in olds:
+                self.put(
+                    "revoke",
+                    ctx.revoked(self.active[u.id], by=target),
+                    f"negated or changed by newer bullet {target}",
+                )
         for old in olds:
-            self.put("revoke", ctx.revoked(old, by=target), f"{verb} {target}")
+            if old.id in self.active:
+                why = "on the same subject as" if old in on_subject else verb
+                self.put("revoke", ctx.revoked(self.active[old.id], by=target), f"{why} {target}")
         if back is not None:
             self.put("reactivate", ctx.reactivated(back), "re-added: the newest statement wins")
             return
         unit = ctx.new_unit(
-            self.recipe.name, "bullet", text, helpful=0, harmful=0, supersedes=supersedes
-        )
+            self.recipe.name, "bullet", text, helpful=0, harmful=0, supersedes=supersedes,
+            key=subject,
+        )  # fmt: skip
         self.put("add", unit.with_(id=target))
 
     def cap(self) -> None:
@@ -242,7 +277,7 @@ class AceRecipe:
             instruction=ctx.episode.instruction,
             actions=ctx.episode.actions,
             complaint=ctx.episode.complaint,
-            bullets=self.render(list(book.active.values())) or "(empty)",
+            bullets="\n".join(shown_line(u) for u in book.active.values()) or "(empty)",
         )
         data = ask(ctx, SCHEMA, load_prompt("system").template, prompt, update)
         if data is None:
@@ -270,6 +305,21 @@ class AceRecipe:
                     )
                 )
                 continue
+            if (
+                op == "modify"
+                and isinstance(proposal.get("id"), str)
+                and copied_name(proposal["id"])
+            ):
+                # a copied `<bullet id>`: the statement is still learned, as an add
+                update.refused.append(
+                    Refusal(
+                        op=op,
+                        what=str(proposal["id"])[:80],
+                        reason="a placeholder, not a bullet id: added instead",
+                    )
+                )
+                proposal = {k: v for k, v in proposal.items() if k != "id"}
+                op = "add"
             if op in ("modify", "retire"):
                 ident = proposal.get("id")
                 if not isinstance(ident, str) or ident not in book.active:
@@ -289,13 +339,16 @@ class AceRecipe:
             if named is None:
                 continue
             ids = [u.id for u in named if u.id in book.active]
+            subject = subject_of(proposal)
             if op == "modify":
                 ident = str(proposal["id"])
                 if normalize(book.active[ident].text) == normalize(text):
                     update.notes.append(f"modify {ident}: no change")
                     continue
                 ids = [ident, *(i for i in ids if i != ident)]
-            book.place(text.strip(), ids, "modified into" if op == "modify" else "replaced by")
+                subject = subject or book.active[ident].key
+            verb = "modified into" if op == "modify" else "replaced by"
+            book.place(text.strip(), ids, verb, subject)
         book.cap()
         update.ops = book.ops()
         return update

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from evolve._format._render import active_by_age as _active_by_age
 from evolve._io import sha256_hex
 from evolve._registry import Registry
-from evolve._text import fragment
+from evolve._text import fragment, is_placeholder
 from evolve.envs import ApiCall
 from evolve.llm import LLM, JsonSchema, Message, ReplyMalformed
 from evolve.memory import MemoryUnit, learned_key, learned_time
@@ -280,6 +280,10 @@ def named_units(
     out: list[MemoryUnit] = []
     for ref in raw:
         ref = ref.strip().strip("[]")
+        if copied_name(ref):  # the schema's own word, not a name: dropped, the entry kept
+            reason = f"'{field_name}' holds {ref[:40]!r}, a placeholder, not an id: ignored"
+            update.refused.append(Refusal(op=op, what=ref[:80], reason=reason))
+            continue
         ident = ref if ref in known else (keys or {}).get(ref)
         if ident is None or ident not in known:
             update.refused.append(
@@ -289,6 +293,12 @@ def named_units(
         if known[ident] not in out:
             out.append(known[ident])
     return out
+
+
+def copied_name(ref: str) -> bool:
+    """Whether a name in a reply is a copied placeholder (`<bullet id>`, `...`, `BULLET`) rather
+    than an id: ids are never in capitals (issue 22)."""
+    return is_placeholder(ref) or (ref.isupper() and ref.replace("_", "").isalpha())
 
 
 def load_prompt(name: str) -> Template:

@@ -1,7 +1,8 @@
 """`tepa`: precedents keyed by attribute (seed 000 §7).
 
 One active precedent per key; a new one revokes it (kept with `revoked_at` / `revoked_by`);
-writing an archived text again under its key re-activates it; only active precedents render.
+writing an archived text again under its key re-activates it, writing the active one again
+re-affirms it (it counts as learned now; issue 22); only active precedents render.
 A precedent may also name (`replaces`, by id or key) precedents under *other* keys that it
 supersedes, and `retire` revokes precedents with no successor: so a preference written once
 under an off-vocabulary key (`other.*`) is replaced when it changes, whatever the wording.
@@ -44,6 +45,7 @@ from evolve.updaters._base import (
     recipes,
     strict_fields,
 )
+from evolve.updaters._supersede import reaffirm
 from evolve.workspace import EvolveConfig, RecipeCaps
 
 VOCABULARY: tuple[str, ...] = (
@@ -278,7 +280,7 @@ class TepaRecipe:
                 (u for u in state.values() if u.key == key and u.status == "active"), None
             )
             if current is not None and normalize(current.text) == normalize(sentence):
-                update.notes.append(f"duplicate of active precedent {current.id} under {key}")
+                reaffirm(ctx, current, put, update, state.values())
                 continue
             twin = _twin(state.values(), key, sentence, named)
             if twin is not None and not _maps_onto(twin, key):

@@ -1,13 +1,16 @@
 """`topl`: the top L assertions of a pool, ranked by a Beta posterior (seed 000 §2, Q1).
 
 Each complaint line is induced into an assertion. Support raises `alpha` of the matching pool
-entry (or adds a new one at Beta(1, 1) plus this support). Both parameters move, and only in
-the counter sidecar (`count` ops), so an assertion's file changes only with its text or status.
+entry and re-affirms it (a `reaffirm` op: it counts as learned now, so it renders as the
+newest; issue 22), or adds a new one at Beta(1, 1) plus this support. The parameters move in
+the counter sidecar; an assertion's file changes with its text, status or `valid_from`.
 
 The prompt shows the pool with ids. An assertion may name (`replaces`) the entries it
 contradicts: each named entry's `beta` rises *and* it is revoked in favour of the newer one,
 so a contradicted assertion stops rendering once a newer one on the same subject exists,
-whatever the textual similarity. Safety net when the updater names nothing: an entry that is
+whatever the textual similarity, and so is an entry on the same `subject` (an assertion may
+give one, kept in the unit's `key`) that says something else. Safety net when the updater
+names nothing and gives no subject: an entry that is
 similar (trigram cosine >= 0.7) but disagrees (`conflicts`) gets `beta` + 1 and stays in the
 pool, where the posterior ranks it down. Support for a revoked entry's exact text brings it
 back (alpha + 1) and revokes what replaced it: the newest statement wins.
@@ -37,6 +40,13 @@ from evolve.updaters._base import (
     named_units,
     recipes,
 )
+from evolve.updaters._supersede import (
+    newest,
+    reaffirmed,
+    same_subject,
+    shown_line,
+    subject_of,
+)
 from evolve.workspace import EvolveConfig, RecipeCaps
 
 SCHEMA = JsonSchema(
@@ -54,6 +64,7 @@ SCHEMA = JsonSchema(
                             "properties": {
                                 "text": {"type": "string"},
                                 "replaces": {"type": "array", "items": {"type": "string"}},
+                                "subject": {"type": "string"},
                             },
                             "required": ["text"],
                         },
@@ -91,7 +102,7 @@ class TopLRecipe:
     def pool(self, units: Sequence[MemoryUnit]) -> str:
         """The pool as the updater sees it: every active entry, best first, with its id."""
         return "\n".join(
-            f"[{u.id}] {u.text} (alpha {u.alpha or 1.0:g}, beta {u.beta or 1.0:g})"
+            f"{shown_line(u)} (alpha {u.alpha or 1.0:g}, beta {u.beta or 1.0:g})"
             for u in self.ranked(units)
         )
 
@@ -122,7 +133,9 @@ class TopLRecipe:
 
         def put(op: str, unit: MemoryUnit) -> None:
             prev = changed.get(unit.id, ("count",))[0]
-            changed[unit.id] = (op if prev == "count" else prev, unit)
+            # A content op outranks a counter move; an add or a reactivation stays what it was.
+            keep = prev != "count" and not (prev == "reaffirm" and op in ("revoke", "evict"))
+            changed[unit.id] = (prev if keep else op, unit)
             if unit.status == "active":
                 pool[unit.id] = unit
                 archive.pop(unit.id, None)
@@ -149,6 +162,9 @@ class TopLRecipe:
             named = [
                 pool[u.id] for u in named if u.id in pool and normalize(u.text) != normalize(text)
             ]
+            # The entries on this assertion's subject that say something else: replaced too.
+            subject = subject_of(entry)
+            named += [u for u in same_subject(pool, subject, normalize(text)) if u not in named]
             support = next((u for u in pool.values() if normalize(u.text) == normalize(text)), None)
             back = next((u for u in archive.values() if normalize(u.text) == normalize(text)), None)
             if support is None and back is not None:
@@ -169,18 +185,20 @@ class TopLRecipe:
                     put("count", ctx.counted(u, beta=(u.beta or 1.0) + 1.0, alpha=u.alpha or 1.0))
                     update.notes.append(f"beta+1 for {u.id}: contradicted by {text[:50]!r}")
             if support is not None:
+                # Support re-affirms the entry: alpha + 1, and it counts as learned now.
                 support = pool[support.id]
-                put(
-                    "count",
-                    ctx.counted(
-                        support, alpha=(support.alpha or 1.0) + 1.0, beta=support.beta or 1.0
-                    ),
+                counted = ctx.counted(
+                    support, alpha=(support.alpha or 1.0) + 1.0, beta=support.beta or 1.0
                 )
+                if newest(support, pool.values()):  # already renders last: counters only
+                    put("count", counted)
+                else:
+                    put("reaffirm", reaffirmed(ctx, counted))
                 winner = support.id
             else:
                 unit = ctx.new_unit(
                     self.name, "assertion", text, alpha=2.0, beta=1.0,
-                    supersedes=named[0].id if named else None,
+                    supersedes=named[0].id if named else None, key=subject,
                 )  # fmt: skip
                 winner = unit.id
             for old in named:

@@ -10,7 +10,8 @@ check may name (`replaces`) the checks it supersedes and `retire` revokes checks
 successor, by the ids the prompt shows, whatever they say. Safety net when the updater names
 nothing: a new check on the same api, argument and predicate whose value cannot hold together
 with an active one (`equals` another value; `startswith`/`endswith` a value that is not a
-prefix/suffix of the other) revokes it.
+prefix/suffix of the other) revokes it. A check proposed again is re-affirmed (it counts as
+learned now, and the FIFO cap counts it as new; issue 22).
 
 A check's provenance (`complaint`) is the complaint line that produced it, found by what the
 line says about the check's app, argument, predicate and value (`source_line`), one line per
@@ -41,6 +42,7 @@ from evolve.updaters._base import (
     recipes,
     strict_fields,
 )
+from evolve.updaters._supersede import newest, reaffirmed
 from evolve.workspace import EvolveConfig, RecipeCaps
 
 PREDICATES = ("equals", "contains", "startswith", "endswith", "not_contains")
@@ -234,9 +236,11 @@ class TraceRecipe:
         shown = {u.id: u for u in active}
 
         def retire(victim: MemoryUnit, by: str | None, why: str) -> None:
-            if victim not in active:
+            current = next((u for u in active if u.id == victim.id), None)
+            if current is None:
                 return
-            active.remove(victim)
+            active.remove(current)
+            ops[:] = [op for op in ops if not (op.op == "reaffirm" and op.id == victim.id)]
             ops.append(Op(op="revoke", unit=ctx.revoked(victim, by=by)))
             update.notes.append(f"revoke {victim.id}: {why}")
 
@@ -273,11 +277,22 @@ class TraceRecipe:
                     )
                 )
                 continue
-            if any(
-                (u.api, u.argument, u.predicate, u.value) == (api, argument, predicate, value)
-                for u in active
-            ):
+            same = next(
+                (
+                    u
+                    for u in active
+                    if (u.api, u.argument, u.predicate, u.value)
+                    == (api, argument, predicate, value)
+                ),
+                None,
+            )
+            if same is not None:
                 update.notes.append(f"duplicate check {what}")
+                if not newest(same, active) and not any(op.id == same.id for op in ops):
+                    again = reaffirmed(ctx, same)
+                    active[active.index(same)] = again
+                    active.append(active.pop(active.index(again)))  # the FIFO cap counts it new
+                    ops.append(Op(op="reaffirm", unit=again))
                 continue
             if not named:  # the safety net, only when the updater names nothing
                 named = [u for u in active if exclusive(u, api, argument, predicate, value)]
@@ -307,6 +322,7 @@ class TraceRecipe:
             if any(op.unit.id == victim.id and op.op == "add" for op in ops):
                 ops = [op for op in ops if op.unit.id != victim.id]
             else:
+                ops = [op for op in ops if not (op.op == "reaffirm" and op.id == victim.id)]
                 victims.append(victim)
             update.notes.append(f"cap: evicted oldest check {victim.id} (FIFO)")
         return ops + evictions(victims, ops, f"FIFO cap of {self.cap}")

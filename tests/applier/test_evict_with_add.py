@@ -71,7 +71,7 @@ def _full(recipe: str, n: int, kind: str, **fields: Any) -> list[MemoryUnit]:
 
 
 TRACE_TEXT = sentence("venmo__send_payment", "visibility", "equals", "private")
-CASES = {
+CASES: dict[str, tuple[list[MemoryUnit], dict[str, Any], str]] = {
     # recipe: (units at its cap, the updater's reply, the new unit's text)
     "ace": (
         _full("ace", 12, "bullet", helpful=0, harmful=0),

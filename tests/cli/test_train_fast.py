@@ -14,8 +14,8 @@ import typing
 from pathlib import Path
 
 import pytest
-from tests.conftest import GitRunner
 
+from conftest import GitRunner
 from evolve.cli import _fast
 from evolve.cli._group import run as run_click
 from evolve.txn import WriteInterrupted, WriteKeyboardInterrupt

@@ -9,13 +9,13 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.factories import memory_unit
 
 import evolve.memory._files as files
 from evolve._format import _cache
 from evolve._format._cache import UNITS_CACHE
 from evolve.memory import MemoryUnit, UnitReader, dump_unit
 from evolve.workspace import Workspace
+from factories import memory_unit
 
 
 def _write(ws: Workspace, unit: MemoryUnit) -> Path:

@@ -10,6 +10,7 @@ import pytest
 
 from evolve.errors import ModelError
 from evolve.llm import JsonSchema, Message, MockLLM, ReplyMalformed, RequestFailed
+from evolve.ops import Refusal
 from evolve.skills import reflect
 from evolve.skills._evolver import ask_evolver
 from evolve.skills._select import Skill, SkillPicker
@@ -39,7 +40,7 @@ def test_reflection_logs_the_failed_step(error: type[ModelError]) -> None:
 
 @pytest.mark.parametrize("error", ERRORS)
 def test_the_evolver_logs_the_failed_step(error: type[ModelError]) -> None:
-    refused: list = []
+    refused: list[Refusal] = []
     assert ask_evolver(_failing(error), [], [], {}, ShelfCaps(), 1, refused) is None
     assert len(refused) == 1 and "not used" in refused[0].reason
 

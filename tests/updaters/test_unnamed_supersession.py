@@ -29,10 +29,11 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_drift.py"
 
 def _unit(uid: str, recipe: str, text: str, episode: int, **fields: Any) -> MemoryUnit:
     kind = {"ace": "bullet", "topl": "assertion", "tepa": "precedent", "trace": "check"}[recipe]
-    counters: dict[str, Any] = {
+    by_recipe: dict[str, dict[str, Any]] = {
         "ace": {"helpful": 0, "harmful": 0},
         "topl": {"alpha": 2.0, "beta": 1.0},
-    }.get(recipe, {})
+    }
+    counters: dict[str, Any] = by_recipe.get(recipe, {})
     return MemoryUnit.model_validate(
         {
             "id": uid,

@@ -178,12 +178,14 @@ def test_a_change_to_the_code_that_writes_entries_misses_the_log_cache(
     _same(capsys)
     cache = ws.store.git_dir / "evolve-log.cache"
     before = _logcache._stamp()
-    assert cache.read_text(encoding="utf-8").split(" ", 2)[1] == before
+    head = cache.read_text(encoding="utf-8").split("\n", 1)[0].split(" ")[2]
+    sealed = _logcache._sealed(head)
+    assert cache.read_text(encoding="utf-8").split(" ", 2)[1] == sealed
     assert _logcache.tip(Repo.find(str(ws.root))) is not None  # served from the file
     views = next(p for p in _cache._FINGERPRINTS if p.endswith("_views.py"))
     mtime, size, digest = _cache._FINGERPRINTS[views]
     monkeypatch.setitem(_cache._FINGERPRINTS, views, (mtime, size, b"another source"))
-    assert _logcache._stamp() != before
+    assert _logcache._stamp() != before and _logcache._sealed(head) != sealed
     assert _logcache.tip(Repo.find(str(ws.root))) is None  # the file is of other code: not used
     _same(capsys)  # and a full log rewrites it for this code
-    assert cache.read_text(encoding="utf-8").split(" ", 2)[1] == _logcache._stamp()
+    assert cache.read_text(encoding="utf-8").split(" ", 2)[1] == _logcache._sealed(head)

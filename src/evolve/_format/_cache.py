@@ -19,6 +19,12 @@ the parse nor the import of pydantic and PyYAML again. Every such file is a :cla
 Checking the code version on a hit costs one `stat` per recorded module; a module whose stat
 moved is hashed again, so a `touch` or a checkout that rewrote the same bytes keeps the
 entries. Values are what `marshal` can hold (the standard library's fastest loader).
+
+A `.git/` folder can come from someone else (a copied workspace, an archive), and `marshal`
+is not safe on crafted bytes. So every file is **sealed**: an HMAC of its bytes under a key of
+this user's (`cache-key` in evolve's cache folder outside git, made on first use, mode 0600),
+checked before anything in it is loaded. A file sealed elsewhere, or not sealed, is a miss
+(`seal`, `unseal`; the log cache seals its header the same way).
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-FORMAT = 1
+FORMAT = 2  # 2: sealed (`seal`)
+_SEAL = b"evolve-sealed-1\n"
 # The caches in `.git/` (besides `evolve-log.cache`, `evolve.quick._logcache`'s stream of
 # `evolve log --json` lines), and what produces their entries.
 UNITS_CACHE = "evolve-units.cache"  # unit files read before (`quick._read`, `memory._files`)
@@ -114,6 +121,87 @@ def unchanged(stamp: object) -> bool:
     return True
 
 
+_KEY: list[bytes | None] = []  # this process's: [the key] once read (None: no key to be had)
+
+
+def _key_dir() -> str:
+    """Evolve's cache folder outside git (as `evolve.llm._paths.cache_root`)."""
+    explicit = os.environ.get("EVOLVE_CACHE_DIR")
+    if explicit:
+        return os.path.expanduser(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = os.path.expanduser(xdg) if xdg else os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "evolve")
+
+
+def local_key() -> bytes | None:
+    """This user's key for sealing caches (32 random bytes in `<cache folder>/cache-key`,
+    made once, atomically, readable by this user only); None when it cannot be had (no home,
+    a read-only one): then nothing is cached."""
+    if _KEY:
+        return _KEY[0]
+    folder = _key_dir()
+    path = os.path.join(folder, "cache-key")
+    key: bytes | None = None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        fd = -1
+    except OSError:
+        fd = -2
+    if fd == -1:  # made here: written aside, then linked into place (never half a key)
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+                f.write(os.urandom(32))
+            try:
+                os.link(tmp, path)  # FileExistsError: another process made it first
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(tmp)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            fd = -2
+    if fd >= 0:
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(64)
+        key = data if len(data) == 32 else None
+    _KEY.append(key)
+    return key
+
+
+def _mac(key: bytes, data: bytes) -> bytes:
+    import hmac
+
+    return hmac.new(key, data, "sha256").digest()
+
+
+def sign(data: bytes) -> bytes | None:
+    """This user's HMAC of `data`; None when there is no key."""
+    key = local_key()
+    return None if key is None else _mac(key, data)
+
+
+def seal(data: bytes) -> bytes | None:
+    """`data` with this user's seal in front; None when there is no key."""
+    key = local_key()
+    return None if key is None else _SEAL + _mac(key, data) + data
+
+
+def unseal(sealed: bytes) -> bytes | None:
+    """The bytes `seal` sealed, when this user's key sealed them; else None."""
+    key = local_key()
+    n = len(_SEAL)
+    if key is None or not sealed.startswith(_SEAL) or len(sealed) < n + 32:
+        return None
+    import hmac
+
+    mac, data = sealed[n : n + 32], sealed[n + 32 :]
+    return data if hmac.compare_digest(mac, _mac(key, data)) else None
+
+
 class DiskCache:
     """The file at `path`: entries `key -> value`, valid for the code that wrote them (see
     the module docstring). `path` None: no file, every lookup misses.
@@ -148,7 +236,10 @@ class DiskCache:
 
         try:
             with os.fdopen(open_own(self.path), "rb") as f:
-                data = marshal.loads(f.read())
+                payload = unseal(f.read())
+            if payload is None:  # sealed by someone else, or not at all: never unmarshalled
+                return {}
+            data = marshal.loads(payload)
         except (OSError, EOFError, ValueError, TypeError):
             return {}
         if (
@@ -189,8 +280,11 @@ class DiskCache:
         self._stamp = stamp
         tmp = f"{self.path}.{os.getpid()}.tmp"
         try:
+            sealed = seal(marshal.dumps(((FORMAT, sys.version_info[:2]), stamp, entries)))
+            if sealed is None:  # no key to seal with: nothing is remembered
+                return
             with os.fdopen(open_own(tmp, write=True), "wb") as f:
-                f.write(marshal.dumps(((FORMAT, sys.version_info[:2]), stamp, entries)))
+                f.write(sealed)
             os.replace(tmp, self.path)
         except (OSError, ValueError):  # ValueError: a value marshal cannot hold
             try:  # noqa: SIM105 - contextlib costs start-up here

@@ -61,6 +61,16 @@ def _stamp() -> str:
     return h.hexdigest()
 
 
+def _sealed(head: str) -> str | None:
+    """The header's word for `head`: the code stamp and `head` under this user's seal
+    (`evolve._format._cache.seal`), so a cache file written elsewhere (a `.git/` from someone
+    else) is never read; None when there is no key (then no cache)."""
+    from evolve._format._cache import sign
+
+    mac = sign(f"{_stamp()} {head}".encode())
+    return None if mac is None else mac.hex()
+
+
 def _replaced(repo: Repo) -> bool:
     """Whether git may show a commit with other parents than it has (replace refs, grafts,
     a shallow clone): then what a commit id shows can change, and the cache is not used."""
@@ -92,7 +102,7 @@ def _open(repo: Repo) -> tuple[str, IO[str]] | None:
     except (OSError, ValueError):
         f.close()
         return None
-    if len(header) != 3 or header[0] != _MAGIC or header[1] != _stamp():
+    if len(header) != 3 or header[0] != _MAGIC or header[1] != _sealed(header[2].rstrip("\n")):
         f.close()
         return None
     return header[2].rstrip("\n"), f
@@ -111,10 +121,14 @@ class _Writer:
     def __init__(self, repo: Repo, head: str) -> None:
         self.path = os.path.join(repo.git_dir, LOG_CACHE)
         self.tmp = f"{self.path}.{os.getpid()}.tmp"
+        self.f: IO[str] | None = None
+        word = _sealed(head)
+        if word is None:  # no key to seal with: no cache
+            return
         try:
             fd = open_own(self.tmp, write=True)  # a planted link is never written through
-            self.f: IO[str] | None = os.fdopen(fd, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
-            self.f.write(f"{_MAGIC} {_stamp()} {head}\n")
+            self.f = os.fdopen(fd, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
+            self.f.write(f"{_MAGIC} {word} {head}\n")
         except OSError:
             self.f = None
 

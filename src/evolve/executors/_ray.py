@@ -236,12 +236,43 @@ def _tear_down(ray: Any, temp: str | None) -> None:
         finally:
             if temp:
                 _stop(started + _ray_processes(temp))
-                shutil.rmtree(temp, ignore_errors=True)
+                _remove(temp)
+
+
+def _remove(temp: str) -> None:
+    """Remove the session folder, again while a process still writes into it (one that left
+    this process's tree, reparented, naming the folder on its command line: stopped too)."""
+    import time
+
+    deadline = time.monotonic() + REMOVE_WAIT_S
+    while True:
+        shutil.rmtree(temp, ignore_errors=True)
+        if not os.path.exists(temp) or time.monotonic() > deadline:
+            return
+        _stop(_naming(temp))
+        time.sleep(0.1)
+
+
+def _naming(temp: str) -> list[tuple[int, int]]:
+    """Every process whose command line names `temp` (a unique folder of this session)."""
+    found = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            line = open(f"/proc/{entry}/cmdline", "rb").read()  # noqa: SIM115
+        except OSError:
+            continue
+        stat = _proc_stat(int(entry))
+        if stat is not None and temp.encode() in line:
+            found.append((int(entry), stat[1]))
+    return found
 
 
 # --- the processes of a local cluster --------------------------------------------------------
 
 STOP_WAIT_S = 3.0
+REMOVE_WAIT_S = 10.0
 
 
 def _proc_stat(pid: int) -> tuple[int, int] | None:

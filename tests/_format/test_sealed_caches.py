@@ -41,9 +41,14 @@ def test_a_planted_cache_file_is_never_unmarshalled(
     stamp = _cache.code_version()
     forged = marshal.dumps(((_cache.FORMAT, sys.version_info[:2]), stamp, {"key": "forged"}))
     path.write_bytes(forged)
-    loads = []
+    loads: list[bytes] = []
     real = marshal.loads
-    monkeypatch.setattr(marshal, "loads", lambda data: loads.append(data) or real(data))
+
+    def spy(data: bytes) -> object:
+        loads.append(data)
+        return real(data)
+
+    monkeypatch.setattr(marshal, "loads", spy)
     assert DiskCache(str(path)).get("key") is None and loads == []
     # ... nor sealed by another user's key.
     monkeypatch.setattr(_cache, "_KEY", [os.urandom(32)])

@@ -21,9 +21,13 @@ from evolve.agent._prompt import (
     task_message,
     without_sections,
 )
+from evolve.agent._seam import Agent, AgentRequest, ModelAgent
 
 __all__ = [
     "ACTION_SCHEMA",
+    "Agent",
+    "AgentRequest",
+    "ModelAgent",
     "ERROR_PREFIX",
     "MEMORY_HEADER",
     "RESULT_PREFIX",

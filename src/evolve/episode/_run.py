@@ -8,7 +8,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from evolve._text import printable
-from evolve.agent import PromptFile, Trace, Turn, build_system_prompt, run_agent, task_message
+from evolve.agent import (
+    Agent,
+    AgentRequest,
+    ModelAgent,
+    PromptFile,
+    Trace,
+    Turn,
+    build_system_prompt,
+    task_message,
+)
 from evolve.envs import ApiCall, Environment, Judgement, Task, Violation
 from evolve.episode._records import CallRecord, EpisodeRecord, TurnRecord
 from evolve.llm import LLM
@@ -37,6 +46,8 @@ class EpisodeSetup:
     redactor: Redactor = field(default=DEFAULT_REDACTOR)
     # Skills (issue 13): picks each task's `<skills>` section; None: no skills section.
     skills: SkillPicker | None = None
+    # Who plays the episode (agent/_seam.py); None: evolve's own agent over the run's model.
+    agent: Agent | None = None
 
 
 @dataclass(frozen=True)
@@ -179,15 +190,25 @@ def _attempt(
         stats=stats,
         skills=picked.section if picked is not None else "",
     )
-    trace = run_agent(
-        llm,
-        world,
-        system_prompt=system,
+    sections = {
+        "prompt_files": "\n\n".join(f.text.strip() for f in setup.prompt_files if f.text.strip()),
+        "api_docs": env.api_docs(),
+        "memory": memory,
+        "skills": picked.section if picked is not None else "",
+        "stats": "\n".join(stats),
+    }
+    request = AgentRequest(
+        task_id=task.id,
+        instruction=task.instruction,
         task_message=task_message(task.instruction, str(task.params.get("date", "")) or None),
-        tools=env.tools(),
+        system_prompt=system,
+        tools=tuple(env.tools()),
         max_turns=setup.max_turns,
         seed=seed,
+        sections=sections,
     )
+    agent = setup.agent if setup.agent is not None else ModelAgent(llm)
+    trace = agent.run(request, world)
     judgement = env.judge(task, setup.persona, world, history, episode)
     # Redacted here, once: nothing after this line sees a secret (see EpisodeResult).
     live = trace.calls
@@ -203,7 +224,7 @@ def _attempt(
         seed=seed,
         episode=episode,
         attempt=attempt,
-        model=llm.name,
+        model=agent.name,
         turns=turns,
         hit_turn_limit=trace.hit_turn_limit,
         final_state=_final_state(world),

@@ -148,6 +148,24 @@ def render_memory(units: Iterable[U], scope: str, renderers: Mapping[str, Render
     return render_cut("\n".join(b.strip() for b in blocks if b.strip()), RENDER_CHARS)
 
 
+def unseen(units: Iterable[UnitLike], scope: str, recipes: Iterable[str]) -> dict[str, int]:
+    """Active units of `scope` (and global) that `render_memory` leaves out because their
+    recipe is not among `recipes` (the rendered ones): how many per recipe. Hand notes and
+    skills are always shown, so they never count."""
+    shown = set(recipes) | {HAND}
+    counts: dict[str, int] = {}
+    for u in units:
+        if (
+            u.status == "active"
+            and u.scope in (scope, GLOBAL_SCOPE)
+            and u.text.strip()
+            and getattr(u, "shelf", None) is None
+            and u.recipe not in shown
+        ):
+            counts[u.recipe] = counts.get(u.recipe, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 # --- the recipes' renderers (evolve.updaters' recipes call these: one definition) ----------
 
 

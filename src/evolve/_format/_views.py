@@ -210,6 +210,18 @@ def unit_counters(
     return out
 
 
+def hand_provenance(entries: Sequence[tuple[ShownCommit, list[str], str, Any]]) -> str:
+    """Where a hand-written note comes from: the commits that added and last changed its
+    file (`entries`, newest first), or that it is not committed yet."""
+    if not entries:
+        return "written by hand; not committed yet (only in the working tree)"
+    first, last = entries[-1][0], entries[0][0]
+    text = f"written by hand; added {first.time} in {first.sha[:10]}"
+    if last.sha != first.sha:
+        text += f", last changed {last.time} in {last.sha[:10]}"
+    return text
+
+
 def show_json(
     unit_id: str,
     path: str,
@@ -220,11 +232,15 @@ def show_json(
 ) -> dict[str, Any]:
     """`evolve show --json`: the unit as its fields (by their names in the file), why it
     cannot be read if it cannot, its counters now, and every commit that touched its file or
-    its sidecar entry (`touched`), with the file's diff and the entry's change."""
+    its sidecar entry (`touched`), with the file's diff and the entry's change. A
+    hand-written note adds `provenance`: the commits that added and last changed it."""
+    entries = list(entries)
+    hand = unit is not None and unit.get("recipe") == "hand"
     return {
         "id": unit_id,
         "path": path,
         "unit": unit,
+        **({"provenance": _hand_json(entries)} if hand else {}),
         "problem": problem,
         "counters": dict(counters or {}),
         "commits": [
@@ -245,6 +261,17 @@ def show_json(
     }
 
 
+def _hand_json(entries: Sequence[tuple[ShownCommit, list[str], str, Any]]) -> dict[str, Any]:
+    if not entries:
+        return {"written_by": "hand", "added": None, "last_changed": None}
+    first, last = entries[-1][0], entries[0][0]
+    return {
+        "written_by": "hand",
+        "added": {"commit": first.sha, "time": first.time},
+        "last_changed": {"commit": last.sha, "time": last.time},
+    }
+
+
 def show_text(
     unit_id: str,
     path: str,
@@ -257,6 +284,7 @@ def show_text(
     """`evolve show`: the unit (or why it cannot be read, or that it is gone), its counters
     and where it came from, then each commit that touched its file or its sidecar entry."""
     u = unit
+    entries = list(entries)
     unit_id, path = clean_text(unit_id), clean_text(path)
     if problem is not None:
         lines = [
@@ -271,17 +299,20 @@ def show_text(
             f"{style(clean_text(u.id), bold=True)} {clean_text(head)}  ({path})",
             f"  {clean_text(u.text)}",
         ]
-        held = f"held from {u.valid_from or '?'}" + (
-            f" to {u.valid_to}"
-            if u.valid_to
-            else " (retired, undated)"  # retired before retiring recorded `valid_to`
-            if u.status == "retired"
-            else " (still holds)"
-        )
-        lines.append(
-            f"  {clean_text(held)}; created at episode {u.created_episode}, "
-            f"updated at episode {u.updated_episode}"
-        )
+        if u.recipe == "hand":  # a person's file: no learner's validity or episodes
+            lines.append(f"  {clean_text(hand_provenance(entries))}")
+        else:
+            held = f"held from {u.valid_from or '?'}" + (
+                f" to {u.valid_to}"
+                if u.valid_to
+                else " (retired, undated)"  # retired before retiring recorded `valid_to`
+                if u.status == "retired"
+                else " (still holds)"
+            )
+            lines.append(
+                f"  {clean_text(held)}; created at episode {u.created_episode}, "
+                f"updated at episode {u.updated_episode}"
+            )
         if u.status == "tombstoned":
             reverted = clean_text((u.reverted_commit or "-")[:10])
             lines.append(f"  tombstone: {clean_text(u.reason or '')} (reverted commit {reverted})")
@@ -325,6 +356,20 @@ def memory_notes(inject: str, differs: bool, uncommitted: Sequence[str]) -> list
             "`evolve run` and `evolve train` use it; commit it, or see HEAD with --as-of HEAD."
         )
     return notes
+
+
+def unseen_note(counts: Mapping[str, int], rendered: Sequence[str]) -> str | None:
+    """The note `evolve memory` and `evolve run` write on stderr when memory holds active
+    units of recipes the agent is not shown (`_render.unseen`), with the line that fixes it."""
+    if not counts:
+        return None
+    held = ", ".join(f"{n} of {recipe}" for recipe, n in counts.items())
+    names = ", ".join([*rendered, *counts])
+    return (
+        f"note: memory holds active units the agent does not see ({held}): this workspace "
+        f"renders {', '.join(rendered)} only; to show them, set `render: {{recipes: [{names}]}}` "
+        "in evolve.yaml."
+    )
 
 
 def secret_notes(paths: Sequence[str]) -> list[str]:

@@ -63,7 +63,13 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version=__version__, prog_name="evolve")
-def cli() -> None:
+@click.option(
+    "-C",
+    "directory",
+    metavar="DIR",
+    help="Run as if evolve was started in DIR (before the command, as git -C; repeatable).",
+)
+def cli(directory: str | None) -> None:
     """evolve: agents that learn from their users safely.
 
     Memory and prompts are files in a git workspace; every training episode that changes

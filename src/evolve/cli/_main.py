@@ -8,6 +8,8 @@ loading click; the reading commands (`log`, `show`, `memory`) and `run --json` a
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 
 from evolve import __version__
@@ -18,8 +20,32 @@ if TYPE_CHECKING:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (tests call this directly)."""
+    """Run the CLI; returns the exit status (tests call this directly).
+
+    `-C DIR` before the command (repeatable, each relative to the one before, as git's) runs
+    it as if evolve was started in DIR; the caller's folder is restored afterwards.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
+    start = os.getcwd()
+    try:
+        while args and (args[0] == "-C" or (args[0].startswith("-C") and len(args[0]) > 2)):
+            folder = args[0][2:] if len(args[0]) > 2 else (args[1] if len(args) > 1 else None)
+            args = args[1:] if len(args[0]) > 2 else args[2:]
+            if not folder:
+                print("error: -C needs a folder: evolve -C DIR COMMAND ...", file=sys.stderr)
+                return 2
+            try:
+                os.chdir(folder)
+            except OSError as exc:
+                print(f"error: -C {folder}: {exc.strerror or exc}.", file=sys.stderr)
+                return 2
+        return _main(args)
+    finally:
+        with contextlib.suppress(OSError):
+            os.chdir(start)
+
+
+def _main(args: list[str]) -> int:
     if args == ["--version"]:
         print(f"evolve, version {__version__}")
         return 0

@@ -25,6 +25,7 @@ from evolve._format._views import (
     memory_text,
     secret_notes,
     show_text,
+    unseen_note,
 )
 from evolve.cli._common import (
     emit_json,
@@ -204,6 +205,8 @@ def memory_cmd(
     secrets = Redactor.from_config(ws.config.redact).values  # shown as the agent receives it
     if as_of is not None:
         commit, text = memory_as_of(ws.store, as_of, chosen)
+        if not text.strip():
+            _check_scope(ws, chosen)
         text = hide_values(text, secrets)
         if as_json:
             emit_json(memory_json(commit, chosen, text))
@@ -212,11 +215,14 @@ def memory_cmd(
             _say(line)
         return
     now = memory_in_worktree(ws, chosen)
+    if not now.text.strip():
+        _check_scope(ws, chosen)
     text = hide_values(now.text, secrets)
     flagged = secret_files(str(ws.root), secrets)
     differs = now.differs_from_head and not writer_busy(ws)  # else open_workspace named it
     notes = memory_notes(ws.config.memory.inject, differs, now.uncommitted)
-    for note in notes + secret_notes(flagged):
+    hidden = unseen_note(now.unseen, ws.config.rendered_recipes())
+    for note in notes + ([hidden] if hidden else []) + secret_notes(flagged):
         click.echo(note, err=True)
     if as_json:
         emit_json(
@@ -225,3 +231,34 @@ def memory_cmd(
         return
     for line in memory_text(now.head, chosen, text, click.style, now.differs_from_head):
         _say(line)
+
+
+def _check_scope(ws: Any, scope: str) -> None:
+    """Refuse a scope whose memory is empty because no one by that name exists here: not the
+    workspace's persona, not one its environment knows, and no folder under memory/.
+
+    Raises:
+        EvolveError: for `user:skills` (skills have their own command) or an unknown persona.
+    """
+    from evolve._format._units import GLOBAL_SCOPE, SKILLS_FOLDER
+    from evolve.errors import UnknownName
+    from evolve.evaluate._run import open_env
+
+    if scope == GLOBAL_SCOPE or scope == f"user:{ws.config.persona}":
+        return
+    name = scope.removeprefix("user:")
+    if name == SKILLS_FOLDER:
+        raise EvolveError(
+            "memory/skills/ holds skills, not a persona's memory; `evolve skills` lists them."
+        )
+    known = {ws.config.persona}
+    folder = ws.root / "memory"
+    if folder.is_dir():
+        known |= {p.name for p in folder.iterdir() if p.is_dir() and p.name != SKILLS_FOLDER}
+    personas = getattr(open_env(ws), "personas", None)
+    if callable(personas):
+        known |= set(personas())
+    if name not in known:
+        raise UnknownName(
+            f"unknown persona {name!r}; this workspace knows {', '.join(sorted(known))}."
+        )

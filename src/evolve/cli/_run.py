@@ -116,6 +116,7 @@ def run_cmd(
             "scores the working tree, not HEAD. Commit them to make the result reproducible.",
             err=True,
         )
+    _say_unseen(ws, persona, inject)
     with progress_bar(f"{split}", enabled=True) as progress:
         report = run_split(
             ws,
@@ -132,3 +133,19 @@ def run_cmd(
         emit_json({**report.to_json(), "uncommitted": dirty})
     else:
         print_report(report)
+
+
+def _say_unseen(ws: Any, persona: str | None, inject: Any) -> None:
+    """A note on stderr when memory holds active units the agent is not shown (their recipe
+    is not rendered): a run that scores 0 after training another recipe says why."""
+    if (inject or ws.config.memory.inject) != "recipe":
+        return
+    from evolve._format._render import unseen
+    from evolve._format._views import unseen_note
+    from evolve.memory import load_units, scope_for
+
+    rendered = ws.config.rendered_recipes()
+    counts = unseen(load_units(ws.root), scope_for(persona or ws.config.persona), rendered)
+    note = unseen_note(counts, rendered)
+    if note:
+        click.echo(note, err=True)

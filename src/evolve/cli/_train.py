@@ -40,6 +40,12 @@ from evolve.cli._trainer import run_train
     default=None,
     help="Write new and changed units as pending, for `evolve review`.",
 )
+@click.option(
+    "--unrendered",
+    is_flag=True,
+    help="Train --recipe even though the workspace does not render it (render.recipes): the "
+    "agent will not see what it learns until evolve.yaml renders it.",
+)
 @click.option("--seed", type=int, help="Stream seed (default: train.seed).")
 @click.option("--persona", help="Whose preferences to learn (default: persona in evolve.yaml).")
 @model_options
@@ -51,6 +57,7 @@ def train_cmd(
     episodes: int | None,
     feedback: Any,
     review: bool | None,
+    unrendered: bool,
     seed: int | None,
     persona: str | None,
     as_json: bool,
@@ -64,4 +71,5 @@ def train_cmd(
     run_train(
         models.apply(open_workspace(workspace)), recipe=recipe, episodes=episodes,
         feedback=feedback, review=review, seed=seed, persona=persona, as_json=as_json,
+        unrendered=unrendered,
     )  # fmt: skip

@@ -13,6 +13,22 @@ if TYPE_CHECKING:
     from evolve.workspace import Workspace
 
 
+def check_rendered(ws: Workspace, recipe: str) -> None:
+    """Refuse to train `recipe` in a workspace whose agent does not see its units."""
+    config = ws.config
+    rendered = config.rendered_recipes()
+    if recipe in rendered or (recipe == "skills" and config.skills.enabled):
+        return
+    from evolve.errors import EvolveError
+
+    shown = ", ".join(rendered)
+    raise EvolveError(
+        f"this workspace renders {shown} (evolve.yaml render.recipes, default train.recipe), so "
+        f"the agent would never see what {recipe} learns; set `render: {{recipes: [{shown}, "
+        f"{recipe}]}}` in evolve.yaml first, or pass --unrendered to train it anyway."
+    )
+
+
 def run_train(
     ws: Workspace,
     *,
@@ -23,8 +39,16 @@ def run_train(
     seed: int | None,
     persona: str | None,
     as_json: bool,
+    unrendered: bool = False,
 ) -> None:
-    """Train `ws` (opened, with the command line's models applied) and print the report."""
+    """Train `ws` (opened, with the command line's models applied) and print the report.
+
+    Raises:
+        EvolveError: `recipe` is one the workspace does not render and `unrendered` is not
+            set (nothing is written): the agent would never see what it learns.
+    """
+    if recipe is not None and not unrendered:
+        check_rendered(ws, recipe)
     with progress_bar("training") as progress:
         report = train(
             ws, recipe=recipe, episodes=episodes, feedback=feedback, seed=seed, review=review,

@@ -211,9 +211,10 @@ RACY_NS = 2_000_000_000  # as evolve.quick._read: a file this recent is never re
 def _remembered(value: object) -> bool:
     return (
         isinstance(value, tuple)
-        and len(value) == 2
+        and len(value) == 3
         and isinstance(value[0], str)
         and isinstance(value[1], bool)
+        and isinstance(value[2], bool)
     )
 
 
@@ -241,8 +242,10 @@ def _memory(
     if isinstance(known, tuple):
         if known[1]:
             raise Unhandled("an enforcing recipe's units: the verifier retries attempts")
+        if known[2]:
+            raise Unhandled("units the agent does not see: the full command says so")
         return str(known[0])
-    from evolve._format._render import render_memory
+    from evolve._format._render import render_memory, unseen
     from evolve.quick._read import load_worktree
     from evolve.quick._render import renderers_for
 
@@ -253,10 +256,13 @@ def _memory(
         for u in units
     )
     text = "" if enforced else render_memory(units, scope, renderers_for(rendered))
+    hidden = bool(unseen(units, scope, rendered))
     if not racy and _memory_key(repo.root, scope, rendered) == (key, racy):
-        cache.put(key, (text, enforced))
+        cache.put(key, (text, enforced, hidden))
     if enforced:
         raise Unhandled("an enforcing recipe's units: the verifier retries attempts")
+    if hidden:
+        raise Unhandled("units the agent does not see: the full command says so")
     return text
 
 

@@ -61,6 +61,8 @@ class WorkingMemory:
     head: str | None
     head_text: str
     uncommitted: list[str] = field(default_factory=list)
+    # Active units of recipes the agent is not shown, per recipe (`_format._render.unseen`).
+    unseen: dict[str, int] = field(default_factory=dict)
 
     @property
     def differs_from_head(self) -> bool:
@@ -88,7 +90,8 @@ def memory_in_worktree(ws: Workspace, scope: str) -> WorkingMemory:
     )  # fmt: skip
     try:
         recipes = ws.config.rendered_recipes()
-        text = render_for(load_units(ws.root), scope, recipes)
+        units = load_units(ws.root)
+        text = render_for(units, scope, recipes)
         head = ws.store.head()
     except BaseException:
         with contextlib.suppress(EvolveError):
@@ -101,4 +104,6 @@ def memory_in_worktree(ws: Workspace, scope: str) -> WorkingMemory:
         head_text = render_for(load_units_at(ws.store, head), scope, recipes)
     else:
         head_text = text
-    return WorkingMemory(scope, text, head, head_text, dirty)
+    from evolve._format._render import unseen
+
+    return WorkingMemory(scope, text, head, head_text, dirty, unseen(units, scope, recipes))

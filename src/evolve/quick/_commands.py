@@ -26,6 +26,7 @@ from evolve._format._views import (
     show_text,
     sidecar_path,
     unit_counters,
+    unseen_note,
 )
 from evolve.quick._git import CONFIG_NAME, Repo, Unhandled
 
@@ -347,7 +348,7 @@ def _resolve(repo: Repo, rev: str) -> str:
 def run_memory(
     repo: Repo, as_of: str | None, scope: str | None, persona: str | None, as_json: bool
 ) -> Output:
-    from evolve._format._render import render_memory
+    from evolve._format._render import render_memory, unseen
     from evolve._format._units import valid_scope
     from evolve.quick._read import config_summary, load_at, load_worktree
     from evolve.quick._render import renderers_for
@@ -377,6 +378,8 @@ def run_memory(
         size = int(header.split()[2])
         _, _, recipes_then, listed_then, _ = config_summary(repo, rest[:size])
         text = render_memory(load_at(repo, commit), chosen, renderers_for(recipes_then))
+        if not text.strip() and chosen not in ("global", f"user:{cfg_persona}"):
+            raise Unhandled("an empty scope: the full command checks the name")
         text = hide_values(text, secret_values((*listed, *listed_then), named))
         if as_json:
             return [(sys.stdout, emit_json(memory_json(commit, chosen, text)))]
@@ -388,7 +391,10 @@ def run_memory(
         "--no-renames", "--", "memory",
     )  # fmt: skip
     try:
-        text = render_memory(load_worktree(repo.root, repo.git_dir), chosen, renderers)
+        units = load_worktree(repo.root, repo.git_dir)
+        text = render_memory(units, chosen, renderers)
+        if not text.strip() and chosen not in ("global", f"user:{cfg_persona}"):
+            raise Unhandled("an empty scope: the full command checks the name")
         head = repo.head()
         dirty, ignored = _status_paths(status.wait())
     finally:
@@ -402,7 +408,10 @@ def run_memory(
     differs = text != head_text
     text = hide_values(text, secrets)
     flagged = secret_files(repo.root, secrets)
-    for note in memory_notes(inject, differs, dirty) + secret_notes(flagged):
+    hidden = unseen_note(unseen(units, chosen, recipes), recipes)
+    for note in (
+        memory_notes(inject, differs, dirty) + ([hidden] if hidden else []) + secret_notes(flagged)
+    ):
         err.say(note)
     if as_json:
         doc = memory_json(head, chosen, text, differs, dirty, flagged)

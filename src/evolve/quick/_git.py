@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import select
 
+from evolve._checkout import source_checkout
 from evolve._format import Unhandled as Unhandled  # re-exported: the fast path raises it
 
 CONFIG_NAME = "evolve.yaml"  # as evolve.workspace._paths
@@ -45,6 +46,8 @@ class Repo:
             if parent == folder:
                 raise Unhandled("no workspace")
             folder = parent
+        if source_checkout(folder):
+            raise Unhandled("evolve's own source checkout")
         dot = os.path.join(folder, ".git")
         if os.path.isdir(dot):
             git_dir = dot

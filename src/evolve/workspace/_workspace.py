@@ -6,6 +6,7 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from evolve._checkout import SOURCE_CHECKOUT, source_checkout
 from evolve.errors import NotAWorkspace, PathRefused
 from evolve.store import GitStore
 from evolve.workspace._paths import CONFIG_NAME, is_under, normalize_relpath, resolve
@@ -55,6 +56,8 @@ class Workspace:
         self, root: Path, config: EvolveConfig | None = None, *, read_config: bool = True
     ) -> None:
         self.root = root.resolve()
+        if source_checkout(self.root):
+            raise NotAWorkspace(SOURCE_CHECKOUT.format(root=self.root))
         if config is not None:
             self.config = config
         elif read_config:

@@ -187,7 +187,9 @@ def test_a_procedures_file_that_is_not_a_list_is_refused_not_ignored(tmp_path: P
 @pytest.fixture
 def trained(ws: Workspace, capsys: pytest.CaptureFixture[str]) -> Workspace:
     """A workspace where the skills recipe has written its records (strata, staging)."""
-    code, _, err = run_cli(capsys, "train", "--recipe", "skills", "--episodes", "12")
+    code, _, err = run_cli(
+        capsys, "train", "--recipe", "skills", "--unrendered", "--episodes", "12"
+    )
     assert code == 0, err
     assert (ws.root / STRATA_PATH).is_file() and (ws.root / STAGING_PATH).is_file()
     return ws
@@ -235,7 +237,9 @@ def test_train_refuses_a_staging_area_with_a_shape_twice(
     trained: Workspace, run_git: GitRunner, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _hand_edit(trained, run_git, STAGING_PATH, _twice_first_key)
-    line = _refused(trained, run_git, capsys, "train", "--recipe", "skills", "--episodes", "16")
+    line = _refused(
+        trained, run_git, capsys, "train", "--recipe", "skills", "--unrendered", "--episodes", "16"
+    )
     assert f"{STAGING_PATH} gives the key" in line and "twice (lines 1 and" in line
 
 
@@ -245,7 +249,9 @@ def test_train_refuses_a_failed_tasks_record_that_is_a_mapping_with_a_key_twice(
     (trained.root / FAILED_PATH).write_text("t1: a\nt1: b\n", encoding="utf-8")
     run_git(trained.root, "add", "-A")
     run_git(trained.root, "commit", "-qm", "hand edit")
-    line = _refused(trained, run_git, capsys, "train", "--recipe", "skills", "--episodes", "16")
+    line = _refused(
+        trained, run_git, capsys, "train", "--recipe", "skills", "--unrendered", "--episodes", "16"
+    )
     assert line == "error: " + _says(FAILED_PATH, "t1", 1, 2)
 
 
@@ -264,7 +270,7 @@ def test_every_command_refuses_a_skill_file_with_a_field_twice(
         ("run", "--split", "dev"),
         ("run", "--split", "dev", "--json"),
         ("memory",),
-        ("train", "--recipe", "skills", "--episodes", "16"),
+        ("train", "--recipe", "skills", "--unrendered", "--episodes", "16"),
     ):
         line = _refused(trained, run_git, capsys, *args)
         assert f"error: {rel} gives the key 'trigger' twice (lines" in line, (args, line)

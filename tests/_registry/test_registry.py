@@ -269,7 +269,13 @@ def test_train_takes_any_registered_recipe_and_refuses_others_as_usage(
     ws: Workspace, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = run_cli(
-        capsys, "train", "--recipe", "evolve.updaters._reflexion:ReflexionRecipe", "--episodes", "2"
+        capsys,
+        "train",
+        "--recipe",
+        "evolve.updaters._reflexion:ReflexionRecipe",
+        "--unrendered",
+        "--episodes",
+        "2",
     )
     assert code == 0, err
     code, _, err = run_cli(capsys, "train", "--recipe", "nosuch", "--episodes", "2")

@@ -120,7 +120,7 @@ def test_no_secret_reaches_any_file_object_cache_output_or_request(
         return out
 
     evolve("train")
-    evolve("train", "--recipe", "skills", "--episodes", "4")
+    evolve("train", "--recipe", "skills", "--unrendered", "--episodes", "4")
     evolve("run", "--split", "dev")
     evolve("run", "--split", "dev", "--json")
     evolve("evolve", "--dry-run")

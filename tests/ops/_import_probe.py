@@ -126,7 +126,7 @@ def main(workdir: str) -> int:
     os.chdir(ws)
     # 16 episodes: four batches, the last followed by a sleep pass; then a generation, which
     # trains a batch of its own and asks the reflector
-    if evolve(["train", "--recipe", "skills", "--episodes", "16"]) != 0:
+    if evolve(["train", "--recipe", "skills", "--unrendered", "--episodes", "16"]) != 0:
         return 1
     if evolve(["evolve", "--generations", "1"]) != 0:
         return 1

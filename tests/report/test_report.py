@@ -123,7 +123,8 @@ def test_report_is_one_self_contained_html_file_with_every_section(
     _assert_self_contained(html)
     for anchor, heading in HEADINGS.items():
         assert f'<h2 id="{anchor}">{heading}</h2>' in html
-    assert html.count("<svg") == 3 and html.count("</svg>") == 3
+    # one training panel (one stream), dev and holdout per generation, memory size
+    assert html.count("<svg") == 4 and html.count("</svg>") == 4
     assert "<title>evolve report: ws</title>" in html and "persona <b>alex</b>" in html
 
     # Violations per rule: one series per rule the training episodes were judged on,
@@ -136,20 +137,26 @@ def test_report_is_one_self_contained_html_file_with_every_section(
     assert training.count("<circle") == len(events)
     assert training.count("<polyline") == len({rule for _, rule, _ in events})
 
-    # Generations: dev and holdout plotted, and the table of verdicts.
+    # Generations: dev and holdout plotted with verdicts (the records carry no base score,
+    # so only candidates are drawn), and the table of verdicts.
     generations = _section(html, "generations")
+    assert "dev score: base and candidate" in generations and "holdout score" in generations
+    assert generations.count('class="candidate accepted"') == 2
+    assert generations.count('class="candidate rejected"') == 2
     assert (
-        "<svg" in generations and ">dev</text>" in generations and ">holdout</text>" in generations
+        "<td>1</td><td>accepted</td><td></td><td>0.400</td><td></td><td></td><td>0.350</td>"
+        in generations
     )
-    assert generations.count("<circle") == 4
-    assert "<td>1</td><td>accepted</td><td>0.400</td><td>0.350</td>" in generations
-    assert "<td>2</td><td>rejected</td><td>0.550</td><td>0.500</td>" in generations
+    assert (
+        "<td>2</td><td>rejected</td><td></td><td>0.550</td><td></td><td></td><td>0.500</td>"
+        in generations
+    )
     assert escape("generation 2 <because>") in generations and "<because>" not in generations
 
-    # Memory size: one point per commit that changed memory/.
+    # Memory size: one point per commit that changed memory/, in each of its two series.
     size = _section(html, "memory-size")
     commits = run_git(root, "log", "--format=%H", "--", "memory").split()
-    assert "<svg" in size and size.count("<circle") == len(commits)
+    assert "<svg" in size and size.count("<circle") == 2 * len(commits)
 
     # Recent commits, newest first, each with its diff.
     recent = _section(html, "commits")

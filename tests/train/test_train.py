@@ -108,7 +108,7 @@ def test_train_every_recipe_makes_one_commit_per_changing_episode(
 ) -> None:
     root = in_ws.root
     base = in_ws.store.head()
-    code = main(["train", "--recipe", recipe, "--episodes", "30", "--json"])
+    code = main(["train", "--recipe", recipe, "--unrendered", "--episodes", "30", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     report = json.loads(out)
@@ -179,12 +179,12 @@ def test_training_lowers_dev_violations(workspace: Workspace, recipe: str) -> No
 def test_human_output_names_the_commits(
     in_ws: Workspace, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["train", "--recipe", "tepa", "--episodes", "10"]) == 0
+    assert main(["train", "--recipe", "tepa", "--unrendered", "--episodes", "10"]) == 0
     out, _ = capsys.readouterr()
     assert out.startswith("tepa persona=alex episodes 0..9:")
     commits = [line.split()[0] for line in out.splitlines() if " episode " in line]
     assert commits and all(in_ws.store.rev_parse(sha) for sha in commits)
-    assert main(["train", "--recipe", "tepa", "--episodes", "10"]) == 0
+    assert main(["train", "--recipe", "tepa", "--unrendered", "--episodes", "10"]) == 0
     out, _ = capsys.readouterr()
     assert "0 memory commits" in out or "nothing to do" in out
 

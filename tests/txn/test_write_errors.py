@@ -58,8 +58,16 @@ _WRITERS: list[tuple[str, tuple[str, ...], str]] = [
     ("train: the store's objects", ("train", "--episodes", "6"), "/objects/"),
     ("train: the counters", ("train", "--episodes", "6"), "_counters.yaml"),
     ("train --review", ("train", "--episodes", "6", "--review"), "/memory/"),
-    ("train --recipe skills", ("train", "--recipe", "skills", "--episodes", "8"), "/memory/"),
-    ("skills: the store", ("train", "--recipe", "skills", "--episodes", "8"), "/objects/"),
+    (
+        "train --recipe skills",
+        ("train", "--recipe", "skills", "--unrendered", "--episodes", "8"),
+        "/memory/",
+    ),
+    (
+        "skills: the store",
+        ("train", "--recipe", "skills", "--unrendered", "--episodes", "8"),
+        "/objects/",
+    ),
     ("evolve: a record", ("evolve", "--generations", "1"), "/generations/"),
     ("evolve: the store", ("evolve", "--generations", "1"), "/objects/"),
     ("compare", ("compare", "experiments/small.yaml", "--jobs", "1"), "/generations/"),

@@ -235,7 +235,7 @@ def show_json(
     its sidecar entry (`touched`), with the file's diff and the entry's change. A
     hand-written note adds `provenance`: the commits that added and last changed it."""
     entries = list(entries)
-    hand = unit is not None and unit.get("recipe") == "hand"
+    hand = unit is not None and unit.get("recipe") == "hand" and unit.get("kind") == "note"
     return {
         "id": unit_id,
         "path": path,
@@ -299,7 +299,7 @@ def show_text(
             f"{style(clean_text(u.id), bold=True)} {clean_text(head)}  ({path})",
             f"  {clean_text(u.text)}",
         ]
-        if u.recipe == "hand":  # a person's file: no learner's validity or episodes
+        if u.recipe == "hand" and u.kind == "note":  # a person's note: no validity, episodes
             lines.append(f"  {clean_text(hand_provenance(entries))}")
         else:
             held = f"held from {u.valid_from or '?'}" + (

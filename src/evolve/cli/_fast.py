@@ -38,8 +38,8 @@ SPEC: dict[str, tuple[frozenset[str], frozenset[str], dict[str, str]]] = {
             frozenset({"--split", "--runs", "--seed", "--concurrency", "--executor", "--persona",
                        "--inject", "--workspace"}),
             {"-C": "--workspace"}),
-    # --recipe (a registry lookup), --model, --updater-model, --reflector-model and --cache
-    # are left to click.
+    # --recipe (a registry lookup; --unrendered goes with it), --model, --updater-model,
+    # --reflector-model and --cache are left to click.
     "train": (frozenset({"--json", "--review"}),
               frozenset({"--episodes", "--feedback", "--seed", "--persona", "--workspace"}),
               {"-C": "--workspace"}),

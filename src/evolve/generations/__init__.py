@@ -14,6 +14,7 @@ from evolve.generations._records import (
     GainRecord,
     GenerationRecord,
     ScoreRecord,
+    candidate_ref,
     load_records,
     save_record,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "GainRecord",
     "GenerationRecord",
     "ScoreRecord",
+    "candidate_ref",
     "evolve",
     "load_records",
     "save_record",

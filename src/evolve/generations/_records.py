@@ -2,6 +2,7 @@
 transaction's recovery writes the record of a generation a killed process left)."""
 
 from evolve.txn._records import (
+    CANDIDATES,
     GENERATION_SCHEMA,
     RECORDS_REF,
     ChangeRecord,
@@ -9,6 +10,7 @@ from evolve.txn._records import (
     GenerationRecord,
     RoleUsageRecord,
     ScoreRecord,
+    candidate_ref,
     load_records,
     save_record,
     score_record,
@@ -16,6 +18,7 @@ from evolve.txn._records import (
 
 __all__ = [
     "GENERATION_SCHEMA",
+    "CANDIDATES",
     "RECORDS_REF",
     "ChangeRecord",
     "GainRecord",
@@ -24,5 +27,6 @@ __all__ = [
     "ScoreRecord",
     "load_records",
     "save_record",
+    "candidate_ref",
     "score_record",
 ]

@@ -20,10 +20,11 @@ from evolve import _confine as confined
 from evolve._format import _limits as limits
 from evolve._io import atomic_write
 from evolve.errors import PathRefused
+from evolve.generations import candidate_ref
 from evolve.history import history
 from evolve.redact import REDACTED, Redactor
 from evolve.report._skills import skills_table
-from evolve.report._svg import line_chart
+from evolve.report._svg import GenerationPoint, generation_chart, line_chart
 from evolve.workspace import CONFIG_NAME, GENERATIONS, Workspace, is_under
 
 WINDOW = 8
@@ -34,45 +35,92 @@ def _read(ws: Workspace, path: Path) -> str:
     return limits.read_text(ws.root, path.relative_to(ws.root).as_posix())
 
 
-def _training_series(ws: Workspace) -> list[tuple[str, list[tuple[float, float]]]]:
-    """Violation rate per rule over training episodes (a moving window), across train logs."""
-    per_rule: dict[str, list[tuple[int, bool]]] = defaultdict(list)
-    for log in sorted(ws.runs_dir.glob("train-*.jsonl")) if ws.runs_dir.is_dir() else []:
+def _training_panels(ws: Workspace, rejected: set[int]) -> list[str]:
+    """One chart per training stream (each log under generations/runs/): the violation rate
+    per rule over its episodes (a moving window). Episodes a rejected generation ran are left
+    out (its memory was reset) and counted under the chart."""
+    logs = sorted(ws.runs_dir.glob("train-*.jsonl")) if ws.runs_dir.is_dir() else []
+    html: list[str] = []
+    for log in logs:
+        per_rule: dict[str, list[tuple[int, bool]]] = defaultdict(list)
+        left_out: dict[int, int] = defaultdict(int)
         for line in _read(ws, log).splitlines():
             try:
                 record = json.loads(line)
-            except ValueError:
+                episode = record.get("episode")
+                generation = record.get("generation")
+                if episode is None:
+                    continue
+                if isinstance(generation, int) and generation in rejected:
+                    left_out[generation] += 1
+                    continue
+                for rule in record.get("applicable_rules", []):
+                    per_rule[str(rule)].append((int(episode), rule in record.get("violations", {})))
+            except (ValueError, TypeError, AttributeError):
                 continue
-            episode = record.get("episode")
-            if episode is None:
-                continue
-            for rule in record.get("applicable_rules", []):
-                per_rule[rule].append((int(episode), rule in record.get("violations", {})))
-    series = []
-    for rule, events in sorted(per_rule.items()):
-        events.sort()
-        pts = []
-        for i in range(len(events)):
-            window = events[max(0, i - WINDOW + 1) : i + 1]
-            pts.append((float(events[i][0]), sum(v for _, v in window) / len(window)))
-        series.append((rule, pts))
-    return series
+        series = []
+        for rule, events in sorted(per_rule.items()):
+            events.sort()
+            pts = []
+            for i in range(len(events)):
+                window = events[max(0, i - WINDOW + 1) : i + 1]
+                pts.append((float(events[i][0]), sum(v for _, v in window) / len(window)))
+            series.append((rule, pts))
+        stream = log.stem.removeprefix("train-")
+        html.append(
+            line_chart(f"stream {stream}: moving average over {WINDOW} applicable episodes",
+                       series, y_label="violation rate", x_label="training episode", y_max=1.0,
+                       integer_x=True)
+        )  # fmt: skip
+        if left_out:
+            shown = ", ".join(f"{n} ({k} episodes)" for n, k in sorted(left_out.items()))
+            html.append(
+                f'<p class="note">Not plotted: episodes of rejected generations {escape(shown)};'
+                " the gate reset what they learned.</p>"
+            )
+    if not logs:
+        html.append('<p class="empty">Violation rate per rule: no data yet.</p>')
+    return html
 
 
-def _generation_series(
+def _generation_points(
     ws: Workspace,
-) -> tuple[list[tuple[str, list[tuple[float, float]]]], list[dict[str, Any]]]:
+) -> tuple[list[GenerationPoint], list[GenerationPoint], list[dict[str, Any]]]:
+    """(dev, holdout) points of every generation (base and candidate, the verdict, the dev
+    gain's interval) and the table's rows."""
     from evolve.generations import load_records
 
     records = load_records(ws)
-    dev = [(float(r.number), r.dev.score) for r in records if r.dev is not None]
-    holdout = [(float(r.number), r.holdout.score) for r in records if r.holdout is not None]
+    dev, holdout = [], []
+    for r in records:
+        gain = (r.dev_gain.low, r.dev_gain.high) if r.dev_gain is not None else None
+        dev.append(
+            GenerationPoint(
+                r.number,
+                r.dev_base.score if r.dev_base else None,
+                r.dev.score if r.dev else None,
+                r.verdict,
+                gain,
+            )
+        )
+        holdout.append(
+            GenerationPoint(
+                r.number,
+                r.holdout_base.score if r.holdout_base else None,
+                r.holdout.score if r.holdout else None,
+                r.verdict,
+            )
+        )
     rows = [
         {"number": r.number, "verdict": r.verdict, "reason": r.reason,
-         "dev": r.dev.score if r.dev else None, "holdout": r.holdout.score if r.holdout else None}
+         "dev_base": r.dev_base.score if r.dev_base else None,
+         "dev": r.dev.score if r.dev else None,
+         "gain": (r.dev_gain.mean, r.dev_gain.low, r.dev_gain.high) if r.dev_gain else None,
+         "holdout_base": r.holdout_base.score if r.holdout_base else None,
+         "holdout": r.holdout.score if r.holdout else None}
         for r in records
     ]  # fmt: skip
-    return [("dev", dev), ("holdout", holdout)], rows
+    return dev, holdout, rows
 
 
 RECENT_RUNS = 30
@@ -175,20 +223,39 @@ def _usage_section(ws: Workspace) -> list[str]:
     return html
 
 
+INACTIVE = ("revoked", "tombstoned", "retired")
+
+
 def _memory_size_series(ws: Workspace) -> list[tuple[str, list[tuple[float, float]]]]:
-    """Unit files in memory/ after each commit that changed them (one git call)."""
-    count, pts = 0, []
-    for n, (_when, changes) in enumerate(ws.store.log_name_status(["memory"]), start=1):
-        for status, path in changes:
-            if status in ("A", "D") and path.rstrip().endswith(".md") and "/." not in path:
-                count += 1 if status == "A" else -1
-        pts.append((float(n), float(count)))
-    return [("unit files", pts)]
+    """Active units after each commit that changed memory/, and apart from them the units
+    kept but no longer shown (revoked, tombstoned, retired): each changed unit file is read
+    at its commit, so the count is of units by their status, not of files."""
+    from evolve.errors import EvolveError
+    from evolve.memory import parse_unit
+
+    status: dict[str, str] = {}
+    active, inactive = [], []
+    for n, (sha, changes) in enumerate(ws.store.log_changes(["memory"]), start=1):
+        for kind, path in changes:
+            name = path.rsplit("/", 1)[-1]
+            if not path.endswith(".md") or name.startswith((".", "_")):
+                continue
+            if kind.startswith("D"):
+                status.pop(path, None)
+                continue
+            raw = ws.store.read(sha, path)
+            try:
+                status[path] = parse_unit(path, (raw or b"").decode("utf-8")).status
+            except (EvolveError, ValueError):
+                status[path] = "unreadable"
+        active.append((float(n), float(sum(s == "active" for s in status.values()))))
+        inactive.append((float(n), float(sum(s in INACTIVE for s in status.values()))))
+    return [("active units", active), ("revoked, tombstoned or retired", inactive)]
 
 
 def build_report(ws: Workspace, *, commits: int = 10) -> str:
-    training = _training_series(ws)
-    gen_series, gen_rows = _generation_series(ws)
+    dev_points, holdout_points, gen_rows = _generation_points(ws)
+    rejected = {row["number"] for row in gen_rows if row["verdict"] != "accepted"}
     size = _memory_size_series(ws)
     recent = ws.store.log_patches(["memory", "prompts"], max_count=commits)
     entries = {e.commit: e for e in history(ws.store, max_count=commits)}
@@ -201,35 +268,52 @@ def build_report(ws: Workspace, *, commits: int = 10) -> str:
         "h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ddd}"
         "pre{background:#f6f8fa;padding:.8em;overflow-x:auto;font-size:12px}"
         "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:4px 8px;font-size:13px}"
-        ".add{color:#1a7f37}.del{color:#cf222e}.empty{color:#777;font-style:italic}</style>",
+        ".add{color:#1a7f37}.del{color:#cf222e}.empty{color:#777;font-style:italic}.note{color:#555}</style>",
         "</head><body>",
         f"<h1>evolve report: {escape(ws.root.name)}</h1>",
         f"<p>persona <b>{escape(ws.config.persona)}</b>, environment {escape(ws.config.environment)}, "
         f"agent model {escape(ws.config.models.agent)}; made {now}.</p>",
         '<h2 id="training">Violation rate per rule over training episodes</h2>',
-        line_chart(f"moving average over {WINDOW} applicable episodes", training, y_label="violation rate",
-                   x_label="training episode", y_max=1.0),
+        *_training_panels(ws, rejected),
         '<h2 id="generations">Dev and holdout score per generation</h2>',
-        line_chart("score (holdout is reported, never used to accept)", gen_series, y_label="score",
-                   x_label="generation", y_max=1.0),
+        "<p>Each generation: the base it started from (grey square) beside its candidate "
+        "(green disc: accepted; red cross: rejected), with the gate's paired interval on the "
+        "dev gain drawn on the candidate. Holdout is reported, never used to accept.</p>",
+        generation_chart("dev score: base and candidate", dev_points),
+        generation_chart("holdout score: base and candidate (reported only)", holdout_points),
     ]  # fmt: skip
     if gen_rows:
         html.append(
-            "<table><tr><th>generation</th><th>verdict</th><th>dev</th><th>holdout</th><th>reason</th></tr>"
+            "<table><tr><th>generation</th><th>verdict</th><th>dev base</th><th>dev candidate</th>"
+            "<th>dev gain [interval]</th><th>holdout base</th><th>holdout candidate</th>"
+            "<th>candidate</th><th>reason</th></tr>"
         )
         for row in gen_rows:
-            dev = "" if row["dev"] is None else f"{row['dev']:.3f}"
-            hold = "" if row["holdout"] is None else f"{row['holdout']:.3f}"
+            cells = [_score_cell(row[k]) for k in ("dev_base", "dev")]
+            gain = row["gain"]
+            cells.append("" if gain is None else f"{gain[0]:+.3f} [{gain[1]:+.3f}, {gain[2]:+.3f}]")
+            cells += [_score_cell(row[k]) for k in ("holdout_base", "holdout")]
+            ref = candidate_ref(row["number"])
+            kept = ws.store.ref_sha(ref) is not None
             html.append(
-                f"<tr><td>{row['number']}</td><td>{escape(row['verdict'])}</td><td>{dev}</td>"
-                f"<td>{hold}</td><td>{escape(row['reason'])}</td></tr>"
+                f"<tr><td>{row['number']}</td><td>{escape(row['verdict'])}</td>"
+                + "".join(f"<td>{c}</td>" for c in cells)
+                + f"<td>{'<code>' + escape(ref) + '</code>' if kept else ''}</td>"
+                f"<td>{escape(row['reason'])}</td></tr>"
             )
         html.append("</table>")
     html += _usage_section(ws)
     html += skills_table(ws)  # issue 13: the skills scoreboard
     html += [
         '<h2 id="memory-size">Memory size over time</h2>',
-        line_chart("unit files in memory/", size, y_label="files", x_label="memory commit"),
+        line_chart(
+            "units in memory/ by status",
+            size,
+            y_label="units",
+            x_label="memory commit",
+            integer_x=True,
+            integer_y=True,
+        ),
         '<h2 id="commits">Recent memory and prompt commits</h2>',
     ]
     if not recent:
@@ -254,6 +338,10 @@ def build_report(ws: Workspace, *, commits: int = 10) -> str:
     html += experiment_sections(ws)  # `evolve compare` results, from refs/evolve/records
     html.append("</body></html>")
     return "\n".join(html) + "\n"
+
+
+def _score_cell(score: float | None) -> str:
+    return "" if score is None else f"{score:.3f}"
 
 
 # Always protected from `--out`, whatever `protected:` lists (a hostile `protected: []`).

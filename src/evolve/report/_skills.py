@@ -11,6 +11,14 @@ def _pct(x: float | None) -> str:
     return "" if x is None else f"{x:.0%}"
 
 
+LESSON_CHARS = 240  # of a skill's text in the table (the whole is in `evolve show ID`)
+
+
+def _lesson(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= LESSON_CHARS else flat[: LESSON_CHARS - 1].rstrip() + "…"
+
+
 def skills_table(ws: Workspace) -> list[str]:
     """HTML lines: a heading and the scoreboard table; nothing when the workspace has no skills
     (a report of a workspace that does not use skills stays as it was)."""
@@ -21,7 +29,9 @@ def skills_table(ws: Workspace) -> list[str]:
     from evolve.skills._strata import load_strata
 
     confidence = settings_of(ws.config).retire_confidence
-    rows = board(load_units(ws.root), confidence, load_strata(ws.root))
+    units = load_units(ws.root)
+    lessons = {u.id: u.text for u in units}
+    rows = board(units, confidence, load_strata(ws.root))
     if not rows:
         return []
     html = ['<h2 id="skills">Skills and their scoreboard</h2>']
@@ -32,7 +42,7 @@ def skills_table(ws: Workspace) -> list[str]:
         f"pass rates of episodes of tasks that failed before, Newcombe's interval.</p>"
     )
     html.append(
-        "<table><tr><th>skill</th><th>shelf</th><th>status</th><th>trigger</th>"
+        "<table><tr><th>skill</th><th>lesson</th><th>shelf</th><th>status</th><th>trigger</th>"
         "<th>tasks (both arms)</th><th>lift within tasks</th><th>interval within tasks</th>"
         "<th>injected</th><th>pass (injected)</th><th>held out</th><th>pass (held out)</th>"
         "<th>pooled lift</th><th>pooled interval</th></tr>"
@@ -46,7 +56,8 @@ def skills_table(ws: Workspace) -> list[str]:
         within = f"[{siv[0]:+.2f}, {siv[1]:+.2f}]" if siv else ""
         slift = "" if st["lift"] is None else f"{st['lift']:+.2f}"
         html.append(
-            f"<tr><td><code>{escape(r['id'])}</code></td><td>{escape(r['where'])}</td>"
+            f"<tr><td><code>{escape(r['id'])}</code></td>"
+            f"<td>{escape(_lesson(lessons.get(str(r['id']), '')))}</td><td>{escape(r['where'])}</td>"
             f"<td>{escape(str(r['status']))}</td><td>{escape(trigger_shown(r))}</td>"
             f"<td>{st['tasks']}</td><td>{slift}</td><td>{within}</td>"
             f"<td>{r['injections']}</td><td>{_pct(r['pass_rate_injected'])}</td>"

@@ -253,6 +253,22 @@ class GitCommitted(GitHistory):
                 commits[-1][1].append((status, path))
         return commits
 
+    def log_changes(self, paths: Sequence[str]) -> list[tuple[str, list[tuple[str, str]]]]:
+        """Every commit on HEAD touching `paths`, oldest first: (commit id, [(status,
+        path)]) without rename detection."""
+        out = self._committed_text(
+            "log", "--reverse", "--format=@%H", "--name-status", "--no-renames", "HEAD",
+            "--", *paths,
+        )  # fmt: skip
+        commits: list[tuple[str, list[tuple[str, str]]]] = []
+        for line in out.splitlines():
+            if line.startswith("@") and len(line) > 1 and "\t" not in line:
+                commits.append((line[1:], []))
+            elif commits and "\t" in line:
+                status, _, path = line.partition("\t")
+                commits[-1][1].append((status, path))
+        return commits
+
     # --- refs and the index ------------------------------------------------------------
 
     def ref_names(self, prefix: str) -> list[str]:

@@ -807,6 +807,8 @@ class _EpisodeLoop:
         entry = logged.model_dump(mode="json")
         if ep.outcome.tokens:  # every role's tokens, beside the agent's own count
             entry["usage"] = {"tokens": ep.outcome.tokens, "cost": ep.outcome.cost}
+        if self.request.generation is not None:  # the report tells rejected generations apart
+            entry["generation"] = self.request.generation
         line = canonical_json(entry) + "\n"
         confined.append_text(self.ws.root, self.log_rel, line)  # O_NOFOLLOW, at open time
 

@@ -8,6 +8,7 @@ rejected generation survives the reset of the branch and travels with the reposi
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any, Literal
 
@@ -19,6 +20,17 @@ from evolve.errors import EvolveError
 from evolve.workspace import Workspace
 
 RECORDS_REF = "refs/evolve/records"
+# A ref per generation's candidate, so `git gc` keeps the commits the report and the records
+# link after a rejected generation is reset (module search keeps its own under
+# refs/evolve/candidates/<cycle>/<name>).
+CANDIDATES = "refs/evolve/candidates/gen"
+
+
+def candidate_ref(number: int) -> str:
+    """The ref that keeps generation `number`'s candidate commit."""
+    return f"{CANDIDATES}/{int(number)}"
+
+
 GENERATION_SCHEMA = 1
 
 
@@ -145,11 +157,23 @@ def save_record(ws: Workspace, record: GenerationRecord) -> None:
     # Confined (evolve._confine): `generations/` as a link out is refused by name.
     confined.write_atomic(ws.root, f"generations/{name}.json", data)
     confined.write_atomic(ws.root, f"generations/{name}.md", summary)
+    _keep_candidate(ws, record)
     ws.store.write_side_ref(
         RECORDS_REF,
         {f"{name}.json": data.encode("utf-8"), f"{name}.md": summary.encode("utf-8")},
         _printable(f"generation {record.number}: {record.outcome()}"),
     )
+
+
+def _keep_candidate(ws: Workspace, record: GenerationRecord) -> None:
+    """Point `candidate_ref` at the candidate, when it is a commit of this repository (a dry
+    run's candidate lives in its temporary clone) and differs from the base."""
+    if not record.candidate or record.candidate == record.base or record.dry_run:
+        return
+    from evolve.store import GitFailed
+
+    with contextlib.suppress(GitFailed):  # not an object of this repository: nothing to keep
+        ws.store.set_ref(candidate_ref(record.number), record.candidate)
 
 
 def _printable(text: str) -> str:

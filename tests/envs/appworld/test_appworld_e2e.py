@@ -117,7 +117,16 @@ def test_run_and_train_on_a_synthetic_appworld_task(
     # Training: the complaint becomes a memory commit.
     t0 = time.perf_counter()
     rc, out, err, _ = _evolve(
-        ws, env, "text", "train", "--episodes", "2", "--recipe", "reflexion", "--json"
+        ws,
+        env,
+        "text",
+        "train",
+        "--episodes",
+        "2",
+        "--recipe",
+        "reflexion",
+        "--unrendered",
+        "--json",
     )
     train_s = time.perf_counter() - t0
     assert rc == 0, err

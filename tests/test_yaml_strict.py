@@ -228,7 +228,7 @@ def test_skills_and_train_refuse_a_strata_record_with_a_skill_twice(
 ) -> None:
     _hand_edit(trained, run_git, STRATA_PATH, _twice_first_key)
     for args in (("skills",), ("skills", "--json"), ("train", "--recipe", "skills",
-                                                      "--episodes", "16")):  # fmt: skip
+                                                      "--unrendered", "--episodes", "16")):  # fmt: skip
         line = _refused(trained, run_git, capsys, *args)
         assert f"{STRATA_PATH} gives the key" in line and "twice (lines 1 and" in line
 

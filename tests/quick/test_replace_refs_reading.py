@@ -66,7 +66,9 @@ def git(run_git: RunGit) -> RunGit:
     import os
     import subprocess
 
-    def run(cwd: Path, *args: str, input_text: str | None = None, env: dict[str, str] | None = None) -> str:
+    def run(
+        cwd: Path, *args: str, input_text: str | None = None, env: dict[str, str] | None = None
+    ) -> str:
         done = subprocess.run(
             ["git", *args], cwd=cwd, capture_output=True, text=True, input=input_text,
             env={**os.environ, **(env or {})},

@@ -26,6 +26,7 @@ from evolve._format._git import COMMITTED_ENV as COMMITTED_ENV
 from evolve._format._git import committed_env
 from evolve.errors import EvolveError
 
+
 def _clean_identity(value: str) -> str:
     """A name or email as git would write it: no angle brackets, no control characters."""
     return " ".join("".join(c for c in value if c not in "<>" and c.isprintable()).split())

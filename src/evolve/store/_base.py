@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # GitPython is imported only by `GitBase.repo` (code not yet 
     import git
 
 from evolve._format._git import COMMITTED_ENV as COMMITTED_ENV
-from evolve._format._git import committed_env
+from evolve._format._git import committed_env as committed_env
 from evolve.errors import EvolveError
 
 

@@ -4,6 +4,25 @@ each in their own way (GitPython's `git`, a spawned process) and read its answer
 
 from __future__ import annotations
 
+import os
+
+#: What the git processes evolve starts add to git's environment: replace refs
+#: (`refs/replace/`, `git replace --graft`) and grafts (`info/grafts`) are not honoured, so a
+#: commit, tree or blob reads as it is stored (see `evolve.store._committed`). The graft file
+#: named cannot exist (a file under `/dev/null`): git reads no grafts, and says nothing (an
+#: empty graft file that exists makes git print its deprecation hint). The store (every git
+#: process it starts), the reading commands' fast path (`evolve.quick._git`) and the
+#: experiments' arms (`evolve.compare._cells`) start git with it.
+COMMITTED_ENV = {
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_GRAFT_FILE": os.path.join(os.devnull, "no-grafts"),
+}
+
+
+def committed_env() -> dict[str, str]:
+    """The process's environment with :data:`COMMITTED_ENV` added."""
+    return {**os.environ, **COMMITTED_ENV}
+
 
 def status_paths(out: str) -> list[str]:
     """Paths with changes in `git status --porcelain=v1 -z` output (a rename's source, the

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from evolve import _confine as confined
+from evolve._format._git import committed_env
 from evolve._io import canonical_json
 from evolve.compare._spec import ArmSpec, Experiment, Job
 from evolve.episode import EpisodeRecord, EpisodeSetup
@@ -59,6 +60,7 @@ def _git(*args: str, cwd: str | Path) -> str:
         ["git", "-c", "gc.auto=0", "-c", "maintenance.auto=false", *args],
         cwd=cwd,
         capture_output=True,
+        env=committed_env(),  # objects as stored: no replace ref or graft (issue 28)
     )
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines()

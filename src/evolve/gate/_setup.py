@@ -10,8 +10,12 @@ make git show other files, and whoever runs the gate should know. What is named:
 - grafts (`info/grafts`);
 - `info/attributes` holding any rule, or `core.attributesFile` in the repository's own
   configuration;
-- a filter (`filter.<name>.smudge/clean/process`), textconv or diff command
-  (`diff.<name>.textconv/command`, `diff.external`) in the repository's own configuration;
+- a key of the repository's own configuration that makes git run a program: a filter
+  (`filter.<name>.*`), textconv or diff command (`diff.<name>.textconv/command`,
+  `diff.external`), merge driver (`merge.<name>.driver`), file-system monitor
+  (`core.fsmonitor`), hooks folder (`core.hooksPath`), ssh command (`core.sshCommand`), pager
+  (`core.pager`, `pager.<command>`) or signing program (`gpg.program`, `gpg.<format>.program`),
+  unless its value turns it off (`false`);
 - a `.gitattributes` (committed at the root or under a protected path, or on disk there)
   setting `filter`, `diff`, `export-ignore`, `export-subst`, `ident` or
   `working-tree-encoding` (directly or through a macro) on a protected file;
@@ -39,8 +43,25 @@ TRUST_FLAG = "--trust-git-config"
 WATCHED_ATTRIBUTES = frozenset(
     {"filter", "diff", "export-ignore", "export-subst", "ident", "working-tree-encoding"}
 )
-_CONFIG = re.compile(r"^(filter\..+\.(smudge|clean|process)|diff\..+\.(textconv|command))$")
-_LOCAL_KEYS = ("diff.external", "core.attributesfile")
+# Keys of the repository's own configuration that make git run a program or read other
+# files than those committed: a filter, textconv, diff or merge driver, an external diff, a
+# file-system monitor (`core.fsmonitor`, run by `git status` and the index), a hooks folder
+# (`core.hooksPath`, which can point into the workspace's own evolvable files), an ssh
+# command, a pager (`core.pager`, `pager.<command>`), a signing program.
+_CONFIG = re.compile(
+    r"^(filter\..+\..+|diff\..+\.(textconv|command)|merge\..+\.driver|pager\..+"
+    r"|gpg\.(.+\.)?program)$"
+)
+_LOCAL_KEYS = (
+    "diff.external",
+    "core.attributesfile",
+    "core.fsmonitor",
+    "core.hookspath",
+    "core.sshcommand",
+    "core.pager",
+)
+# A value that turns a key off (`core.fsmonitor = false`, `pager.log = false`) runs nothing.
+_OFF = frozenset({"", "false", "no", "off", "0"})
 _HOOK_MARKERS = (
     "git replace",
     "refs/replace",
@@ -208,7 +229,12 @@ def git_setup(store: GitStore, rev: str, protected: Sequence[str]) -> list[str]:
     if attributes is not None and _rules(attributes):
         found.append(".git/info/attributes")
     config = store.local_config()
-    keys = sorted(k for k in config if _CONFIG.match(k) or k in _LOCAL_KEYS)
+    keys = sorted(
+        k
+        for k, value in config.items()
+        if (_CONFIG.match(k) or k in _LOCAL_KEYS)
+        and (value is None or value.strip().lower() not in _OFF)
+    )
     if keys:
         found.append(f"{_names(keys)} in the repository's configuration")
     files = sorted(store.committed_entries(rev, prefixes)) if prefixes else []

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+from evolve.applier import CapFit, fit_files
 from evolve.history._changes import (
     GIT_REVERT,
     REVERTS,
@@ -205,8 +206,25 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
         if head is not None and stones:  # a skill git revert removed: its record ends
             drops, ended = record_drops(ws.store, head, changes, stones)
             changes.update(drops)
+        # Caps hold after the answer, as after `evolve revert` (issue 23): the units the git
+        # revert brought back over a cap in a scope it touched are evicted by the recipe's own
+        # rule in this commit (`applier.fit_files`, the check `evolve revert` runs). The git
+        # revert's own files are already at HEAD: they count as written, unchanged.
+        capped = CapFit()
+        if head is not None:
+            brought = {
+                path: ws.store.read(head, path)
+                for _status, path in ws.store.changed_paths(
+                    git_commit.parents[0], git_commit.sha, ["memory"]
+                )
+            } if len(git_commit.parents) == 1 else {}  # fmt: skip
+            capped = fit_files(
+                ws, head, {**brought, **changes}, f"answering git revert {git_commit.short}"
+            )
+            capped.apply(changes)
         if not changes:
             continue
+        only_caps = not set(changes) - capped.paths  # the git revert left a cap, nothing else
         restarted = [u.id for u in back]
         paths = tx.write(changes)
         body = [
@@ -219,7 +237,10 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
             "skills whose scoreboard record restarted since; they are taken back."
             if kept
             else f"`git revert` ({git_commit.short}) of {target.short} left the record of "
-            "tasks failed in training other than `evolve revert` leaves it.",
+            "tasks failed in training other than `evolve revert` leaves it."
+            if not only_caps
+            else f"`git revert` ({git_commit.short}) of {target.short} brought memory back "
+            "over a cap; evicted as `evolve revert` evicts.",
         ]
         if failed:
             body += [
@@ -249,8 +270,10 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
         if ended:
             body += ["", "Scoreboard record dropped (the skill is tombstoned):"]
             body += [f"- {ident}" for ident in ended]
+        body += capped.lines()
         ops = [("tombstone", s.id) for s in stones] + [("restart", i) for i in restarted]
         ops += [("keep", i) for i in kept]
+        ops += capped.ops()
         trailers = [(KIND, "revert"), (REVERTS, target.sha), (GIT_REVERT, git_commit.sha)]
         if ops:
             trailers.append((OPS, format_ops(ops)))
@@ -260,7 +283,7 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
             trailers.append((PERSONA, target.trailers[PERSONA]))
         sha = tx.commit(
             paths,
-            f"{'tombstones' if stones else 'record restart' if restarted else 'records'} "
+            f"{'tombstones' if stones else 'record restart' if restarted else 'cap evictions' if only_caps else 'records'} "
             "for git revert "
             f"{git_commit.short}: {target.subject}"[:200],
             body="\n".join(body),

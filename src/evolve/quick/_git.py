@@ -1,7 +1,9 @@
 """A workspace's repository read with the standard library only: discovery, refs, git runs.
 
 git runs through `os.posix_spawnp` (importing `subprocess` costs more than a short `git log`)
-with `git -C ROOT`, as the store runs it with ROOT as its working folder.
+with `git -C ROOT`, as the store runs it with ROOT as its working folder, and with the store's
+environment for reading objects as stored (`evolve._format._git.COMMITTED_ENV`: no replace
+ref, no graft), so a `.git/` from someone else cannot make it print other files.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import select
 
 from evolve._checkout import source_checkout
 from evolve._format import Unhandled as Unhandled  # re-exported: the fast path raises it
+from evolve._format._git import committed_env
 
 CONFIG_NAME = "evolve.yaml"  # as evolve.workspace._paths
 GENERATION_JOURNAL = "evolve-generation.json"  # as evolve.workspace._paths
@@ -133,7 +136,7 @@ class Finished:
             actions.append((os.POSIX_SPAWN_DUP2, fd, 0))
         try:
             self.pid = os.posix_spawnp(
-                "git", ["git", "-C", root, *args], os.environ, file_actions=actions
+                "git", ["git", "-C", root, *args], committed_env(), file_actions=actions
             )
         except OSError as exc:
             self.close()
@@ -192,7 +195,7 @@ class Run:
             actions.append((os.POSIX_SPAWN_DUP2, in_r, 0))
         try:
             self.pid = os.posix_spawnp(
-                "git", ["git", "-C", root, *args], os.environ, file_actions=actions
+                "git", ["git", "-C", root, *args], committed_env(), file_actions=actions
             )
         except OSError as exc:
             for fd in (out_r, out_w, err_r, err_w, in_w):

@@ -22,22 +22,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # GitPython is imported only by `GitBase.repo` (code not yet moved off it)
     import git
 
+from evolve._format._git import COMMITTED_ENV as COMMITTED_ENV
+from evolve._format._git import committed_env as committed_env
 from evolve.errors import EvolveError
-
-#: What every read of committed objects adds to git's environment: replace refs
-#: (`refs/replace/`, `git replace --graft`) and grafts (`info/grafts`) are not honoured, so a
-#: commit, tree or blob reads as it is stored (see `evolve.store._committed`). The graft file
-#: named cannot exist (a file under `/dev/null`): git reads no grafts, and says nothing (an
-#: empty graft file that exists makes git print its deprecation hint).
-COMMITTED_ENV = {
-    "GIT_NO_REPLACE_OBJECTS": "1",
-    "GIT_GRAFT_FILE": os.path.join(os.devnull, "no-grafts"),
-}
-
-
-def committed_env() -> dict[str, str]:
-    """The process's environment with :data:`COMMITTED_ENV` added."""
-    return {**os.environ, **COMMITTED_ENV}
 
 
 def _clean_identity(value: str) -> str:
@@ -215,8 +202,9 @@ class GitBase:
         """Start `git ARGS` and return the call that waits for it and returns its stdout (as
         :meth:`git` does), so the caller can work while git runs."""
         proc = subprocess.Popen(
-            ["git", *args], cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
+            ["git", *args], cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=committed_env(),
+        )  # fmt: skip
 
         def collect() -> str:
             out, err = proc.communicate()
@@ -229,10 +217,12 @@ class GitBase:
     def _git_bytes(
         self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None
     ) -> bytes:
-        """Run git and return its raw stdout (a failure is one clear :class:`GitFailed`)."""
+        """Run git and return its raw stdout (a failure is one clear :class:`GitFailed`).
+        git reads objects as stored (:data:`COMMITTED_ENV`) unless `env` says otherwise."""
         done = subprocess.run(
-            ["git", *args], cwd=self.root, input=input, capture_output=True, env=env
-        )
+            ["git", *args], cwd=self.root, input=input, capture_output=True,
+            env=committed_env() if env is None else env,
+        )  # fmt: skip
         if done.returncode != 0:
             raise GitFailed(args, done.returncode, done.stderr.decode("utf-8", "replace"))
         return done.stdout

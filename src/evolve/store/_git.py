@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from evolve._format._git import status_paths
+from evolve._format._git import committed_env, status_paths
 from evolve.errors import EvolveError
 from evolve.store._base import (
     GitBase,
@@ -173,7 +173,7 @@ class GitStore(GitCommitted):
         name, email = self._author()
         cname, cemail = self._identity_of("COMMITTER")
         env = {
-            **os.environ,
+            **committed_env(),
             "GIT_AUTHOR_NAME": name,
             "GIT_AUTHOR_EMAIL": email,
             "GIT_COMMITTER_NAME": cname,

@@ -10,6 +10,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evolve._format._git import committed_env
 from evolve.errors import EvolveError
 from evolve.store._base import GitFailed
 from evolve.store._refs import GitRefs
@@ -164,8 +165,9 @@ class GitHistory(GitRefs):
             args.append(f"--max-count={max_count}")
         args += ["HEAD", "--", *paths]
         proc = subprocess.Popen(
-            ["git", *args], cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
+            ["git", *args], cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=committed_env(),
+        )  # fmt: skip
 
         def collect() -> list[tuple[CommitInfo, str]]:
             out, err = proc.communicate()
@@ -215,8 +217,9 @@ def stream_fields(root: Path, argv: Sequence[str], width: int) -> Iterator[list[
             records (return code 0, "unreadable output").
     """
     proc = subprocess.Popen(
-        ["git", *argv], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+        ["git", *argv], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=committed_env(),
+    )  # fmt: skip
     assert proc.stdout is not None and proc.stderr is not None
     fields: list[bytes] = []
     rest = b""

@@ -12,7 +12,7 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from evolve._format._git import batch_contents, batch_request, tree_blobs
+from evolve._format._git import batch_contents, batch_request, committed_env, tree_blobs
 from evolve._io import io_fault
 from evolve.errors import EvolveError
 from evolve.store._base import GitBase
@@ -146,6 +146,7 @@ class GitObjects(GitBase):
             input=batch_request(entries),
             capture_output=True,
             check=True,
+            env=committed_env(),
         )
         return batch_contents(proc.stdout, entries)
 

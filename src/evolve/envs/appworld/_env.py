@@ -29,6 +29,7 @@ from evolve.envs.appworld._client import (
 )
 from evolve.envs.appworld._paths import data_root
 from evolve.envs.appworld._personas import check_persona, episode_payment
+from evolve.envs.persona_world._evalset import personas_of, read_files
 from evolve.envs.persona_world._personas import Persona, load_personas
 from evolve.envs.persona_world._rules import RULES_BY_NAME
 from evolve.envs.persona_world._world import Payment
@@ -122,9 +123,15 @@ class AppWorldEnv:
     def __init__(self, evalset: Path, root: Path | None = None) -> None:
         self.evalset = evalset
         self.root = root if root is not None else data_root()
-        splits = self._load(evalset / SPLITS_FILE, _Splits)
-        options_path = evalset / CONFIG_FILE
-        self.options = self._load(options_path, _Options) if options_path.exists() else _Options()
+        # Each file read once, confined, and exactly those bytes parsed (`read_files`).
+        files = read_files(evalset, (SPLITS_FILE, CONFIG_FILE))
+        splits = self._load(evalset / SPLITS_FILE, files[SPLITS_FILE], _Splits)
+        options = files[CONFIG_FILE]
+        self.options = (
+            self._load(evalset / CONFIG_FILE, options, _Options)
+            if options is not None
+            else _Options()
+        )
         self._split_of: dict[str, Split] = {}
         for split in SPLITS:
             for task_id in getattr(splits, split):
@@ -133,16 +140,16 @@ class AppWorldEnv:
                         f"task {task_id} is in both {self._split_of[task_id]} and {split}."
                     )
                 self._split_of[task_id] = split
-        self._personas: dict[str, Persona] = load_personas(evalset / "personas")
+        self._personas: dict[str, Persona] = load_personas(evalset / "personas", personas_of(files))
         self._tasks: dict[str, Task] | None = None
         self._docs: list[dict[str, Any]] | None = None
 
     @staticmethod
-    def _load(path: Path, model: type[Any]) -> Any:
+    def _load(path: Path, data: bytes | None, model: type[Any]) -> Any:
+        if data is None:
+            raise ConfigError(f"{path} is missing; the evalset is incomplete.")
         try:
-            return model.model_validate(load_yaml(path) or {})
-        except FileNotFoundError:
-            raise ConfigError(f"{path} is missing; the evalset is incomplete.") from None
+            return model.model_validate(load_yaml(path, data) or {})
         except (yaml.YAMLError, ValidationError, TypeError) as exc:
             raise ConfigError(f"{path} is malformed: {str(exc).splitlines()[0]}.") from exc
 

@@ -9,10 +9,18 @@ remembered there, keyed by a digest of every evalset file's bytes and by the val
 code's source (`evolve._format._cache`), so an unchanged evalset is neither parsed nor
 validated (nor pydantic imported) again; anything unusual (an unreadable file, a value the
 cache cannot hold) just validates.
+
+Every file is read once, through a confined open (`evolve._confine`: no link followed out of
+the folder holding the evalset, the workspace, nor into `.git/`, checked at open time with
+`O_NOFOLLOW` at each folder), and what is digested, parsed, validated and remembered are those
+same bytes: a file swapped for another, or for a link, after it was checked is refused by name
+or never read, and the cache never holds values of bytes other than those its key names.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +31,51 @@ from evolve.errors import ConfigError
 Spec = tuple[str, str, dict[str, Any]]  # task id, family, params
 
 
-def read_yaml(path: Path) -> Any:
-    """An evalset file's document (see `_yaml`).
+FILES = ("tasks.yaml", "splits.yaml", "procedures.yaml")
+PERSONAS = "personas"
+Files = dict[str, bytes | None]  # evalset-relative name -> bytes read (None: no such file)
+
+
+def read_files(evalset: Path, names: tuple[str, ...] = FILES) -> Files:
+    """Every file the evalset is read from, read once: `names` (by default `tasks.yaml`,
+    `splits.yaml`, `procedures.yaml`) and each `personas/*.yaml`, each opened confined to the
+    folder holding `evalset` (`evolve._confine.read_bytes`).
+
+    Raises:
+        PathRefused: a file, or a folder on its path, is a link out of that folder or into
+            `.git/` (or became one while it was opened), named.
+    """
+    from evolve import _confine
+
+    root, top = evalset.parent, evalset.name
+    listed = list(names)
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        listed += sorted(
+            f"{PERSONAS}/{name}"
+            for name in os.listdir(evalset / PERSONAS)
+            if name.endswith(".yaml")
+        )
+    files: Files = {}
+    for name in listed:
+        try:
+            files[name] = _confine.read_bytes(root, f"{top}/{name}")
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            files[name] = None
+    return files
+
+
+def personas_of(files: Files) -> dict[str, bytes]:
+    """The persona files among `files` (:func:`read_files`): file name -> bytes."""
+    return {
+        name.removeprefix(f"{PERSONAS}/"): data
+        for name, data in files.items()
+        if name.startswith(f"{PERSONAS}/") and data is not None
+    }
+
+
+def read_yaml(path: Path, data: bytes | None = None) -> Any:
+    """An evalset file's document (see `_yaml`); given `data`, the document those bytes (read
+    from `path` by :func:`read_files`) hold.
 
     Raises:
         ConfigError: the file is missing or not valid YAML.
@@ -34,7 +85,7 @@ def read_yaml(path: Path) -> Any:
     from evolve.envs.persona_world._yaml import load_yaml
 
     try:
-        return load_yaml(path)
+        return load_yaml(path, data)
     except FileNotFoundError:
         raise ConfigError(f"{path} is missing; the evalset is incomplete.") from None
     except yaml.YAMLError as exc:
@@ -52,8 +103,16 @@ def _first_problem(exc: Exception) -> str:
     return lines[0].rstrip(".") if lines else type(exc).__name__
 
 
-def _validated_specs(evalset: Path) -> tuple[list[Spec], dict[str, Split]]:
-    """Task specs and the split of each task, validated as the environment always has.
+def _document(evalset: Path, files: Files, name: str) -> Any:
+    data = files.get(name)
+    if data is None:
+        raise ConfigError(f"{evalset / name} is missing; the evalset is incomplete.")
+    return read_yaml(evalset / name, data)
+
+
+def _validated_specs(evalset: Path, files: Files) -> tuple[list[Spec], dict[str, Split]]:
+    """Task specs and the split of each task, validated as the environment always has, from
+    the bytes `files` holds (:func:`read_files`).
 
     Raises:
         ConfigError: a missing or malformed file, or a task in two splits.
@@ -61,19 +120,21 @@ def _validated_specs(evalset: Path) -> tuple[list[Spec], dict[str, Split]]:
     import yaml
     from pydantic import ValidationError
 
-    from evolve.envs.persona_world._procedures import load_procedure_specs
+    from evolve.envs.persona_world._procedures import PROCEDURES_FILE, procedure_specs
     from evolve.envs.persona_world._specs import _ProcedureSpec, _Splits, _TaskSpec
 
     try:
-        specs = [_TaskSpec.model_validate(t) for t in read_yaml(evalset / "tasks.yaml")]
-        splits = _Splits.model_validate(read_yaml(evalset / "splits.yaml"))
+        specs = [_TaskSpec.model_validate(t) for t in _document(evalset, files, "tasks.yaml")]
+        splits = _Splits.model_validate(_document(evalset, files, "splits.yaml"))
     except (ValidationError, TypeError) as exc:
         raise ConfigError(
             f"{evalset} has a malformed tasks.yaml or splits.yaml: {_first_problem(exc)}."
         ) from exc
     split_of: dict[str, Split] = {}
     try:  # procedure-shaped tasks (issue 13), only when evalset/procedures.yaml exists
-        extra = [_ProcedureSpec.model_validate(t) for t in load_procedure_specs(evalset)]
+        raw = files.get(PROCEDURES_FILE)
+        entries = procedure_specs(raw, evalset / PROCEDURES_FILE)
+        extra = [_ProcedureSpec.model_validate(t) for t in entries]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -96,26 +157,13 @@ def _validated_specs(evalset: Path) -> tuple[list[Spec], dict[str, Split]]:
 # --- remembered ------------------------------------------------------------------------------
 
 
-def _digest(evalset: Path) -> bytes | None:
-    """A digest of every file the evalset is read from (None when one cannot be read)."""
+def _digest(files: Files) -> bytes:
+    """A digest of every file the evalset is read from (the bytes :func:`read_files` read)."""
     import hashlib
 
     h = hashlib.blake2b(digest_size=20)
-    names = ["tasks.yaml", "splits.yaml", "procedures.yaml"]
-    try:
-        folder = evalset / "personas"
-        names += sorted(f"personas/{p.name}" for p in folder.iterdir())
-    except OSError:
-        return None
-    for name in names:
-        path = evalset / name
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            data = None
-        except OSError:
-            return None
-        h.update(repr((name, data)).encode())
+    for name in files:  # in the order read: the three files, then the personas by name
+        h.update(repr((name, files[name])).encode())
     return h.digest()
 
 
@@ -136,8 +184,9 @@ class EvalsetReader:
         from evolve._format._cache import DiskCache
 
         self.evalset = evalset
+        self.files = read_files(evalset)  # read once: all that follows uses these bytes
         self.cache = DiskCache(remember, size=1, valid=_remembered)
-        self.key = _digest(evalset) if remember is not None else None
+        self.key = _digest(self.files) if remember is not None else None
         self.known: tuple[list[Spec], dict[str, Split], dict[str, dict[str, Any]]] | None = None
         if self.key is not None:
             self.known = self.cache.get(self.key)  # type: ignore[assignment]
@@ -147,7 +196,7 @@ class EvalsetReader:
     def specs(self) -> tuple[list[Spec], dict[str, Split]]:
         if self.known is not None:
             return self.known[0], self.known[1]
-        self._specs = _validated_specs(self.evalset)
+        self._specs = _validated_specs(self.evalset, self.files)
         return self._specs
 
     def personas(self) -> dict[str, Persona]:
@@ -155,18 +204,14 @@ class EvalsetReader:
             return {name: Persona.of(dump) for name, dump in self.known[2].items()}
         from evolve.envs.persona_world._personas import load_personas
 
-        found = load_personas(self.evalset / "personas")
+        found = load_personas(self.evalset / PERSONAS, personas_of(self.files))
         self._personas = {name: p.dump() for name, p in found.items()}
         return found
 
     def save(self) -> None:
-        """Remember what was validated (when it was, and the files did not change meanwhile)."""
-        if (
-            self.key is None
-            or self.known is not None
-            or self._specs is None
-            or self._personas is None
-            or _digest(self.evalset) != self.key
-        ):
+        """Remember what was validated, under the key of the very bytes validated."""
+        if self.key is None or self.known is not None or self._specs is None:
+            return
+        if self._personas is None:
             return
         self.cache.put(self.key, (*self._specs, self._personas))

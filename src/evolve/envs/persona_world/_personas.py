@@ -16,7 +16,7 @@ remembered (:meth:`Persona.of`) without importing pydantic.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -209,8 +209,9 @@ def _validated(cls: type[T], data: Any) -> T:
     return found
 
 
-def load_personas(folder: Path) -> dict[str, Persona]:
-    """Load every `*.yaml` persona in `folder`.
+def load_personas(folder: Path, files: Mapping[str, bytes] | None = None) -> dict[str, Persona]:
+    """Load every `*.yaml` persona in `folder`; or, given `files` (name -> the bytes already
+    read from `folder`), those, parsing exactly those bytes.
 
     Raises:
         ConfigError: naming the file and the problem.
@@ -221,9 +222,10 @@ def load_personas(folder: Path) -> dict[str, Persona]:
     from evolve.envs.persona_world._yaml import load_yaml
 
     personas: dict[str, Persona] = {}
-    for path in sorted(folder.glob("*.yaml")):
+    paths = sorted(folder.glob("*.yaml")) if files is None else [folder / n for n in sorted(files)]
+    for path in paths:
         try:
-            data = load_yaml(path)
+            data = load_yaml(path, None if files is None else files[path.name])
             persona = Persona.validate(data)
         except (yaml.YAMLError, ValidationError) as exc:
             detail = str(exc).splitlines()

@@ -210,12 +210,18 @@ def write_procedures(evalset: Path) -> Path:
 def load_procedure_specs(evalset: Path) -> list[dict[str, Any]]:
     """The entries of `evalset/procedures.yaml` ([] when there is none); validated by the env."""
     path = evalset / PROCEDURES_FILE
-    if not path.is_file():
+    return procedure_specs(path.read_bytes() if path.is_file() else None, path)
+
+
+def procedure_specs(raw: bytes | None, path: Path) -> list[dict[str, Any]]:
+    """The entries the bytes `raw` of the procedures file at `path` hold (already read there:
+    exactly these bytes are parsed; None: there is no such file, so [])."""
+    if raw is None:
         return []
     from evolve._yaml import load as load_strict  # PyYAML: only where the file is read
     from evolve.errors import ConfigError
 
-    data = load_strict(path.read_text(encoding="utf-8"), str(path), error=ConfigError)
+    data = load_strict(raw.decode("utf-8"), str(path), error=ConfigError)
     if data is None:
         return []
     if not isinstance(data, list):

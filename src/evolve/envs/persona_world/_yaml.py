@@ -21,14 +21,28 @@ _LOADER: type = StrictLoader
 _PARSED: dict[tuple[str, int, int], Any] = {}
 
 
-def load_yaml(path: Path) -> Any:
-    """The document at `path`.
+_READ: dict[tuple[str, bytes], Any] = {}
+
+
+def load_yaml(path: Path, data: bytes | None = None) -> Any:
+    """The document at `path`; or, given `data`, the document those bytes hold (already read
+    from `path`, which only names it: nothing is read again, so what is parsed is exactly
+    what the caller read).
 
     Raises:
         FileNotFoundError: the file is missing.
         yaml.YAMLError: it is not valid YAML.
         ConfigError: a mapping in it gives a key twice (one sentence naming the file).
     """
+    if data is not None:
+        found = (str(path), data)
+        if found not in _READ:
+            text = data.decode("utf-8")
+            document = load_strict(text, str(path), error=ConfigError)
+            for seen in [k for k in _READ if k[0] == found[0]]:
+                del _READ[seen]  # one version per file, as below
+            _READ[found] = document
+        return copy.deepcopy(_READ[found])
     st = path.stat()
     name = str(path.resolve())
     key = (name, st.st_mtime_ns, st.st_size)

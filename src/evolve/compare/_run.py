@@ -52,6 +52,7 @@ from evolve.compare._spec import (
     load_experiment,
     plan,
 )
+from evolve.envs import personas_of
 from evolve.errors import EvolveError
 from evolve.evaluate import open_env
 from evolve.generations._records import RECORDS_REF
@@ -106,7 +107,10 @@ def prepare(
     env = open_env(ws)
     splits = {s: [t.id for t in env.tasks(s)] for s in ("train", "dev", "holdout")}
     exp = load_experiment(
-        path, personas=list(env.personas()), recipes=sorted(RECIPES), splits=splits
+        path,
+        personas=personas_of(env) or [ws.config.persona],
+        recipes=sorted(RECIPES),
+        splits=splits,
     )
     models = _models(ws, exp, overrides or {})
     cfg = with_models(ws.config, **{k: v for k, v in models.items() if k != "cache"})

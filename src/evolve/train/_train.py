@@ -49,7 +49,7 @@ from evolve._io import canonical_json, derive_seed
 from evolve._text import printable
 from evolve.agent import read_prompt_files
 from evolve.applier import ApplyResult
-from evolve.envs import Environment, Task, Tier, environments
+from evolve.envs import Environment, Task, Tier, environments, personas_of
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, ModelError, UnknownName
 from evolve.evaluate import make_verifier, open_env
@@ -321,10 +321,9 @@ def train(
         generation=generation,
         start_at=start_at,
     )
-    if request.persona not in env.personas():
-        raise UnknownName(
-            f"unknown persona {request.persona!r}; choose one of {', '.join(env.personas())}."
-        )
+    known = personas_of(env)  # None: one implicit user, whatever its name
+    if known is not None and request.persona not in known:
+        raise UnknownName(f"unknown persona {request.persona!r}; choose one of {', '.join(known)}.")
     # Every role's tokens are counted (a generation's meter, when training runs in one).
     with metering() as meter:
         before = meter.snapshot()

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from evolve.errors import ConfigError, EvolveError
+from evolve.errors import ConfigError
 
 Split = Literal["train", "dev", "holdout"]
 SPLITS: tuple[Split, ...] = ("train", "dev", "holdout")
@@ -253,7 +253,7 @@ class Filled:
         inner = self.inner
         if isinstance(inner, Oracle):
             return inner.oracle_statements(persona, episode)
-        raise EvolveError(
+        raise ConfigError(
             f"the environment {self.name!r} states no user preferences (no oracle); "
             "use memory.inject none, recipe or fixed."
         )

@@ -52,7 +52,7 @@ from evolve.compare._spec import (
     load_experiment,
     plan,
 )
-from evolve.envs import personas_of
+from evolve.envs import capabilities, personas_of
 from evolve.errors import EvolveError
 from evolve.evaluate import open_env
 from evolve.generations._records import RECORDS_REF
@@ -112,6 +112,12 @@ def prepare(
         recipes=sorted(RECIPES),
         splits=splits,
     )
+    oracle = sorted(name for name, arm in exp.arms.items() if arm.type == "oracle")
+    if oracle and "oracle" not in capabilities(env):
+        raise ExperimentError(
+            f"{path}: arm {oracle[0]!r} is an oracle arm, but the environment {env.name!r} "
+            "states no user preferences; remove the arm."
+        )
     models = _models(ws, exp, overrides or {})
     cfg = with_models(ws.config, **{k: v for k, v in models.items() if k != "cache"})
     roles: list[RoleName] = ["agent", "updater"]

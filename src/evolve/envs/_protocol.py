@@ -277,7 +277,7 @@ def harnessed(env: CoreEnvironment) -> Environment:
         missing.insert(0, "name")
     if missing:
         raise ConfigError(
-            f"{type(env).__qualname__} is not an environment: it lacks {', '.join(missing)} "
+            f"{type(env).__module__}:{type(env).__name__} is not an environment: it lacks {', '.join(missing)} "
             "(see evolve.envs.CoreEnvironment)."
         )
     return Filled(env)

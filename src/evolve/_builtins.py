@@ -15,6 +15,10 @@ from __future__ import annotations
 PLACES: dict[str, tuple[str, ...]] = {
     "evolve.models": ("evolve.llm._registry", "evolve.sim._model"),
     "evolve.recipes": ("evolve.updaters.*",),
-    "evolve.environments": ("evolve.envs.persona_world", "evolve.envs.appworld"),
+    "evolve.environments": (
+        "evolve.envs.persona_world",
+        "evolve.envs.appworld",
+        "evolve.envs.files",
+    ),
     "evolve.executors": ("evolve.executors._base", "evolve.executors._ray"),
 }

@@ -53,9 +53,11 @@ def _demo_feedback(ws: Workspace) -> Workspace:
 @click.option("--persona", help="The user whose preferences this workspace learns (default: alex).")
 @click.option(
     "--env",
-    type=click.Choice(["persona_world", "appworld"]),
+    "--environment",
+    type=click.Choice(["persona_world", "appworld", "files"]),
     default=None,
-    help="The environment (default: persona_world; appworld needs `evolve appworld setup`).",
+    help="The environment (default: persona_world; appworld needs `evolve appworld setup`; "
+    "files: your own tasks, checkers and tools in evalset/, see docs/environments.md).",
 )
 @click.option(
     "--skills",

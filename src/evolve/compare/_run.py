@@ -52,6 +52,7 @@ from evolve.compare._spec import (
     load_experiment,
     plan,
 )
+from evolve.envs import capabilities, personas_of
 from evolve.errors import EvolveError
 from evolve.evaluate import open_env
 from evolve.generations._records import RECORDS_REF
@@ -106,8 +107,17 @@ def prepare(
     env = open_env(ws)
     splits = {s: [t.id for t in env.tasks(s)] for s in ("train", "dev", "holdout")}
     exp = load_experiment(
-        path, personas=list(env.personas()), recipes=sorted(RECIPES), splits=splits
+        path,
+        personas=personas_of(env) or [ws.config.persona],
+        recipes=sorted(RECIPES),
+        splits=splits,
     )
+    oracle = sorted(name for name, arm in exp.arms.items() if arm.type == "oracle")
+    if oracle and "oracle" not in capabilities(env):
+        raise ExperimentError(
+            f"{path}: arm {oracle[0]!r} is an oracle arm, but the environment {env.name!r} "
+            "states no user preferences; remove the arm."
+        )
     models = _models(ws, exp, overrides or {})
     cfg = with_models(ws.config, **{k: v for k, v in models.items() if k != "cache"})
     roles: list[RoleName] = ["agent", "updater"]

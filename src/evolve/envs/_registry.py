@@ -12,17 +12,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evolve._registry import Registry
-from evolve.envs._protocol import Environment
+from evolve.envs._protocol import CoreEnvironment, Environment, harnessed
 
-EnvFactory = Callable[[Path], Environment]
+EnvFactory = Callable[[Path], CoreEnvironment]
 
 environments: Registry[EnvFactory] = Registry("environment", "evolve.environments")
 
 
 def make_env(name: str, evalset: Path) -> Environment:
-    """Open the environment `name` over an evalset folder.
+    """Open the environment `name` over an evalset folder, as the harness calls it: an
+    environment that declares only the core protocol gets the defaults of
+    :class:`~evolve.envs.Filled` for the capabilities it lacks.
 
     Raises:
         UnknownName: for a name no environment answers to (one sentence listing the choices).
+        ConfigError: what `name` opens is not an environment.
     """
-    return environments.lookup(name)(evalset)
+    return harnessed(environments.lookup(name)(evalset))

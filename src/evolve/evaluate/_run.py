@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from evolve import _confine as confined
 from evolve._io import canonical_json, derive_seed
-from evolve.envs import Environment, Split, Task, make_env
+from evolve.envs import Environment, Split, Task, make_env, personas_of
 from evolve.episode._run import EpisodeSetup, run_episode
 from evolve.errors import ConfigError, ModelError, UnknownName
 from evolve.evaluate._report import SplitReport
@@ -218,9 +218,10 @@ def write_log(root: Path, report: SplitReport) -> Path:
 
 
 def check_persona(env: Environment, persona: str) -> None:
-    """Raises UnknownName unless `env` knows `persona`."""
-    known = env.personas()
-    if persona not in known:
+    """Raises UnknownName unless `env` knows `persona` (an environment without personas has
+    one implicit user, whatever its name)."""
+    known = personas_of(env)
+    if known is not None and persona not in known:
         raise UnknownName(f"unknown persona {persona!r}; choose one of {', '.join(known)}.")
 
 

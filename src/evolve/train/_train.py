@@ -47,9 +47,9 @@ from evolve._format._message import SKILLS_SEEN
 from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve._io import canonical_json, derive_seed
 from evolve._text import printable
-from evolve.agent import read_prompt_files
+from evolve.agent import Agent, read_prompt_files
 from evolve.applier import ApplyResult
-from evolve.envs import Environment, Task, Tier, environments
+from evolve.envs import Environment, Task, Tier, environments, personas_of
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, ModelError, UnknownName
 from evolve.evaluate import make_verifier, open_env
@@ -282,6 +282,7 @@ class TrainModels:
     updater: LLM
     evolver: LLM | None = None  # the skills recipe's batch evolver (None: from evolve.yaml)
     meter: Meter | None = None  # counts every role's tokens (evolve.llm._meter)
+    player: Agent | None = None  # who plays the episodes (agent/_seam.py); None: `agent`'s loop
 
 
 def train(
@@ -300,8 +301,12 @@ def train(
     take_lock: bool = True,
     start_at: int | None = None,
     evolver_llm: LLM | None = None,
+    agent: Agent | None = None,
 ) -> TrainReport:
     """Run the training stream up to episode `episodes` (resuming after the last commit).
+
+    `agent` plays the episodes (any `evolve.agent.Agent`, e.g. a scripted one); None: evolve's
+    own function-call loop over the agent model.
 
     Raises:
         UnknownName: an unknown recipe or persona.
@@ -321,10 +326,9 @@ def train(
         generation=generation,
         start_at=start_at,
     )
-    if request.persona not in env.personas():
-        raise UnknownName(
-            f"unknown persona {request.persona!r}; choose one of {', '.join(env.personas())}."
-        )
+    known = personas_of(env)  # None: one implicit user, whatever its name
+    if known is not None and request.persona not in known:
+        raise UnknownName(f"unknown persona {request.persona!r}; choose one of {', '.join(known)}.")
     # Every role's tokens are counted (a generation's meter, when training runs in one).
     with metering() as meter:
         before = meter.snapshot()
@@ -334,6 +338,7 @@ def train(
             meter.wrap(updater_llm or make_role_llm(cfg, "updater", env=env), "updater"),
             None if evolver_llm is None else meter.wrap(evolver_llm, "evolver"),
             meter,
+            agent,
         )
         # Under the caller's lock (take_lock=False: a generation, an experiment arm) the
         # caller handles an interrupt; otherwise `writer` undoes the write in flight (txn).
@@ -711,6 +716,7 @@ class _EpisodeLoop:
             verifier=make_verifier(visible, (name,)),
             max_attempts=MAX_ATTEMPTS,
             redactor=self.redactor,
+            agent=self.models.player,
             skills=make_picker(
                 ws.config,
                 visible,  # global skills and this persona's own

@@ -69,10 +69,10 @@ def _check_persona(target: Path, env: str, persona: str) -> None:
     """Refuse a persona the new workspace's evalset does not know: every later command
     (`run`, `train`, ...) would refuse it, so init says so before it commits anything. The
     environment reads only the evalset's persona files here (AppWorld needs no data)."""
-    from evolve.envs import make_env
+    from evolve.envs import make_env, personas_of
 
-    known = make_env(env, target / "evalset").personas()
-    if persona not in known:
+    known = personas_of(make_env(env, target / "evalset"))
+    if known is not None and persona not in known:
         raise EvolveError(
             f"unknown persona {persona!r} for the {env} evalset; choose one of {', '.join(known)}."
         )
@@ -101,7 +101,8 @@ def init_workspace(
 ) -> Workspace:
     """Create a workspace at `target` (which must not exist or be empty) and commit it.
 
-    `env` picks the environment: persona_world (the default) or appworld. `skills` sets the
+    `env` picks the environment: persona_world (the default), appworld, or files (a minimal
+    evalset of tasks, checkers and tools to edit into your own). `skills` sets the
     workspace up for skill compilation (issue 13): `train.recipe: skills` (which turns
     selection and injection on) and, for persona_world, the procedure-shaped tasks in
     `evalset/procedures.yaml`, the failures skills are for.
@@ -128,8 +129,8 @@ def init_workspace(
         )
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise EvolveError(f"{target} exists and is not empty; pick a new or empty folder.")
-    if env not in (None, "persona_world", "appworld"):
-        raise EvolveError(f"unknown environment {env!r}; choose persona_world or appworld.")
+    if env not in (None, "persona_world", "appworld", "files"):
+        raise EvolveError(f"unknown environment {env!r}; choose persona_world, appworld or files.")
     source = harness_root()
     created = _first_missing(target)
     try:
@@ -169,7 +170,7 @@ def init_workspace(
             )
             parse_config(text)
             atomic_write(config_path, text)
-            if env != "appworld":
+            if env in (None, "persona_world"):
                 from evolve.envs.persona_world._procedures import write_procedures
 
                 write_procedures(target / "evalset")
@@ -177,6 +178,10 @@ def init_workspace(
             from evolve.envs.appworld._scaffold import scaffold
 
             scaffold(target)
+        if env == "files":
+            from evolve.envs.files import write_scaffold
+
+            write_scaffold(target, persona_given=persona is not None)
         if persona is not None:
             _check_persona(target, env or "persona_world", persona)
         atomic_write(target / ".gitignore", GITIGNORE)

@@ -1,0 +1,35 @@
+"""examples/support_desk: its evalset is a valid files environment of 30+ tasks, and offline
+(scripted agent and updater) dev violations fall after training and come back after `evolve
+revert` of the training commits."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from evolve.envs import make_env
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "support_desk"
+
+
+def test_the_example_evalset_has_thirty_tasks_over_three_splits() -> None:
+    env = make_env("files", EXAMPLE / "evalset")
+    sizes = {split: len(env.tasks(split)) for split in ("train", "dev", "holdout")}
+    assert sum(sizes.values()) >= 30 and all(sizes.values()), sizes
+    assert env.rule_names() == ["greeting", "sign_off", "order_reference", "no_late_refund"]
+
+
+def test_learning_is_visible_and_a_revert_takes_it_back(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("support_desk_offline", EXAMPLE / "offline.py")
+    assert spec is not None and spec.loader is not None
+    offline = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = offline  # its dataclasses look their module up
+    spec.loader.exec_module(offline)
+    rows = offline.demo(tmp_path / "desk", episodes=6)
+    (before, trained, reverted) = (score for _, score in rows)
+    print(offline.table(rows))
+    assert before.violated > 0 and before.accepted < before.episodes
+    assert trained.violated < before.violated  # dev violations fall after training
+    assert trained.accepted > before.accepted
+    assert reverted.violations == before.violations  # and come back after the revert

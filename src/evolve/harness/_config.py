@@ -116,6 +116,21 @@ def _variant(module: str, value: Any, root: Path | None) -> tuple[str, Mapping[s
     return value, checked
 
 
+def choose(choice: Choice, module: Any, value: Any, root: Path | None = None) -> Choice:
+    """`choice` with `module` set to `value` (a variant's name, or `{variant: NAME, PARAM:
+    N}`), checked as the file's entries are.
+
+    Raises:
+        ConfigError: an unknown module, variant or parameter (one sentence).
+    """
+    if module not in MODULES:
+        raise ConfigError(
+            f"{HARNESS_FILE} has no module {str(module)[:40]!r}; the modules are "
+            f"{', '.join(MODULES)}."
+        )
+    return {**choice, str(module): _variant(str(module), value, root)}
+
+
 def build_harness(choice: Choice) -> Harness:
     """The harness of checked choices (:func:`parse_choice`)."""
     made: dict[str, Any] = {}

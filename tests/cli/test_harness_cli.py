@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.conftest import GitRunner, cli_json, one_sentence, run_cli, workspace_state
 
 from evolve.harness import HARNESS_FILE, MODULES
 from evolve.workspace import Workspace
-from tests.conftest import GitRunner, cli_json, one_sentence, run_cli, workspace_state
 
 
 def _dev(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
@@ -38,7 +38,9 @@ def test_a_switch_is_scored_and_revert_restores_the_harness_exactly(
     _train(capsys)
     before = _dev(capsys)
     first = cli_json(capsys, "harness", "set", "workflow", "verify_first")
-    assert run_git(ws.root, "log", "-1", "--format=%s").strip() == "harness: workflow -> verify_first"
+    assert (
+        run_git(ws.root, "log", "-1", "--format=%s").strip() == "harness: workflow -> verify_first"
+    )
     helped = _dev(capsys)
     assert helped != before  # the next run is scored with the variant
     middle = (ws.root / HARNESS_FILE).read_bytes()

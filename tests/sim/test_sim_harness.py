@@ -113,3 +113,21 @@ def test_variants_are_seeded() -> None:
     for harness in ("workflow: verify_first", "workflow: verify_finish"):
         again = [dataclasses.asdict(_run(harness, t, 3).judgement) for t in DEV]
         assert again == [dataclasses.asdict(_run(harness, t, 3).judgement) for t in DEV]
+
+
+def test_newest_first_lets_a_stale_statement_win() -> None:
+    """The sim lets the last statement per slot win: rendered newest first, the older
+    statement comes last and is followed."""
+    task = next(t for t in DEV if t.kind == "payment")
+    stale = "- Make my Venmo payments public.\n- Set my Venmo payments to private."
+    setup = EpisodeSetup(PROMPTS, stale, "alex", False, 12)
+    llm = SimLLM(ENV)
+    history = ENV.initial_history("alex")
+
+    def visibility(harness: str) -> object:
+        chosen = dataclasses.replace(setup, harness=build_harness(parse_choice(harness)))
+        result = run_episode(ENV, llm, task, chosen, history=history, seed=5)
+        return _main(result, task)[0].get("visibility")
+
+    assert visibility("") == "private"
+    assert visibility("memory: newest_first") == "public"

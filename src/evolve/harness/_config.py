@@ -14,9 +14,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from evolve import _yaml
 from evolve._format import _limits as limits
 from evolve.errors import ConfigError, PathRefused
 from evolve.harness._contracts import MODULES
@@ -49,6 +46,11 @@ def load_harness(root: Path) -> Harness:
 
 def parse_choice(text: str, root: Path | None = None) -> Choice:
     """module -> (variant, parameters) from the text of a harness file, every name checked."""
+    # Here, not at the top: a run without a harness file never imports PyYAML.
+    import yaml
+
+    from evolve import _yaml
+
     try:
         data = _yaml.load(text, HARNESS_FILE, error=ConfigError)
     except yaml.YAMLError:

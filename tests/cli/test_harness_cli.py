@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.conftest import GitRunner, cli_json, one_sentence, run_cli, workspace_state
 
+from conftest import GitRunner, cli_json, one_sentence, run_cli, workspace_state
 from evolve.harness import HARNESS_FILE, MODULES
 from evolve.workspace import Workspace
 

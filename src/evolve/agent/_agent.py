@@ -18,7 +18,7 @@ so far and says why (`model_error`), and the episode is recorded as a failed one
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,6 +118,43 @@ def _result_text(call: ApiCall) -> str:
     return f"{ERROR_PREFIX}{call.tool}: {call.error}"
 
 
+@dataclass(frozen=True)
+class Review:
+    """What a workflow asks before an action runs (:attr:`LoopHooks.review`).
+
+    `note` is sent as a user message after the model's draft; the model's answer to it, when
+    it is one well-formed action, replaces the draft in the conversation and is what runs.
+    """
+
+    note: str
+
+
+def _no_review(action: Action, reviewed: int) -> Review | None:
+    return None
+
+
+@dataclass(frozen=True)
+class LoopHooks:
+    """The parts of the loop a harness module may change (evolve.harness); the defaults are
+    the loop as it always was.
+
+    - `result_text`: what the model is told after a world call (its result or its error);
+    - `correction`: what the model is told after a reply that could not be used;
+    - `local`: tools the harness answers itself, never the world (documentation on demand):
+      name -> a function of the arguments returning the text of the answer;
+    - `review`: before an action runs, a note asking the model to check it (None: it runs);
+      `reviewed` counts the reviews already made in this episode.
+    """
+
+    result_text: Callable[[ApiCall], str] = _result_text
+    correction: Callable[[BadReply, Sequence[str]], str] = correction
+    local: Mapping[str, Callable[[Mapping[str, Any]], str]] = field(default_factory=dict)
+    review: Callable[[Action, int], Review | None] = _no_review
+
+
+DEFAULT_HOOKS = LoopHooks()
+
+
 def run_agent(
     llm: LLM,
     world: World,
@@ -127,10 +164,16 @@ def run_agent(
     tools: Sequence[str],
     max_turns: int,
     seed: int | None = None,
+    hooks: LoopHooks = DEFAULT_HOOKS,
 ) -> Trace:
-    """Run one episode until the task is marked complete or the turn limit is reached."""
+    """Run one episode until the task is marked complete or the turn limit is reached.
+
+    `hooks` are the harness's changes to the loop (:class:`LoopHooks`); the defaults are
+    evolve's own loop."""
     messages = [Message("system", system_prompt), Message("user", task_message)]
     trace = Trace()
+    known = tuple(tools) + tuple(t for t in hooks.local if t not in tools)
+    reviewed = 0
     for _ in range(max_turns):
         try:
             completion = llm.complete(
@@ -151,16 +194,53 @@ def run_agent(
             continue
         messages.append(Message("assistant", completion.text))
         try:
-            action = parse_action(completion.text, tools)
+            action = parse_action(completion.text, known)
         except BadReply as exc:
             trace.turns.append(Turn(bad_reply=str(exc), reply=completion.text))
-            messages.append(Message("user", correction(exc, tools)))
+            messages.append(Message("user", hooks.correction(exc, known)))
+            continue
+        review = hooks.review(action, reviewed)
+        if review is not None:
+            reviewed += 1
+            action, text = _reviewed(llm, messages, review, action, known, trace, seed)
+            messages[-1] = Message("assistant", text)
+        answer = hooks.local.get(action.tool)
+        if answer is not None:
+            app, _, api = action.tool.partition("__")
+            local = ApiCall(app, api, dict(action.arguments), True, answer(action.arguments))
+            trace.turns.append(Turn(call=local, reply=messages[-1].content))
+            messages.append(Message("user", hooks.result_text(local)))
             continue
         call = world.call(action.tool, action.arguments)
-        trace.turns.append(Turn(call=call, reply=completion.text))
-        messages.append(Message("user", _result_text(call)))
+        trace.turns.append(Turn(call=call, reply=messages[-1].content))
+        messages.append(Message("user", hooks.result_text(call)))
         if world.completed:
             break
     else:
         trace.hit_turn_limit = not world.completed
     return trace
+
+
+def _reviewed(
+    llm: LLM,
+    messages: list[Message],
+    review: Review,
+    draft: Action,
+    tools: Sequence[str],
+    trace: Trace,
+    seed: int | None,
+) -> tuple[Action, str]:
+    """The action that runs after a review: the model's answer when it is one well-formed
+    action, else the draft (a review that fails changes nothing)."""
+    ask = [*messages, Message("user", review.note)]
+    try:
+        completion = llm.complete(ask, json_schema=ACTION_SCHEMA, temperature=0.0, seed=seed)
+    except (ReplyMalformed, RequestFailed):
+        return draft, messages[-1].content
+    trace.usage = trace.usage + completion.usage
+    if not encodable(completion.text):
+        return draft, messages[-1].content
+    try:
+        return parse_action(completion.text, tools), completion.text
+    except BadReply:
+        return draft, messages[-1].content

@@ -17,7 +17,9 @@ import yaml
 from evolve._format import _limits as limits
 from evolve._text import describe_char, hidden_char, printable, unsafe_char
 from evolve.applier._copied import copied
+from evolve.applier._harness import plan_harness
 from evolve.errors import ConfigError, PathRefused
+from evolve.harness import HARNESS_FILE
 from evolve.ops import Refusal
 from evolve.workspace import PARAMETERS_FILE, Workspace, check_parameter, load_parameters
 
@@ -76,9 +78,18 @@ def plan_prompt_changes(
     edits: Sequence[Mapping[str, Any]],
     parameters: Mapping[str, Any],
     max_chars: int,
+    harness: Mapping[str, Any] | None = None,
 ) -> PromptChanges:
-    """Validate a reflector's proposal; return the file contents to write and what was refused."""
+    """Validate a reflector's proposal; return the file contents to write and what was refused.
+
+    `harness` switches modules of `prompts/harness.yaml` (module -> variant; see
+    `evolve.applier._harness`)."""
     out = PromptChanges()
+    if harness:
+        text, refused = plan_harness(ws, harness)
+        out.refused.extend(refused)
+        if text is not None:
+            out.files[HARNESS_FILE] = text
     for edit in edits:
         path, content = edit.get("path"), edit.get("content")
         if not isinstance(path, str) or not isinstance(content, str):

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("evolve.cli._history:review_group", "Approve or reject units left pending."),
     "report": ("evolve.cli._history:report_cmd", "Write a self-contained HTML report."),
     "compare": ("evolve.cli._compare:compare_cmd", "Run an experiment: arms on their own refs."),
+    "harness": ("evolve.cli._harness:harness_group", "The agent's modules: show or switch one."),
     "plugins": ("evolve.cli._plugins:plugins_cmd", "Models, recipes, environments, executors."),
     "appworld": (
         "evolve.cli._appworld:appworld_group",

@@ -11,15 +11,14 @@ from evolve._text import printable
 from evolve.agent import (
     Agent,
     AgentRequest,
-    ModelAgent,
     PromptFile,
     Trace,
     Turn,
-    build_system_prompt,
     task_message,
 )
 from evolve.envs import ApiCall, Environment, Judgement, Task, Violation
 from evolve.episode._records import CallRecord, EpisodeRecord, TurnRecord
+from evolve.harness import DEFAULT_HARNESS, Harness, TaskView
 from evolve.llm import LLM
 from evolve.redact import DEFAULT_REDACTOR, Redactor
 
@@ -48,6 +47,9 @@ class EpisodeSetup:
     skills: SkillPicker | None = None
     # Who plays the episode (agent/_seam.py); None: evolve's own agent over the run's model.
     agent: Agent | None = None
+    # The harness modules evolve's own agent is assembled from (prompts/harness.yaml); None:
+    # the default harness (the prompt and the loop as before modules existed).
+    harness: Harness | None = None
 
 
 @dataclass(frozen=True)
@@ -183,12 +185,16 @@ def _attempt(
     stats = env.stats(task, setup.persona, history) if setup.stats else []
     memory = setup.memory if not extra_memory else f"{setup.memory}\n{extra_memory}".strip()
     picked = setup.skills.pick(task.instruction, seed) if setup.skills is not None else None
-    system = build_system_prompt(
-        setup.prompt_files,
+    harness = setup.harness if setup.harness is not None else DEFAULT_HARNESS
+    system = harness.system_prompt(
+        [f.text for f in setup.prompt_files],
         api_docs=env.api_docs(),
-        memory=memory,
+        tools=env.tools(),
+        memory=setup.memory,
+        note=extra_memory,
         stats=stats,
         skills=picked.section if picked is not None else "",
+        task=TaskView(task.id, task.instruction),
     )
     sections = {
         "prompt_files": "\n\n".join(f.text.strip() for f in setup.prompt_files if f.text.strip()),
@@ -207,7 +213,7 @@ def _attempt(
         seed=seed,
         sections=sections,
     )
-    agent = setup.agent if setup.agent is not None else ModelAgent(llm)
+    agent = setup.agent if setup.agent is not None else harness.agent(llm)
     trace = agent.run(request, world)
     judgement = env.judge(task, setup.persona, world, history, episode)
     # Redacted here, once: nothing after this line sees a secret (see EpisodeResult).

@@ -136,6 +136,8 @@ def _score(
     from evolve.redact import Redactor
 
     root = Path(repo.root)
+    if os.path.lexists(os.path.join(repo.root, "prompts", "harness.yaml")):
+        raise Unhandled("a harness file")  # the full command reads it (evolve.harness)
     persona = persona or settings["persona"]
     runs = runs or settings["runs"]
     concurrency = concurrency or settings["concurrency"]

@@ -8,6 +8,7 @@ from typing import Literal
 from evolve.agent import read_prompt_files
 from evolve.envs import ApiCall, Environment
 from evolve.episode import EpisodeSetup, Redactor
+from evolve.harness import load_harness
 from evolve.memory import MemoryUnit, fixed_block, in_scope, load_units, scope_for
 from evolve.skills._select import SkillPicker, make_picker, settings_of
 from evolve.skills._strata import load_strata
@@ -88,6 +89,7 @@ def episode_setup(
         redactor=Redactor.from_settings(cfg.redact.values, cfg.redact.env),
         # The skills visible to the persona (global ones and its own), as in training.
         skills=_picker(ws, env, units) if mode == "recipe" else None,
+        harness=load_harness(ws.root),  # prompts/harness.yaml (absent: the defaults)
     )
 
 

@@ -13,7 +13,7 @@ import json
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from evolve.agent import RESULT_PREFIX, section, without_sections
@@ -36,6 +36,7 @@ from evolve.envs.persona_world import (
     split_sentences,
 )
 from evolve.envs.persona_world._rules import Rule
+from evolve.harness import DOC_TOOL, FINISH_NOTE, REVIEW_NOTE
 from evolve.llm import Message
 from evolve.sim._parse import DiskMemo, PromptCache, recognized
 from evolve.sim._rates import SimRates
@@ -178,6 +179,22 @@ def _results(messages: Sequence[Message]) -> dict[str, Any]:
     return out
 
 
+# The phrase of the checklist skill (evolve.harness.CHECKLIST) the sim recognizes.
+_CHECKLIST = "go through every preference"
+
+
+def _documented(system: str, messages: Sequence[Message], tool: str) -> bool:
+    """Whether the agent has read `tool`'s arguments: its entry in the prompt's docs, or
+    an entry the harness gave it on demand."""
+    if f"- {tool}(" in system:
+        return True
+    head = f"{RESULT_PREFIX}{DOC_TOOL}:"
+    return any(
+        m.role == "user" and m.content.startswith(head) and f"- {tool}(" in m.content
+        for m in messages
+    )
+
+
 def _plan(task: Task, need_history: bool) -> list[str]:
     steps = ["supervisor__show_profile"]
     if task.kind == "payment":
@@ -208,15 +225,81 @@ class SimAgent:
         stats = read_stats(system)
         need_history = self._needs_history(task, directives, stats)
         steps = follow_skills(_plan(task, need_history), task, system)  # `<skills>` only
-        turn = sum(1 for m in messages if m.role == "assistant")
+        # Harness modules reach the sim only through what they put in the messages
+        # (docs/sim.md, "Harness variants"): a review note, a looked-up API entry.
+        note = messages[-1].content if messages[-1].role == "user" else ""
+        if note.startswith(FINISH_NOTE):
+            return self._finish_check(messages, task, directives, stats, seed)
+        review = note.startswith(REVIEW_NOTE)
+        # The turn counts the actions that ran: a lookup of the docs is none, and under
+        # review the draft (the last assistant message) has not run yet.
+        turn = sum(1 for m in messages if m.role == "assistant" and DOC_TOOL not in m.content)
+        turn -= 1 if review else 0
         if turn >= len(steps):
             return {"tool": "supervisor__complete_task", "arguments": {}}
         tool = steps[turn]
         results = _results(messages)
+        rates = self._rates(system, reviewed=review)
+        if tool == MAIN_TOOL[task.kind] and not _documented(system, messages, tool):
+            if DOC_TOOL in system:
+                return {"tool": DOC_TOOL, "arguments": {"api": tool}}
+            args = self._arguments(tool, task, results, directives, stats, seed, rates)
+            # Without the API's arguments in the docs it sends only those the task names.
+            keep = set(reference_args(task)) | {"access_token"}
+            return {"tool": tool, "arguments": {k: v for k, v in args.items() if k in keep}}
         return {
             "tool": tool,
-            "arguments": self._arguments(tool, task, results, directives, stats, seed),
+            "arguments": self._arguments(tool, task, results, directives, stats, seed, rates),
         }
+
+    def _rates(self, system: str, *, reviewed: bool) -> SimRates:
+        """The rates for this call: a checklist skill in `<skills>` lowers the lapse; a
+        review (Self-Refine) makes no lapse and catches a share of computed-value errors."""
+        rates = self.rates
+        if _CHECKLIST in system and _CHECKLIST in (section(system, "skills") or ""):
+            rates = replace(rates, lapse=rates.checklist_lapse)
+        if reviewed:
+            keep = 1.0 - rates.review_catch
+            rates = replace(
+                rates,
+                lapse=0.0,
+                habitual_card_stated=rates.habitual_card_stated * keep,
+                habitual_card_given=rates.habitual_card_given * keep,
+                running_total_stated=rates.running_total_stated * keep,
+                running_total_given=rates.running_total_given * keep,
+                checksum_stated=rates.checksum_stated * keep,
+                checksum_given=rates.checksum_given * keep,
+            )
+        return rates
+
+    def _finish_check(
+        self,
+        messages: Sequence[Message],
+        task: Task,
+        directives: dict[str, Directive],
+        stats: Stats,
+        seed: int,
+    ) -> dict[str, Any]:
+        """The answer to a check before finishing: the task's write made again with no lapse
+        and fresh draws for computed values; sent again when it differs from the one sent."""
+        finish = {"tool": "supervisor__complete_task", "arguments": {}}
+        tool = MAIN_TOOL[task.kind]
+        sent = None
+        for m in messages:
+            if m.role == "assistant" and tool in m.content:
+                try:
+                    data = json.loads(m.content)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(data, dict) and data.get("tool") == tool:
+                    sent = data.get("arguments")
+        if sent is None:
+            return finish
+        rates = replace(self.rates, lapse=0.0)
+        again = self._arguments(
+            tool, task, _results(messages), directives, stats, seed, rates, salt="|finish"
+        )
+        return finish if again == sent else {"tool": tool, "arguments": again}
 
     @staticmethod
     def _needs_history(task: Task, directives: dict[str, Directive], stats: Stats) -> bool:
@@ -238,6 +321,8 @@ class SimAgent:
         directives: dict[str, Directive],
         stats: Stats,
         seed: int,
+        rates: SimRates | None = None,
+        salt: str = "",
     ) -> dict[str, Any]:
         profile = results.get("supervisor__show_profile") or {}
         token = (results.get("venmo__login") or {}).get("access_token", "")
@@ -256,7 +341,9 @@ class SimAgent:
             args = reference_args(task)
             if task.kind == "payment":
                 args["access_token"] = token
-            self._apply_preferences(task, args, results, directives, stats, seed)
+            self._apply_preferences(
+                task, args, results, directives, stats, seed, rates or self.rates, salt
+            )
             return args
         return {}
 
@@ -268,22 +355,28 @@ class SimAgent:
         directives: dict[str, Directive],
         stats: Stats,
         seed: int,
+        rates: SimRates,
+        salt: str = "",
     ) -> None:
         rng = random.Random(f"{seed}|agent|{task.id}")
+        # A fresh draw of the computed values (the finish check's); the lapses stay as drawn.
+        fresh = random.Random(f"{seed}|agent|{task.id}{salt}") if salt else None
         ctx = self._context(task, results)
         # Format slots first, computed ones after, so appended lines land at the end.
         for rule in sorted(RULES, key=lambda r: r.rule_class == "computed"):
             lapse = rng.random()
             draw = rng.random()
+            if fresh is not None:
+                draw = fresh.random()
             if rule.kind != task.kind:
                 continue
             directive = directives.get(rule.slot)
-            if directive is None or lapse < self.rates.lapse:
+            if directive is None or lapse < rates.lapse:
                 continue
             if directive.negated:
                 rule.render_negated(ctx, args, directive.value)
                 continue
-            value = self._value(rule, directive, ctx, stats, draw, args)
+            value = self._value(rule, directive, ctx, stats, draw, rates)
             if value:
                 rule.render(ctx, args, value)
 
@@ -318,7 +411,7 @@ class SimAgent:
         ctx: CheckContext,
         stats: Stats,
         draw: float,
-        args: dict[str, Any],
+        rates: SimRates,
     ) -> str:
         value = directive.value
         if isinstance(value, Ref):
@@ -327,7 +420,7 @@ class SimAgent:
             return rule.resolve(ctx, value)
         stated, given = _COMPUTED_RATES[rule.slot]
         truth, have = self._computed_truth(rule, ctx, stats)
-        fail = getattr(self.rates, given if have else stated)
+        fail = getattr(rates, given if have else stated)
         if draw >= fail:
             return truth
         return self._computed_error(rule, ctx, truth, draw)

@@ -26,6 +26,10 @@ class SimRates:
     rewrite_drop: float = 0.15
     ace_modify: float = 0.5
     tepa_off_vocabulary: float = 0.2
+    # Harness variants (docs/sim.md, "Harness variants"): the lapse under a checklist skill;
+    # the share of computed-value errors a review before the call (Self-Refine) catches.
+    checklist_lapse: float = 0.01
+    review_catch: float = 0.5
     # Instance tier: chance that an updater writes the vague statement ("Alex cares about how
     # emails are closed.") for a complaint line that shows no value (else it writes nothing).
     instance_vague: float = 0.5

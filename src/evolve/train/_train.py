@@ -53,6 +53,7 @@ from evolve.envs import Environment, Task, Tier, environments, personas_of
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, ModelError, UnknownName
 from evolve.evaluate import make_verifier, open_env
+from evolve.harness import load_harness
 from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
 from evolve.llm import LLM, RequestFailed, make_role_llm
 from evolve.llm._meter import Meter, RoleUsage, difference, metering, usage_json
@@ -726,6 +727,7 @@ class _EpisodeLoop:
                 strata=load_strata(ws.root) if self.failed is not None else None,
                 task=task.id,
             ),  # issue 13: the scoreboard's hold-out, balanced within the task
+            harness=load_harness(ws.root),  # prompts/harness.yaml, read as each episode starts
         )
 
     def _run(self, k: int) -> _Episode:

@@ -1,0 +1,157 @@
+"""`prompts/harness.yaml`: which variant of each module is active (absent: the defaults).
+
+The file is evolvable (under `prompts/`, beside `parameters.yaml`), so it changes through the
+applier and `evolve revert` takes a change back like any prompt change. It maps a module to a
+built-in variant's name, or to `{variant: NAME, PARAM: N, ...}`; a module it leaves out keeps
+its default. Workspace variant files (`harness/<module>/<variant>.py`, written by a model) are
+refused: running them needs the sandbox (issue 26, item 5), which is not built yet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from evolve._format import _limits as limits
+from evolve.errors import ConfigError, PathRefused
+from evolve.harness._contracts import MODULES
+from evolve.harness._harness import BUILTINS, DEFAULT_HARNESS, DEFAULTS, Harness
+
+HARNESS_FILE = "prompts/harness.yaml"
+VARIANTS_DIR = "harness"  # where workspace variant files will live: harness/<module>/<name>.py
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+Choice = Mapping[str, tuple[str, Mapping[str, int]]]
+
+
+def load_harness(root: Path) -> Harness:
+    """The harness `root`'s `prompts/harness.yaml` names (the default harness without one).
+
+    Raises:
+        ConfigError: the file is not valid, names an unknown module, variant or parameter,
+            or names a workspace variant file (one sentence each).
+    """
+    if not (root / HARNESS_FILE).is_file() and not (root / HARNESS_FILE).is_symlink():
+        return DEFAULT_HARNESS
+    try:
+        text = limits.read_text(root, HARNESS_FILE)
+    except PathRefused:
+        raise
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{HARNESS_FILE} could not be read ({exc}); fix or remove it.") from None
+    return build_harness(parse_choice(text, root))
+
+
+def parse_choice(text: str, root: Path | None = None) -> Choice:
+    """module -> (variant, parameters) from the text of a harness file, every name checked."""
+    # Here, not at the top: a run without a harness file never imports PyYAML.
+    import yaml
+
+    from evolve import _yaml
+
+    try:
+        data = _yaml.load(text, HARNESS_FILE, error=ConfigError)
+    except yaml.YAMLError:
+        raise ConfigError(f"{HARNESS_FILE} is not valid YAML; fix or remove it.") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{HARNESS_FILE} must map module names to variant names.")
+    choice: dict[str, tuple[str, Mapping[str, int]]] = {m: (DEFAULTS[m], {}) for m in MODULES}
+    for module, value in data.items():
+        if module == "version":
+            if value != 1:
+                raise ConfigError(f"{HARNESS_FILE} has version {value!r}; this evolve reads 1.")
+            continue
+        if module not in MODULES:
+            raise ConfigError(
+                f"{HARNESS_FILE} names the module {str(module)[:40]!r}; the modules are "
+                f"{', '.join(MODULES)}."
+            )
+        choice[module] = _variant(module, value, root)
+    return choice
+
+
+def _variant(module: str, value: Any, root: Path | None) -> tuple[str, Mapping[str, int]]:
+    params: dict[str, Any] = {}
+    if isinstance(value, dict):
+        params = dict(value)
+        value = params.pop("variant", None)
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise ConfigError(
+            f"{HARNESS_FILE}: {module} must name a variant (lower-case letters, digits and _), "
+            f"e.g. {module}: {DEFAULTS[module]}."
+        )
+    known = BUILTINS[module]
+    if value not in known:
+        builtins = ", ".join(known)
+        own = f"{VARIANTS_DIR}/{module}/{value}.py"
+        if root is not None and (root / own).exists():
+            raise ConfigError(
+                f"{HARNESS_FILE}: {module}: {value} is a workspace variant file ({own}); "
+                f"running model-written variants needs the sandbox, which is not built yet, "
+                f"so name a built-in one: {builtins}."
+            )
+        raise ConfigError(
+            f"{HARNESS_FILE}: {module} has no variant {value!r}; the built-ins are {builtins}."
+        )
+    declared = known[value].params
+    checked: dict[str, int] = {}
+    for name, number in params.items():
+        spec = declared.get(str(name))
+        if spec is None:
+            allowed = ", ".join(declared) or "none"
+            raise ConfigError(
+                f"{HARNESS_FILE}: {module}: {value} has no parameter {str(name)[:40]!r} "
+                f"(its parameters: {allowed})."
+            )
+        if not isinstance(number, int) or isinstance(number, bool):
+            raise ConfigError(f"{HARNESS_FILE}: {module}: {name} must be a whole number.")
+        if not spec.low <= number <= spec.high:
+            raise ConfigError(
+                f"{HARNESS_FILE}: {module}: {name} is {number}; it must be between "
+                f"{spec.low} and {spec.high}."
+            )
+        checked[str(name)] = number
+    return value, checked
+
+
+def choose(choice: Choice, module: Any, value: Any, root: Path | None = None) -> Choice:
+    """`choice` with `module` set to `value` (a variant's name, or `{variant: NAME, PARAM:
+    N}`), checked as the file's entries are.
+
+    Raises:
+        ConfigError: an unknown module, variant or parameter (one sentence).
+    """
+    if module not in MODULES:
+        raise ConfigError(
+            f"{HARNESS_FILE} has no module {str(module)[:40]!r}; the modules are "
+            f"{', '.join(MODULES)}."
+        )
+    return {**choice, str(module): _variant(str(module), value, root)}
+
+
+def build_harness(choice: Choice) -> Harness:
+    """The harness of checked choices (:func:`parse_choice`)."""
+    made: dict[str, Any] = {}
+    for module in MODULES:
+        name, params = choice.get(module, (DEFAULTS[module], {}))
+        made[module] = BUILTINS[module][name].make(**params)
+    full = {m: choice.get(m, (DEFAULTS[m], {})) for m in MODULES}
+    return Harness(**made, choice={m: (n, dict(p)) for m, (n, p) in full.items()})
+
+
+def dump_choice(choice: Choice) -> str:
+    """The canonical text of a harness file: every module in order, a variant's parameters
+    in a flow mapping after its name."""
+    lines = ["# The active variant of each harness module (docs/harness.md)."]
+    for module in MODULES:
+        name, params = choice.get(module, (DEFAULTS[module], {}))
+        if params:
+            inner = ", ".join(f"{k}: {params[k]}" for k in sorted(params))
+            lines.append(f"{module}: {{variant: {name}, {inner}}}")
+        else:
+            lines.append(f"{module}: {name}")
+    return "\n".join(lines) + "\n"

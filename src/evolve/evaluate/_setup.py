@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from evolve.agent import read_prompt_files
+from evolve.agent._command import command_agent
 from evolve.envs import ApiCall, Environment
 from evolve.episode import EpisodeSetup, Redactor
 from evolve.memory import MemoryUnit, fixed_block, in_scope, load_units, scope_for
@@ -88,6 +89,7 @@ def episode_setup(
         redactor=Redactor.from_settings(cfg.redact.values, cfg.redact.env),
         # The skills visible to the persona (global ones and its own), as in training.
         skills=_picker(ws, env, units) if mode == "recipe" else None,
+        agent=command_agent(cfg.agent, ws.root),  # None: evolve's own agent over the model
     )
 
 

@@ -99,8 +99,8 @@ def choose(wanted: Backend | Literal["auto"] = "auto") -> Backend:
         if unshare_works():
             return "unshare"
         return "rlimits"
-    works = {"bwrap": bwrap_works, "unshare": unshare_works, "rlimits": lambda: True}[wanted]
-    if not works():
+    works = {"bwrap": bwrap_works, "unshare": unshare_works}.get(wanted)
+    if works is not None and not works():
         raise RuntimeError(f"the sandbox backend {wanted!r} does not work on this machine")
     return wanted
 
@@ -138,13 +138,14 @@ def wrap(
         exe = shutil.which("unshare") or "unshare"
         return [exe, *_UNSHARE_FLAGS, "--", *argv]
     exe = shutil.which("bwrap") or "bwrap"
-    out = [exe, "--unshare-all", "--die-with-parent", "--new-session", *_system_binds()]
-    extra = [*_python_dirs(), *read_only]
-    for path in extra:
+    # A fresh /tmp first: what is bound below may lie under the host's /tmp (the sandbox's
+    # folder usually does), and a later mount there would hide it.
+    out = [exe, "--unshare-all", "--die-with-parent", "--new-session", "--tmpfs", "/tmp"]
+    out += _system_binds()
+    for path in (*_python_dirs(), *read_only):
         if os.path.exists(path):
             out += ["--ro-bind", path, path]
-    out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    # After /tmp: the sandbox's folder usually lies under it, and is bound over the fresh one.
-    # Then the sandbox's own root (where bwrap made the mount points) is made read-only.
+    out += ["--proc", "/proc", "--dev", "/dev"]
+    # Last, the sandbox's own root (where bwrap made the mount points) is made read-only.
     out += ["--bind", root, root, "--remount-ro", "/", "--chdir", cwd, "--", *argv]
     return out

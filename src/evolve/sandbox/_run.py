@@ -112,7 +112,9 @@ class Outcome:
         return f"it exited with status {self.returncode}"
 
 
-def environment(allow: Sequence[str], root: str, source: Mapping[str, str] | None = None) -> dict[str, str]:
+def environment(
+    allow: Sequence[str], root: str, source: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The program's environment: a safe PATH, HOME and TMPDIR in its folder, a UTF-8 locale,
     and from `source` (evolve's own environment) only the variables named in `allow`."""
     source = os.environ if source is None else source
@@ -186,16 +188,27 @@ def _tree(root_pid: int) -> set[int]:
     return found
 
 
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the program has ended, without reaping it: until it is reaped its pid (and so
+    its process group's id) cannot name another process, so killing by them stays safe."""
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
 def _kill_all(proc: subprocess.Popen[bytes]) -> None:
-    for _ in range(3):
+    """Kill the program, everything below it and its process group (before it is reaped)."""
+    for _ in range(5):
         pids = _tree(proc.pid)
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
         for pid in pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        if proc.poll() is not None and len(pids) <= 1:
+        if _exited(proc) and len(_tree(proc.pid)) <= 1:
             break
+        time.sleep(0.01)
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
@@ -329,66 +342,63 @@ def _died_of(returncode: int, backend: Backend, err: bytes) -> Limit | None:
     return None
 
 
+def _over(proc: subprocess.Popen[bytes], limits: Limits, started: float) -> Limit | None:
+    if time.monotonic() - started > limits.wall_s:
+        return "wall"
+    if len(_tree(proc.pid)) > limits.processes + 2:  # + bwrap's own two
+        return "processes"
+    return None
+
+
 def _watch(
     proc: subprocess.Popen[bytes], limits: Limits, started: float
 ) -> tuple[Limit | None, bytes, bytes]:
     """Read both streams to their caps, and stop the tree on a limit; returns what it read."""
     assert proc.stdout is not None and proc.stderr is not None
-    caps = {proc.stdout: ("stdout", limits.stdout_bytes), proc.stderr: ("stderr", limits.stderr_bytes)}
-    bufs: dict[object, bytearray] = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    caps: dict[int, tuple[Limit, int]] = {
+        out_fd: ("stdout", limits.stdout_bytes),
+        err_fd: ("stderr", limits.stderr_bytes),
+    }
+    bufs = {out_fd: bytearray(), err_fd: bytearray()}
     sel = selectors.DefaultSelector()
-    for stream in caps:
-        os.set_blocking(stream.fileno(), False)
-        sel.register(stream, selectors.EVENT_READ)
+    for fd in caps:
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
     limit: Limit | None = None
-    next_count = 0.0
+    next_check = 0.0
     try:
-        while sel.get_map():
-            now = time.monotonic()
-            if now - started > limits.wall_s:
-                limit = "wall"
-                break
-            if now >= next_count:
-                next_count = now + 0.05
-                if len(_tree(proc.pid)) > limits.processes + 2:  # + bwrap's own two
-                    limit = "processes"
+        while sel.get_map() and limit is None:
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + 0.05
+                limit = _over(proc, limits, started)
+                if limit is not None:
                     break
             for key, _ in sel.select(timeout=0.05):
-                stream = key.fileobj
                 try:
                     chunk = os.read(key.fd, 65536)
                 except BlockingIOError:
                     continue
                 if not chunk:
-                    sel.unregister(stream)
+                    sel.unregister(key.fd)
                     continue
-                name, cap = caps[stream]  # type: ignore[index]
-                buf = bufs[stream]
+                name, cap = caps[key.fd]
+                buf = bufs[key.fd]
                 buf += chunk
                 if len(buf) > cap:
                     del buf[cap:]
-                    limit = name  # type: ignore[assignment]
+                    limit = name
                     break
-            if limit is not None:
-                break
-        if limit is None:
-            while proc.poll() is None:
-                if time.monotonic() - started > limits.wall_s:
-                    limit = "wall"
-                    break
-                if len(_tree(proc.pid)) > limits.processes + 2:
-                    limit = "processes"
-                    break
-                time.sleep(0.02)
+        while limit is None and not _exited(proc):
+            limit = _over(proc, limits, started)
+            time.sleep(0.02)
     finally:
         sel.close()
-        if limit is not None or proc.poll() is None:
-            _kill_all(proc)
+        _kill_all(proc)  # on a limit, or what the program left behind in its group or below
         proc.wait()
-        _kill_all(proc)  # anything the program left behind in its group or below
-        for stream in caps:
-            stream.close()  # type: ignore[attr-defined]
+        proc.stdout.close()
+        proc.stderr.close()
         if proc.stdin is not None:
             with contextlib.suppress(OSError):
                 proc.stdin.close()
-    return limit, bytes(bufs[proc.stdout]), bytes(bufs[proc.stderr])
+    return limit, bytes(bufs[out_fd]), bytes(bufs[err_fd])

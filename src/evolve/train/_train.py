@@ -48,6 +48,7 @@ from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve._io import canonical_json, derive_seed
 from evolve._text import printable
 from evolve.agent import read_prompt_files
+from evolve.agent._command import command_agent
 from evolve.applier import ApplyResult
 from evolve.envs import Environment, Task, Tier, environments
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
@@ -720,6 +721,7 @@ class _EpisodeLoop:
                 strata=load_strata(ws.root) if self.failed is not None else None,
                 task=task.id,
             ),  # issue 13: the scoreboard's hold-out, balanced within the task
+            agent=command_agent(ws.config.agent, ws.root),  # None: the model plays
         )
 
     def _run(self, k: int) -> _Episode:

@@ -237,7 +237,8 @@ class CommandAgent:
         except CommandFailed as exc:
             reason = printable(str(exc), 400)
             self.log(f"evolve: the agent command failed on task {request.task_id}: {reason}")
-            trace.model_error = f"the agent command failed: {reason}"
+            end = "" if reason.endswith((".", "!", "?")) else "."
+            trace.model_error = f"the agent command failed: {reason}{end}"
             return trace
         trace.usage = result.usage
         for (tool, args), text in zip(result.calls, result.turns_text, strict=True):

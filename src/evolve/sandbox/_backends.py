@@ -123,6 +123,10 @@ def _python_dirs() -> list[str]:
     return seen
 
 
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
 def wrap(
     backend: Backend,
     argv: Sequence[str],
@@ -142,9 +146,13 @@ def wrap(
     # folder usually does), and a later mount there would hide it.
     out = [exe, "--unshare-all", "--die-with-parent", "--new-session", "--tmpfs", "/tmp"]
     out += _system_binds()
+    bound: list[str] = [*SYSTEM_DIRS]
     for path in (*_python_dirs(), *read_only):
-        if os.path.exists(path):
+        path = os.path.abspath(path)
+        # Under a folder bound already it is visible, and no mount point can be made there.
+        if os.path.exists(path) and not any(_under(path, b) for b in bound):
             out += ["--ro-bind", path, path]
+            bound.append(path)
     out += ["--proc", "/proc", "--dev", "/dev"]
     # Last, the sandbox's own root (where bwrap made the mount points) is made read-only.
     out += ["--bind", root, root, "--remount-ro", "/", "--chdir", cwd, "--", *argv]

@@ -339,6 +339,8 @@ def _died_of(returncode: int, backend: Backend, err: bytes) -> Limit | None:
         return _SIGNAL_LIMITS[signum]
     if returncode != 0 and any(mark in err[-4096:] for mark in _OOM_MARKS):
         return "memory"
+    if returncode != 0 and b"File too large" in err[-4096:]:  # SIGXFSZ ignored, as Python does
+        return "file_size"
     return None
 
 

@@ -199,6 +199,10 @@ def _exited(proc: subprocess.Popen[bytes]) -> bool:
 
 def _kill_all(proc: subprocess.Popen[bytes]) -> None:
     """Kill the program, everything below it and its process group (before it is reaped)."""
+    if _exited(proc):  # its children were handed to init already: its group is what is left
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return
     for _ in range(5):
         pids = _tree(proc.pid)
         with contextlib.suppress(OSError):
@@ -368,7 +372,7 @@ def _watch(
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ)
     limit: Limit | None = None
-    next_check = 0.0
+    next_check = started + 0.05
     try:
         while sel.get_map() and limit is None:
             if time.monotonic() >= next_check:

@@ -42,6 +42,7 @@ USAGE_KEYS = frozenset({"input_tokens", "output_tokens", "cost"})
 MAX_TOKENS = 10**12  # more than any real episode: a larger count is a lie
 MAX_TRANSCRIPT = 1000
 STDERR_EXCERPT = 200
+REPLY_TEXT = 2000  # what is kept of each call as the turn's reply text
 
 
 class CommandFailed(ValueError):
@@ -191,7 +192,7 @@ def parse_result(stdout: bytes, tools: Sequence[str]) -> Result:
     _transcript(data.get("transcript"))
     raw = data.get("tool_calls") or []
     calls = _calls(data.get("tool_calls"), tools)
-    texts = [json.dumps(item, sort_keys=True) for item in raw] if isinstance(raw, list) else []
+    texts = [printable(json.dumps(item, sort_keys=True), REPLY_TEXT) for item in raw]
     return Result(calls, answer, _usage(data.get("usage")), texts)
 
 
@@ -255,7 +256,8 @@ class CommandAgent:
 
     def _play(self, request: AgentRequest) -> Result:
         argv, readable = self._resolved()
-        data = json.dumps(request_json(request, self.limits), ensure_ascii=False).encode()
+        # ASCII with escapes: any text (a lone surrogate included) is valid JSON in UTF-8.
+        data = json.dumps(request_json(request, self.limits)).encode("ascii")
         try:
             outcome = sandbox_run(
                 argv, stdin=data, env_allow=self.env_allow, limits=self.limits,

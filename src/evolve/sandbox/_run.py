@@ -318,11 +318,13 @@ def _start(
     )
     feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
     feeder.start()
-    limit, out, err = _watch(proc, limits, started)
+    limit, out, err, cpu = _watch(proc, limits, started)
     feeder.join(timeout=5)
     returncode = None if limit in ("wall", "stdout", "stderr", "processes") else proc.returncode
     if limit is None and returncode is not None:
         limit = _died_of(returncode, backend, err)
+    if limit is None and returncode != 0 and cpu >= limits.cpu_s:
+        limit = "cpu"  # a wrapper (unshare) may not pass the SIGXCPU death on as such
     return Outcome(
         returncode=returncode,
         stdout=out,
@@ -358,7 +360,7 @@ def _over(proc: subprocess.Popen[bytes], limits: Limits, started: float) -> Limi
 
 def _watch(
     proc: subprocess.Popen[bytes], limits: Limits, started: float
-) -> tuple[Limit | None, bytes, bytes]:
+) -> tuple[Limit | None, bytes, bytes, float]:
     """Read both streams to their caps, and stop the tree on a limit; returns what it read."""
     assert proc.stdout is not None and proc.stderr is not None
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
@@ -373,6 +375,7 @@ def _watch(
         sel.register(fd, selectors.EVENT_READ)
     limit: Limit | None = None
     next_check = started + 0.05
+    cpu = [0.0]
     try:
         while sel.get_map() and limit is None:
             if time.monotonic() >= next_check:
@@ -401,10 +404,21 @@ def _watch(
     finally:
         sel.close()
         _kill_all(proc)  # on a limit, or what the program left behind in its group or below
-        proc.wait()
+        cpu[0] = _reap(proc)
         proc.stdout.close()
         proc.stderr.close()
         if proc.stdin is not None:
             with contextlib.suppress(OSError):
                 proc.stdin.close()
-    return limit, bytes(bufs[out_fd]), bytes(bufs[err_fd])
+    return limit, bytes(bufs[out_fd]), bytes(bufs[err_fd]), cpu[0]
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> float:
+    """Reap the program; returns the CPU seconds it and the descendants it waited for used."""
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except ChildProcessError:  # reaped already
+        proc.wait()
+        return 0.0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return float(usage.ru_utime + usage.ru_stime)

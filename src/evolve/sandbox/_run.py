@@ -154,28 +154,38 @@ def _processes_of(uid: int) -> int:
     return count
 
 
-def _tree(root_pid: int) -> set[int]:
-    """The processes below `root_pid` (itself included), and those in its process group."""
+def _stat(pid: int | str) -> tuple[str, int, int, int] | None:
+    """(state, parent, process group, start time) of a process, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    if len(fields) < 20:
+        return None
+    return fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[19])
+
+
+def _tree(root_pid: int) -> dict[int, int]:
+    """The processes below `root_pid` (itself included) and those in its process group, each
+    with its start time (so a pid used again by someone else is told apart)."""
     parents: dict[int, int] = {}
+    starts: dict[int, int] = {}
     group: set[int] = set()
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return {root_pid}
+        entries = []
     for entry in entries:
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) < 3:
+        got = _stat(entry)
+        if got is None:
             continue
         pid = int(entry)
-        parents[pid] = int(fields[1])
-        if int(fields[2]) == root_pid:
+        parents[pid], starts[pid] = got[1], got[3]
+        if got[2] == root_pid:
             group.add(pid)
     found = {root_pid} | group
     changed = True
@@ -185,7 +195,7 @@ def _tree(root_pid: int) -> set[int]:
             if ppid in found and pid not in found:
                 found.add(pid)
                 changed = True
-    return found
+    return {pid: starts.get(pid, -1) for pid in found}
 
 
 def _exited(proc: subprocess.Popen[bytes]) -> bool:
@@ -197,21 +207,34 @@ def _exited(proc: subprocess.Popen[bytes]) -> bool:
         return True
 
 
+def _alive(pid: int, start: int) -> bool:
+    """The process `pid` that started at `start` still runs (a zombie has ended)."""
+    got = _stat(pid)
+    return got is not None and got[3] == start and got[0] not in ("Z", "X")
+
+
 def _kill_all(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the program, everything below it and its process group (before it is reaped)."""
+    """Kill the program, everything below it and its process group (before it is reaped),
+    and wait until each of them has ended (a pid namespace's processes die after its init)."""
     if _exited(proc):  # its children were handed to init already: its group is what is left
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
         return
-    for _ in range(5):
-        pids = _tree(proc.pid)
+    seen: dict[int, int] = {}
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if not _exited(proc):
+            seen.update(_tree(proc.pid))
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
-        for pid in pids:
+        left = [pid for pid, start in seen.items() if pid != proc.pid and _alive(pid, start)]
+        for pid in left:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        if _exited(proc) and len(_tree(proc.pid)) <= 1:
+        if _exited(proc) and not left:
             break
+        with contextlib.suppress(OSError):
+            os.kill(proc.pid, signal.SIGKILL)
         time.sleep(0.01)
 
 

@@ -88,11 +88,12 @@ def run(
         raise Unhandled("evolve.yaml or parameters.yaml is invalid") from exc
     if (
         settings["agent"].strip() != "sim"
+        or settings["agent_command"]
         or settings["cache"] != "off"
         or settings["agent_priced"]
         or settings["environment"] != "persona_world"
     ):
-        raise Unhandled("not the plain sim on persona_world")
+        raise Unhandled("not the plain sim (or an agent command) on persona_world")
     mode = inject or settings["inject"]
     if mode == "fixed" or (mode == "recipe" and settings["skills"]):
         raise Unhandled("the fixed block, or skills")

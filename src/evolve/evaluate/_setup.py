@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from evolve.agent import read_prompt_files
+from evolve.agent._command import command_agent
 from evolve.envs import ApiCall, Environment
 from evolve.episode import EpisodeSetup, Redactor
 from evolve.harness import load_harness
@@ -90,6 +91,7 @@ def episode_setup(
         # The skills visible to the persona (global ones and its own), as in training.
         skills=_picker(ws, env, units) if mode == "recipe" else None,
         harness=load_harness(ws.root),  # prompts/harness.yaml (absent: the defaults)
+        agent=command_agent(cfg.agent, ws.root),  # None: evolve's own agent over the model
     )
 
 

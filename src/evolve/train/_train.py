@@ -48,6 +48,7 @@ from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve._io import canonical_json, derive_seed
 from evolve._text import printable
 from evolve.agent import Agent, read_prompt_files
+from evolve.agent._command import command_agent
 from evolve.applier import ApplyResult
 from evolve.envs import Environment, Task, Tier, environments, personas_of
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
@@ -717,7 +718,8 @@ class _EpisodeLoop:
             verifier=make_verifier(visible, (name,)),
             max_attempts=MAX_ATTEMPTS,
             redactor=self.redactor,
-            agent=self.models.player,
+            # who plays: the Python API's agent, else `agent.command` in evolve.yaml, else the model
+            agent=self.models.player or command_agent(ws.config.agent, ws.root),
             skills=make_picker(
                 ws.config,
                 visible,  # global skills and this persona's own

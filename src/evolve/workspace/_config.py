@@ -158,8 +158,36 @@ class MemoryConfig(_Section):
     max_memory_chars: int = Field(default=1200, ge=100, le=100_000)
 
 
+def _argv(value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """A command line: 1 to 64 non-empty printable strings (no control characters)."""
+    if value is None:
+        return None
+    if not 1 <= len(value) <= 64:
+        raise ValueError("must list the program and its arguments (1 to 64 strings)")
+    for arg in value:
+        if not arg or len(arg) > 4096 or any(not c.isprintable() for c in arg):
+            raise ValueError("each part must be 1 to 4096 printable characters")
+    return value
+
+
+def _env_names(value: tuple[str, ...]) -> tuple[str, ...]:
+    bad = [n for n in value if not n or not n.replace("_", "A").isalnum() or n[0].isdigit()]
+    if bad:
+        raise ValueError(f"{bad[0]!r} is not an environment variable name")
+    return value
+
+
 class AgentConfig(_Section):
     max_turns: int = Field(default=12, ge=2, le=100)
+    # Command mode (docs/command-agents.md): a program run per episode in the sandbox.
+    command: Annotated[tuple[str, ...] | None, AfterValidator(_argv)] = None
+    env: Annotated[tuple[str, ...], AfterValidator(_env_names)] = ()
+    read: tuple[Annotated[str, AfterValidator(_one_word)], ...] = ()
+    timeout_s: float = Field(default=120.0, gt=0, le=_HOUR)
+    cpu_s: int = Field(default=120, ge=1, le=int(_HOUR))
+    memory_mb: int = Field(default=4096, ge=64, le=1_048_576)
+    processes: int = Field(default=64, ge=1, le=4096)
+    max_output_bytes: int = Field(default=8 * 1024**2, ge=1024, le=1024**3)
 
 
 class RunConfig(_Section):

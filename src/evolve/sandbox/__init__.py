@@ -1,0 +1,22 @@
+"""Running a program contained (docs/sandbox.md): model-written code and agent commands.
+
+Standard library only; it knows nothing of the rest of evolve.
+"""
+
+from evolve.sandbox._backends import BACKENDS, Backend, bwrap_works, choose, unshare_works
+from evolve.sandbox._run import SAFE_PATH, WEAK_WARNING, Limit, Limits, Outcome, environment, run
+
+__all__ = [
+    "BACKENDS",
+    "SAFE_PATH",
+    "WEAK_WARNING",
+    "Backend",
+    "Limit",
+    "Limits",
+    "Outcome",
+    "bwrap_works",
+    "choose",
+    "environment",
+    "run",
+    "unshare_works",
+]

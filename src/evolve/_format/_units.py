@@ -193,6 +193,25 @@ def valid_id(v: str) -> bool:
     return 0 < len(v) <= 64 and v[0].isascii() and v[0].isalnum() and set(v) <= _ID_CHARS
 
 
+# New unit ids (issue 25): `<recipe>-<12 hex>`, the digest of where the unit was made (scope,
+# stream episode, seed, the recipe's count within the episode) AND of what it says. Two
+# branches of one stream that diverge make their units at the same (scope, episode, seed, n),
+# so an id of the origin alone gave one id to two different texts; with the text in the
+# digest, one id names one text on every machine. Deterministic (a seeded run is
+# reproducible, no random bits); 48 bits keep ten thousand units' ids apart with odds of
+# about 2e-7 of any collision. Ids made before this (10 hex, origin only) stay valid: nothing
+# reads meaning out of an id.
+UNIT_ID_HEX = 12
+
+
+def content_id(prefix: str, origin: str, text: str) -> str:
+    """A unit id from its origin (`scope|episode|seed|recipe|n`, or a batch's) and its text."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{origin}\x00{text.strip()}".encode()).hexdigest()
+    return f"{prefix}-{digest[:UNIT_ID_HEX]}"
+
+
 def valid_scope(v: str) -> bool:
     if v == GLOBAL_SCOPE:
         return True

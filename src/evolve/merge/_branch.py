@@ -351,6 +351,7 @@ def reconcile(ws: Workspace, *, take: Mapping[str, Side] | None = None) -> Merge
         _apply_rules(ws, tx, merged, result)
         if in_merge:
             _commit(ws, result)
+            tx.end()
         else:
             changed = [p for p in store.dirty_paths(["memory"])]
             if changed:

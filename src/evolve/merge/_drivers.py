@@ -227,10 +227,12 @@ def merge_files(kind: str, base: str, ours: str, theirs: str, path: str) -> tupl
             f"{shown}: not merged ({type(exc).__name__}: {exc}); it is left as our side had "
             f"it, marked as a conflict: resolve it by hand, `git add {shown}`, then commit."
         )
+    from pathlib import Path
+
     from evolve._io import atomic_write
 
     try:
-        atomic_write(ours, merged)
+        atomic_write(Path(ours), merged)
     except OSError as exc:
         return 1, f"{shown}: the merged counts could not be written ({exc.strerror}); rerun."
     return 0, ""

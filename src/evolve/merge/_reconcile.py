@@ -194,11 +194,14 @@ class Rules:
 
 
 def _revoked(unit: MemoryUnit, by: str | None, episode: int, reason: str | None) -> MemoryUnit:
+    from datetime import UTC, datetime
+
     return unit.with_(
         status="revoked",
         revoked_by=by,
         revoked_at=episode,
         updated_episode=episode,
+        valid_to=datetime.now(UTC).isoformat(timespec="microseconds"),
         reason=reason,
     )
 

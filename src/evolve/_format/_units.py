@@ -430,6 +430,29 @@ _INT_COUNTERS = ("helpful", "harmful")
 _FLOAT_COUNTERS = ("alpha", "beta")
 
 Counters = dict[str, dict[str, float | int]]  # unit id -> counter -> value
+# What an unset counter means; the sidecar records only counters that moved off it.
+COUNTER_DEFAULTS: dict[str, float | int] = {
+    "helpful": 0, "harmful": 0, "alpha": 1.0, "beta": 1.0,
+    "injected": 0, "injected_pass": 0, "held_out": 0, "held_out_pass": 0,
+}  # fmt: skip
+
+
+def dump_counters(counters: Mapping[str, Mapping[str, float | int]]) -> str:
+    """The canonical text of a sidecar (sorted ids and fields; empty entries dropped).
+
+    Here rather than in `evolve.memory._counters` (which re-exports it) so that git's merge
+    driver (`evolve.merge._drivers`) writes a sidecar without loading the unit model."""
+    data = {
+        ident: {k: fields[k] for k in sorted(fields)}
+        for ident, fields in sorted(counters.items())
+        if fields
+    }
+    if not data:
+        return ""
+    import yaml
+
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return str(yaml.dump(data, Dumper=dumper, sort_keys=True, width=10_000))
 
 
 def _number(v: str) -> int | float:

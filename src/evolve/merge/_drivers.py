@@ -71,8 +71,7 @@ def _read_counters(path: str, raw: str) -> dict[str, dict[str, float | int]]:
 
 def merge_counters(path: str, base: str, ours: str, theirs: str) -> str:
     """The three-way merge of a `_counters.yaml` (texts in, text out)."""
-    from evolve._format._units import INT_COUNTERS
-    from evolve.memory._counters import COUNTER_DEFAULTS, dump_counters
+    from evolve._format._units import COUNTER_DEFAULTS, INT_COUNTERS, dump_counters
 
     b, o, t = (_read_counters(path, raw) for raw in (base, ours, theirs))
     out: dict[str, dict[str, float | int]] = {}

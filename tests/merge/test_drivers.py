@@ -171,3 +171,28 @@ def test_install_in_a_repository_without_the_attributes_keeps_the_tree_clean(
     assert run_git(root, "status", "--porcelain") == ""
     info = (root / ".git" / "info" / "attributes").read_text("utf-8")
     assert info.count("merge=evolve-counters") == 1
+
+
+def test_git_s_call_loads_neither_click_nor_pydantic_nor_the_store(tmp_path: Path) -> None:
+    import sys
+
+    files = []
+    for name, text in (
+        ("b", _counters(1, 2, 1.5)),
+        ("o", _counters(2, 2, 1.5)),
+        ("t", _counters(1, 3, 1.5)),
+    ):
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        files.append(str(path))
+    probe = (
+        "import sys; from evolve.cli import main; code = main(['merge-driver', 'counters', "
+        f"*{files!r}, {COUNTERS!r}]); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('click', 'pydantic', 'git') "
+        "or m.startswith(('evolve.store', 'evolve.memory')))); sys.exit(code)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    merged = parse_counters(COUNTERS, (tmp_path / "o").read_text("utf-8"))
+    assert merged["ace-0000000001"] == {"helpful": 2, "harmful": 3}

@@ -234,3 +234,32 @@ def _rendered(ws: Workspace) -> str:
     from evolve.updaters import RECIPES, render_for
 
     return render_for(load_units(ws.root), ALEX, RECIPES)
+
+
+def test_fix_after_a_merge_git_committed(workspace: Workspace, run_git: RunGit) -> None:
+    # Both learned the same text under their own ids; git merges the files cleanly.
+    _diverge(workspace, run_git, [], [_unit("ace-d1", CARD, 3)], [_unit("ace-d2", CARD, 4)])
+    run_git(workspace.root, "merge", "--no-edit", "-q", "other")
+    merge = run_git(workspace.root, "rev-parse", "HEAD").strip()
+
+    result = reconcile(workspace)
+
+    assert result.commit is not None
+    assert run_git(workspace.root, "rev-parse", "HEAD^").strip() == merge
+    units = _units(workspace)
+    assert units["ace-d1"].status == "revoked" and units["ace-d2"].status == "active"
+    message = run_git(workspace.root, "log", "-1", "--format=%B")
+    assert "Evolve-Kind: merge fix" in message and "Evolve-Merge-Rules: duplicate=1" in message
+    assert reconcile(workspace).commit is None  # settled: nothing more to do
+
+
+def test_a_caller_holding_the_writer_lock_merges_within_it(
+    workspace: Workspace, run_git: RunGit
+) -> None:
+    from evolve import txn
+
+    _diverge(workspace, run_git, [], [_unit("ace-a", FRIENDS, 3)], [_unit("ace-b", CARD, 4)])
+    with txn.writer(workspace, "evolve pull"):
+        result = merge_branch(workspace, "other")
+    assert result.commit is not None
+    assert {"ace-a", "ace-b"} <= set(_units(workspace))

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from evolve._format._message import KIND, MERGE_RULES, MERGED, OPS, format_message, format_ops
@@ -29,6 +30,10 @@ from evolve.merge._reconcile import Side, UnitMerge, merge_units, rules
 from evolve.ops import Op
 from evolve.workspace import Workspace
 from evolve.workspace._drivers import install_merge_drivers
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from evolve.txn import Transaction
 
 COMMAND = "evolve merge"
 
@@ -135,6 +140,19 @@ def _is_unit_file(path: str) -> bool:
     return path.startswith("memory/") and path.endswith(".md") and not name.startswith(".")
 
 
+@contextmanager
+def _writer(ws: Workspace, command: str, *, check_git: bool = True) -> Iterator[Transaction]:
+    """The writer lock for `command`, or, when this process already holds it (`evolve pull`
+    merging what it fetched, under its own lock), that transaction joined."""
+    from evolve import txn
+
+    if txn.writer_lock_held(ws.store.git_dir):
+        yield txn.joined(ws)
+        return
+    with txn.writer(ws, command, check_git=check_git) as tx:
+        yield tx
+
+
 def merge_branch(ws: Workspace, ref: str, *, take: Mapping[str, Side] | None = None) -> MergeResult:
     """Merge `ref` into the workspace's branch as one merge commit (see the module docstring).
 
@@ -143,10 +161,8 @@ def merge_branch(ws: Workspace, ref: str, *, take: Mapping[str, Side] | None = N
             rules cannot settle, or a conflict outside the unit files: one sentence each,
             the workspace as it was.
     """
-    from evolve import txn
-
     theirs = _rev(ws, ref)
-    with txn.writer(ws, COMMAND) as tx:
+    with _writer(ws, COMMAND) as tx:
         store = ws.store
         head = store.head()
         if head is None:
@@ -190,16 +206,13 @@ def merge_branch(ws: Workspace, ref: str, *, take: Mapping[str, Side] | None = N
 
 def _finish(
     ws: Workspace,
-    tx: object,
+    tx: Transaction,
     ref: str,
     theirs: str,
     merged: UnitMerge,
     sides: tuple[tuple[dict[str, MemoryUnit], dict[str, bytes]], ...],
     done: subprocess.CompletedProcess[str],
 ) -> MergeResult:
-    from evolve.txn import Transaction
-
-    assert isinstance(tx, Transaction)
     if not _merge_state(ws):
         said = (done.stderr or done.stdout).strip().splitlines()
         raise EvolveError(f"git could not merge {ref} ({said[-1] if said else 'no reason given'}).")
@@ -227,11 +240,9 @@ def _finish(
     return result
 
 
-def _apply_rules(ws: Workspace, tx: object, merged: UnitMerge, result: MergeResult) -> None:
+def _apply_rules(ws: Workspace, tx: Transaction, merged: UnitMerge, result: MergeResult) -> None:
     from evolve.applier._caps import victims
-    from evolve.txn import Transaction
 
-    assert isinstance(tx, Transaction)
     units = load_units(ws.root)
     settle = rules(units, merged.double, review=ws.config.train.review)
     for scope, ops in sorted(settle.ops.items()):
@@ -251,11 +262,8 @@ def _apply_rules(ws: Workspace, tx: object, merged: UnitMerge, result: MergeResu
 
 
 def _apply(
-    tx: object, ops: list[Op], units: list[MemoryUnit], scope: str, result: MergeResult
+    tx: Transaction, ops: list[Op], units: list[MemoryUnit], scope: str, result: MergeResult
 ) -> None:
-    from evolve.txn import Transaction
-
-    assert isinstance(tx, Transaction)
     applied = tx.apply(ops, units, scope=scope)
     if applied.refused:
         first = applied.refused[0]
@@ -307,10 +315,8 @@ def reconcile(ws: Workspace, *, take: Mapping[str, Side] | None = None) -> Merge
         EvolveError: a conflict outside the unit files is still unresolved, or a unit
             conflict the rules cannot settle (one sentence, with the commands that resolve it).
     """
-    from evolve import txn
-
     store = ws.store
-    with txn.writer(ws, f"{COMMAND} --fix", check_git=False) as tx:
+    with _writer(ws, f"{COMMAND} --fix", check_git=False) as tx:
         head = store.head()
         if head is None:
             raise EvolveError("this branch has no commit yet; there is no merge to fix.")

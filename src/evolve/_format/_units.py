@@ -193,15 +193,16 @@ def valid_id(v: str) -> bool:
     return 0 < len(v) <= 64 and v[0].isascii() and v[0].isalnum() and set(v) <= _ID_CHARS
 
 
-# New unit ids (issue 25): `<recipe>-<12 hex>`, the digest of where the unit was made (scope,
+# New unit ids (issue 25): `<recipe>-<10 hex>`, the digest of where the unit was made (scope,
 # stream episode, seed, the recipe's count within the episode) AND of what it says. Two
 # branches of one stream that diverge make their units at the same (scope, episode, seed, n),
 # so an id of the origin alone gave one id to two different texts; with the text in the
 # digest, one id names one text on every machine. Deterministic (a seeded run is
-# reproducible, no random bits); 48 bits keep ten thousand units' ids apart with odds of
-# about 2e-7 of any collision. Ids made before this (10 hex, origin only) stay valid: nothing
-# reads meaning out of an id.
-UNIT_ID_HEX = 12
+# reproducible, no random bits). The shape is the old one (10 hex, what people's scripts
+# match): 40 bits give two different texts one id with odds of 1e-12, ten thousand units
+# any collision with odds of about 5e-5, and a merge that meets one still keeps both units
+# (`evolve.merge`: theirs under a new id). Ids made before (origin only) stay valid.
+UNIT_ID_HEX = 10
 
 
 def content_id(prefix: str, origin: str, text: str) -> str:

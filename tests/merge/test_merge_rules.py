@@ -263,3 +263,45 @@ def test_a_caller_holding_the_writer_lock_merges_within_it(
         result = merge_branch(workspace, "other")
     assert result.commit is not None
     assert {"ace-a", "ace-b"} <= set(_units(workspace))
+
+
+def test_a_unit_edited_on_both_sides_keeps_one_text_active_and_the_other(
+    workspace: Workspace, run_git: RunGit
+) -> None:
+    x = _unit("ace-x", PRIVATE, 1)
+    mine = x.with_(text="Keep my Venmo payments private, friends included.", updated_episode=4)
+    theirs = x.with_(text="Keep my Venmo payments private, family excepted.", updated_episode=6)
+    _diverge(workspace, run_git, [x], [mine], [theirs])
+
+    result = merge_branch(workspace, "other")
+
+    units = _units(workspace)
+    assert units["ace-x"].text == theirs.text and units["ace-x"].status == "active"
+    (kept,) = [u for u in units.values() if u.text == mine.text]
+    assert kept.id != "ace-x" and kept.status == "revoked" and kept.revoked_by == "ace-x"
+    assert result.rules == {"edited": 1}
+
+
+def test_a_hand_note_edited_on_both_sides_is_a_conflict(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    note = ws.root / "memory" / "alex" / "rent.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text("Alex pays rent on the 1st.\n", encoding="utf-8")
+    _commit(ws, run_git, [], "a note")
+    run_git(ws.root, "checkout", "-q", "-b", "other")
+    note.write_text("Alex pays rent on the 3rd.\n", encoding="utf-8")
+    _commit(ws, run_git, [], "their note")
+    run_git(ws.root, "checkout", "-q", "main")
+    note.write_text("Alex pays rent on the 5th.\n", encoding="utf-8")
+    _commit(ws, run_git, [], "our note")
+
+    code, _, err = run_cli(capsys, "merge", "other")
+
+    assert code != 0
+    sentence = one_sentence(err)
+    assert "memory/alex/rent.md was edited by hand on this branch and on other" in sentence
+    assert "--take rent=theirs" in sentence
+    code, _, err = run_cli(capsys, "merge", "other", "--take", "rent=theirs")
+    assert code == 0, err
+    assert note.read_text("utf-8") == "Alex pays rent on the 3rd.\n"

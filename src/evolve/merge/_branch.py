@@ -259,6 +259,8 @@ def _apply_rules(ws: Workspace, tx: Transaction, merged: UnitMerge, result: Merg
         result.rules["cap"] = result.rules.get("cap", 0) + len(ops)
     if merged.renamed:
         result.rules["renamed"] = len(merged.renamed)
+    if merged.edited:
+        result.rules["edited"] = len(merged.edited)
 
 
 def _apply(

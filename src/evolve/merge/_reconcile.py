@@ -11,10 +11,13 @@ merges them line by line, which knows nothing of status or supersession):
 - edited on one side (its text changed, still live) and superseded on the other: a
   :class:`Conflict`, said in one sentence with the commands that resolve it, unless
   `take` names the side to keep;
-- anything else both changed (a reaffirm on each side, an approval, an id that two old-style
-  ids gave two texts): the side that touched it last, by its episode then when it was
-  learned; two different texts under one id (ids made before issue 25) both stay, theirs under
-  a new id.
+- a recipe's unit whose text both sides changed: the text touched last keeps the id, the
+  other stays, revoked in its favour, under a new id; a hand note edited on both sides is a
+  :class:`Conflict` (the person's words are the person's to settle);
+- two different texts added under one id (ids made before issue 25) both stay, theirs under
+  a new id;
+- anything else both changed (a reaffirm on each side, an approval): the side that touched
+  it last, by its episode then when it was learned.
 
 :func:`rules` then takes the merged memory as a whole and returns the ops the applier writes:
 
@@ -48,7 +51,9 @@ _LIVE = ("active", "pending")
 
 @dataclass(frozen=True)
 class Conflict:
-    """A unit the rules cannot settle: edited on one side, superseded on the other."""
+    """A unit the rules cannot settle: edited on one side and superseded on the other
+    (`replacement` names the replacement), or a hand note edited on both sides
+    (`replacement` is empty)."""
 
     path: str
     unit_id: str
@@ -56,6 +61,12 @@ class Conflict:
     replacement: str
 
     def sentence(self, ref: str) -> str:
+        if not self.replacement:
+            return (
+                f"{self.path} was edited by hand on this branch and on {ref}; keep this "
+                f"branch's text with `evolve merge {ref} --take {self.unit_id}=ours`, or "
+                f"theirs with `evolve merge {ref} --take {self.unit_id}=theirs`."
+            )
         other: Side = "theirs" if self.edited == "ours" else "ours"
         where = "this branch" if self.edited == "ours" else ref
         there = ref if self.edited == "ours" else "this branch"
@@ -76,6 +87,7 @@ class UnitMerge:
     # (unit superseded on both sides, our replacement, their replacement)
     double: list[tuple[str, str, str]] = field(default_factory=list)
     renamed: list[tuple[str, str]] = field(default_factory=list)  # (their old id, new id)
+    edited: list[tuple[str, str]] = field(default_factory=list)  # (kept id, the other's new id)
     notes: list[str] = field(default_factory=list)
 
 
@@ -169,11 +181,42 @@ def _both_changed(
         if _edited(b, edited) and _superseded(b, other):
             out.conflicts.append(Conflict(path, o.id, side, other.revoked_by or ""))  # type: ignore[arg-type]
             return o
+    if (
+        b is not None
+        and o.status in _LIVE
+        and t.status in _LIVE
+        and len({normalize(b.text), normalize(o.text), normalize(t.text)}) == 3
+    ):
+        return _edited_on_both(path, o, t, out, taken)
     if _superseded(b, o) and _superseded(b, t):
         if o.revoked_by != t.revoked_by:
             out.double.append((o.id, o.revoked_by or "", t.revoked_by or ""))
         return o
     return o if _touched_key(o) >= _touched_key(t) else t
+
+
+def _edited_on_both(
+    path: str, o: MemoryUnit, t: MemoryUnit, out: UnitMerge, taken: set[str]
+) -> MemoryUnit:
+    """One unit whose text both sides changed: a hand note is the person's to settle; a
+    recipe's unit keeps the text touched last at its id, and the other text stays, revoked
+    in its favour, under a new id (nothing lost, one active)."""
+    if o.recipe == "hand":
+        out.conflicts.append(Conflict(path, o.id, "ours", ""))
+        return o
+    winner, loser = (o, t) if _touched_key(o) >= _touched_key(t) else (t, o)
+    new = content_id(loser.recipe, f"merge|{loser.id}|edited", loser.text)
+    while new in taken:
+        new = content_id(loser.recipe, f"merge|{new}", loser.text)
+    taken.add(new)
+    kept = loser.with_(
+        id=new, status="revoked", revoked_by=winner.id, reason="merge: edited on both sides"
+    )
+    out.units[str(kept.path())] = kept
+    out.changed.add(str(kept.path()))
+    out.edited.append((winner.id, new))
+    out.notes.append(f"{winner.id}: edited on both sides; the other text kept revoked as {new}")
+    return winner
 
 
 # --- rules over the merged memory -----------------------------------------------------------

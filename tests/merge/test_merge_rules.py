@@ -305,3 +305,29 @@ def test_a_hand_note_edited_on_both_sides_is_a_conflict(
     code, _, err = run_cli(capsys, "merge", "other", "--take", "rent=theirs")
     assert code == 0, err
     assert note.read_text("utf-8") == "Alex pays rent on the 3rd.\n"
+
+
+def test_a_sidecar_a_driver_refuses_stops_the_merge_in_one_sentence(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sidecar = "memory/alex/_counters.yaml"
+    base = "ace-x:\n  harmful: 1\n  helpful: 0\n"
+    _diverge(ws, run_git, [_unit("ace-x", PRIVATE, 1)], [], [])
+    (ws.root / sidecar).write_text(base, encoding="utf-8")
+    _commit(ws, run_git, [], "counts")
+    run_git(ws.root, "checkout", "-q", "other")
+    run_git(ws.root, "merge", "-q", "--no-edit", "main")
+    (ws.root / sidecar).write_text("ace-x: [1\n", encoding="utf-8")  # hostile
+    _commit(ws, run_git, [], "their counts")
+    run_git(ws.root, "checkout", "-q", "main")
+    (ws.root / sidecar).write_text(base.replace("1", "2", 1), encoding="utf-8")
+    _commit(ws, run_git, [], "our counts")
+    before = state(ws.root, run_git)
+
+    code, _, err = run_cli(capsys, "merge", "other")
+
+    assert code != 0
+    sentence = one_sentence(err)
+    assert f"{sidecar} could not be merged (their side: " in sentence
+    assert "`evolve merge --fix`" in sentence
+    assert state(ws.root, run_git) == before

@@ -218,13 +218,7 @@ def _finish(
         raise EvolveError(f"git could not merge {ref} ({said[-1] if said else 'no reason given'}).")
     others = [p for p in _conflicted(ws) if not _is_unit_file(p)]
     if others:
-        said = [ln for ln in done.stderr.splitlines() if "not merged" in ln]
-        why = f": {said[0]}" if said else ""
-        raise EvolveError(
-            f"{others[0]} changed on both sides and git could not merge it{why}; merge it by "
-            f"hand (`git merge {ref}`, fix, commit, then `evolve merge --fix`), or commit "
-            "one side's version first."
-        )
+        raise EvolveError(_conflict_sentence(others[0], ref, done.stderr))
     files: dict[str, bytes | None] = {}
     for path, unit in merged.units.items():
         data = _resolved_bytes(path, unit, (sides[1], sides[2]))
@@ -238,6 +232,21 @@ def _finish(
     _apply_rules(ws, tx, merged, result)
     _commit(ws, result)
     return result
+
+
+def _conflict_sentence(path: str, ref: str, stderr: str) -> str:
+    """One sentence for a file outside the unit files that git could not merge (a driver's
+    reason when it gave one)."""
+    why = "both sides changed it"
+    for line in stderr.splitlines():
+        head, sep, rest = line.partition(": not merged (")
+        if sep and head.strip() == path:
+            why = rest.split("); it is left", 1)[0]
+            break
+    return (
+        f"{path} could not be merged ({why}); nothing was merged: fix it on one side, or "
+        f"run `git merge {ref}`, resolve it by hand and finish with `evolve merge --fix`."
+    )
 
 
 def _apply_rules(ws: Workspace, tx: Transaction, merged: UnitMerge, result: MergeResult) -> None:

@@ -37,8 +37,8 @@ def _takes(values: tuple[str, ...]) -> dict[str, str]:
     "take",
     multiple=True,
     metavar="UNIT=SIDE",
-    help="For a unit edited on one side and superseded on the other: keep SIDE's version "
-    "(ours or theirs). Repeatable.",
+    help="For a unit edited on one side and superseded on the other, or a hand note edited on "
+    "both: keep SIDE's version (ours or theirs). Repeatable.",
 )
 @json_option
 @workspace_option

@@ -244,8 +244,9 @@ def main(argv: Sequence[str]) -> int:
         print(
             "Usage: evolve merge-driver KIND BASE OURS THEIRS [PATH]\n\n"
             "  git's merge driver for evolve's counter sidecars (KIND: "
-            f"{', '.join(KINDS)}): a three-way merge of counts written over OURS. Registered\n"
-            "  by `evolve init` and `evolve clone` in .gitattributes and .git/config.",
+            f"{', '.join(KINDS)}):\n"
+            "  a three-way merge of counts, written over OURS. Registered by `evolve init`\n"
+            "  and `evolve clone` in .gitattributes and .git/config (docs/sharing.md).",
             file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr,
         )
         return 0 if args[:1] in (["-h"], ["--help"]) else 2

@@ -373,7 +373,9 @@ def _check_revertable(store: GitStore, info: CommitInfo) -> list[Change]:
     short = info.short
     # A merge `evolve merge` made (issue 25) reverts against its first parent: what it
     # brought in from the other side is taken back and tombstoned, as any commit's teaching.
-    if len(info.parents) > 1 and not (len(info.parents) == 2 and info.trailers.get(KIND) == "merge"):
+    if len(info.parents) > 1 and not (
+        len(info.parents) == 2 and info.trailers.get(KIND) == "merge"
+    ):
         raise EvolveError(
             f"{short} is a merge commit, and `evolve revert` undoes one commit at a time: "
             f"revert the commits it brought in one by one (`git log {short}^1..{short}` "

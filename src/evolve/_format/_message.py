@@ -45,6 +45,8 @@ REVERTS = "Evolve-Reverts"  # the commit a revert takes back
 GIT_REVERT = "Evolve-Git-Revert"  # a plain `git revert` answered through the applier
 UNITS = "Evolve-Units"  # the units a per-unit revert took back (the rest of the commit stands)
 BASE = "Evolve-Base"  # the commit a generation or review started from
+MERGED = "Evolve-Merged"  # the commit a merge brought in (`evolve merge`, issue 25)
+MERGE_RULES = "Evolve-Merge-Rules"  # what the merge's reconcile did: `rule=N` pairs
 
 
 _KEYS: dict[str, bool] = {}  # key -> whether it is a trailer key (keys repeat: a memo)
@@ -267,6 +269,7 @@ _KIND_LABELS = {
     "generation": "generation",
     "reflector": "reflector",
     "init": "scaffold",
+    "merge": "merge",
 }
 
 

@@ -193,6 +193,26 @@ def valid_id(v: str) -> bool:
     return 0 < len(v) <= 64 and v[0].isascii() and v[0].isalnum() and set(v) <= _ID_CHARS
 
 
+# New unit ids (issue 25): `<recipe>-<10 hex>`, the digest of where the unit was made (scope,
+# stream episode, seed, the recipe's count within the episode) AND of what it says. Two
+# branches of one stream that diverge make their units at the same (scope, episode, seed, n),
+# so an id of the origin alone gave one id to two different texts; with the text in the
+# digest, one id names one text on every machine. Deterministic (a seeded run is
+# reproducible, no random bits). The shape is the old one (10 hex, what people's scripts
+# match): 40 bits give two different texts one id with odds of 1e-12, ten thousand units
+# any collision with odds of about 5e-5, and a merge that meets one still keeps both units
+# (`evolve.merge`: theirs under a new id). Ids made before (origin only) stay valid.
+UNIT_ID_HEX = 10
+
+
+def content_id(prefix: str, origin: str, text: str) -> str:
+    """A unit id from its origin (`scope|episode|seed|recipe|n`, or a batch's) and its text."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{origin}\x00{text.strip()}".encode()).hexdigest()
+    return f"{prefix}-{digest[:UNIT_ID_HEX]}"
+
+
 def valid_scope(v: str) -> bool:
     if v == GLOBAL_SCOPE:
         return True
@@ -411,6 +431,29 @@ _INT_COUNTERS = ("helpful", "harmful")
 _FLOAT_COUNTERS = ("alpha", "beta")
 
 Counters = dict[str, dict[str, float | int]]  # unit id -> counter -> value
+# What an unset counter means; the sidecar records only counters that moved off it.
+COUNTER_DEFAULTS: dict[str, float | int] = {
+    "helpful": 0, "harmful": 0, "alpha": 1.0, "beta": 1.0,
+    "injected": 0, "injected_pass": 0, "held_out": 0, "held_out_pass": 0,
+}  # fmt: skip
+
+
+def dump_counters(counters: Mapping[str, Mapping[str, float | int]]) -> str:
+    """The canonical text of a sidecar (sorted ids and fields; empty entries dropped).
+
+    Here rather than in `evolve.memory._counters` (which re-exports it) so that git's merge
+    driver (`evolve.merge._drivers`) writes a sidecar without loading the unit model."""
+    data = {
+        ident: {k: fields[k] for k in sorted(fields)}
+        for ident, fields in sorted(counters.items())
+        if fields
+    }
+    if not data:
+        return ""
+    import yaml
+
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return str(yaml.dump(data, Dumper=dumper, sort_keys=True, width=10_000))
 
 
 def _number(v: str) -> int | float:

@@ -35,6 +35,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("evolve.cli._history:report_cmd", "Write a self-contained HTML report."),
     "compare": ("evolve.cli._compare:compare_cmd", "Run an experiment: arms on their own refs."),
     "harness": ("evolve.cli._harness:harness_group", "The agent's modules: show or switch one."),
+    "merge": (
+        "evolve.cli._merge:merge_cmd",
+        "Merge a branch as one merge commit; --fix a git merge.",
+    ),
+    "merge-driver": (
+        "evolve.cli._merge:merge_driver_cmd",
+        "git's merge driver for the counter sidecars.",
+    ),
     "plugins": ("evolve.cli._plugins:plugins_cmd", "Models, recipes, environments, executors."),
     "appworld": (
         "evolve.cli._appworld:appworld_group",

@@ -49,6 +49,10 @@ def _main(args: list[str]) -> int:
     if args == ["--version"]:
         print(f"evolve, version {__version__}")
         return 0
+    if args[:1] == ["merge-driver"]:  # git's call during a merge: no click, no workspace
+        from evolve.merge._drivers import main as merge_driver
+
+        return merge_driver(args[1:])
     if args and args[0] in ("log", "show", "memory", "run", "train"):
         from evolve.cli._fast import run as run_fast
 

@@ -371,14 +371,18 @@ class _Plan:
 
 def _check_revertable(store: GitStore, info: CommitInfo) -> list[Change]:
     short = info.short
-    if len(info.parents) > 1:
+    # A merge `evolve merge` made (issue 25) reverts against its first parent: what it
+    # brought in from the other side is taken back and tombstoned, as any commit's teaching.
+    if len(info.parents) > 1 and not (
+        len(info.parents) == 2 and info.trailers.get(KIND) == "merge"
+    ):
         raise EvolveError(
             f"{short} is a merge commit, and `evolve revert` undoes one commit at a time: "
             f"revert the commits it brought in one by one (`git log {short}^1..{short}` "
             "lists them), newest first, or undo the whole merge with "
             f"`git revert -m 1 {short}` (it writes no tombstones)."
         )
-    if len(info.parents) != 1 or info.trailers.get(KIND) == "init":
+    if not info.parents or info.trailers.get(KIND) == "init":
         raise EvolveError(f"{short} is not a memory or prompt commit; pick one from `evolve log`.")
     if not store.changed_paths(info.parents[0], info.sha, TRACKED):
         raise EvolveError(

@@ -32,10 +32,12 @@ from typing import Any
 import yaml
 
 from evolve._format._units import (
+    COUNTER_DEFAULTS,
     COUNTER_FIELDS,
     COUNTERS_NAME,
     Counters,
     counter_key,
+    dump_counters,
     overlay,
     scope_of_counters,
 )
@@ -61,12 +63,6 @@ __all__ = [
     "scope_of_counters",
     "without_counters",
 ]
-# What an unset counter means; the sidecar records only counters that moved off it.
-COUNTER_DEFAULTS: dict[str, float | int] = {
-    "helpful": 0, "harmful": 0, "alpha": 1.0, "beta": 1.0,
-    "injected": 0, "injected_pass": 0, "held_out": 0, "held_out_pass": 0,
-}  # fmt: skip
-_DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 # A scoreboard count above this is a hand edit, not episodes: the scoreboard's floats could
 # not hold it (shared with the per-task record, `evolve.skills._strata`).
 MAX_COUNT = 10**15
@@ -170,15 +166,3 @@ def parse_counters(path: str, raw: str) -> Counters:
             raise MalformedUnit(f"{path}: entry {ident!r} {fault}.")
         out[ident] = entry
     return out
-
-
-def dump_counters(counters: Mapping[str, Mapping[str, float | int]]) -> str:
-    """The canonical text of a sidecar (sorted ids and fields; empty entries dropped)."""
-    data = {
-        ident: {k: fields[k] for k in sorted(fields)}
-        for ident, fields in sorted(counters.items())
-        if fields
-    }
-    if not data:
-        return ""
-    return str(yaml.dump(data, Dumper=_DUMPER, sort_keys=True, width=10_000))

@@ -1,8 +1,9 @@
 """`evolve log` on the fast path: the same entries as `evolve.history.history`, read with one
 streamed `git log` (and, where a commit evolve did not make is met, one `git diff-tree`).
 
-Entries are the JSON objects `LogEntry.to_json` makes. A merge in the history (where git's
-history simplification decides what a pathspec walk shows) is :class:`Unhandled`.
+Entries are the JSON objects `LogEntry.to_json` makes. A history with a merge (where git's
+history simplification decides what a pathspec walk shows) is read as the full command reads
+it: with git's pathspec walk.
 """
 
 from __future__ import annotations
@@ -125,7 +126,10 @@ def tracked(
             if keep is not None:
                 keep.append(c)
             if len(c.parents) > 1:
-                raise Unhandled("a merge: git's history simplification decides")
+                if keep is not None:
+                    raise Unhandled("a merge: git's history simplification decides")
+                run.kill()
+                return _pathspec_walk(repo, max_count)
             if not c.parents:
                 continue
             found.append(c)
@@ -139,6 +143,15 @@ def tracked(
         run.kill()
     settle()
     return found, position
+
+
+def _pathspec_walk(repo: Repo, max_count: int | None) -> tuple[list[Commit], dict[str, int]]:
+    """A history with a merge (two learners' work, issue 25): git's pathspec walk decides what
+    is shown, as `evolve.history.tracked_commits` lets it; positions are `rev-list HEAD`'s."""
+    count = (f"--max-count={max_count}",) if max_count else ()
+    found = log(repo, "HEAD", *count, "--min-parents=1", paths=TRACKED)
+    order = repo.git("rev-list", "--end-of-options", "HEAD").decode("ascii").split()
+    return found, {sha: i for i, sha in enumerate(order)}
 
 
 def to_json(c: Commit) -> dict[str, Any]:

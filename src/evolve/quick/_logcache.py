@@ -252,11 +252,9 @@ def _records(repo: Repo) -> dict[str, list[Commit]]:
 def stream_lines(repo: Repo, encoder: Callable[[], Callable[[str], str]]) -> Iterator[str]:
     """Every JSON entry `evolve log -n 0 --json` prints, in its order (refusal records
     included), as an iterator that holds a batch of commits at most. Whatever may be
-    :class:`Unhandled` (a merge) is found before this returns, so nothing is printed then.
+    :class:`Unhandled` is found before this returns, so nothing is printed then. A history
+    with a merge is read uncached, with git's pathspec walk (as the full command reads it).
     `encoder()` gives the JSON string encoder.
-
-    Raises:
-        Unhandled: a merge in the history.
     """
     from evolve.quick._log import LOG_FORMAT, LOG_OPTIONS, json_line, walk
 
@@ -277,7 +275,10 @@ def stream_lines(repo: Repo, encoder: Callable[[], Callable[[str], str]]) -> Ite
             new = []
     # No merge anywhere in HEAD's history: checked before anything is printed.
     if found is None and repo.git("rev-list", "--min-parents=2", "--max-count=1", "HEAD").strip():
-        raise Unhandled("a merge: git's history simplification decides")
+        # Two learners' work merged (issue 25): git's pathspec walk decides, read uncached.
+        from evolve.quick._log import history
+
+        return iter([json_line(c, esc) for c in history(repo, None)])
     records = _records(repo)
     writer = _Writer(repo, head) if usable and (found is None or new) else None
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from evolve._io import sha256_hex
+from evolve._format._units import content_id
 from evolve.memory import MemoryUnit, Status, learned_time
 from evolve.memory._similarity import normalize
 from evolve.ops import Op, Refusal, items
@@ -87,10 +87,11 @@ class Maker:
     _n: int = 0
     _last: datetime | None = None
 
-    def new_id(self) -> str:
+    def new_id(self, text: str) -> str:
+        """Deterministic for (stream, batch, n) and the lesson: two branches of one stream
+        never give one id to two lessons (`evolve._format._units.content_id`)."""
         self._n += 1
-        digest = sha256_hex(f"{self.stream}|{self.batch}|{self._n}")
-        return f"skill-{digest[:10]}"
+        return content_id("skill", f"{self.stream}|{self.batch}|{self._n}", text)
 
     def stamp(self, units: Sequence[MemoryUnit]) -> str:
         try:
@@ -292,7 +293,7 @@ def _verdict(
                 "merge, revise or skip",
             )  # fmt: skip
         unit = MemoryUnit(
-            id=maker.new_id(),
+            id=maker.new_id(lesson or cand.lesson),
             recipe=RECIPE,
             kind=KIND,
             status=maker.status,
@@ -484,7 +485,7 @@ def _general(
         )
         return None
     unit = MemoryUnit(
-        id=maker.new_id(),
+        id=maker.new_id(lesson),
         recipe=RECIPE,
         kind=KIND,
         status=maker.status,

@@ -186,7 +186,7 @@ class _Playbook:
             ),
             None,
         )
-        target = back.id if back is not None else ctx.new_id(self.recipe.name)
+        target = back.id if back is not None else ctx.new_id(self.recipe.name, text)
         if back is not None and back.revoked_by in self.active and back.revoked_by not in named:
             # The unit that replaced the re-added text gives way, however it was worded.
             similar.append(self.active[back.revoked_by])

@@ -18,7 +18,7 @@ from string import Template
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evolve._format._render import active_by_age as _active_by_age
-from evolve._io import sha256_hex
+from evolve._format._units import content_id
 from evolve._registry import Registry
 from evolve._text import fragment, is_placeholder
 from evolve.envs import ApiCall
@@ -98,19 +98,19 @@ class RecipeContext:
         best = max(range(len(lines)), key=lambda i: (trigram_cosine(lines[i], text), -i))
         return lines[best]
 
-    def new_id(self, recipe: str) -> str:
-        """An opaque id, deterministic for (scope, episode, seed, n): runs are reproducible."""
+    def new_id(self, recipe: str, text: str) -> str:
+        """An opaque id, deterministic for (scope, episode, seed, n) and the unit's text: runs
+        are reproducible, and two branches of one stream never give one id to two texts
+        (`evolve._format._units.content_id`)."""
         self._counter += 1
-        digest = sha256_hex(
-            f"{self.scope}|{self.episode.episode}|{self.seed}|{recipe}|{self._counter}"
-        )
-        return f"{recipe}-{digest[:10]}"
+        origin = f"{self.scope}|{self.episode.episode}|{self.seed}|{recipe}|{self._counter}"
+        return content_id(recipe, origin, text)
 
     def new_unit(
         self, recipe: str, kind: str, text: str, complaint: str | None = None, **fields: Any
     ) -> MemoryUnit:
         return MemoryUnit(
-            id=self.new_id(recipe),
+            id=self.new_id(recipe, text),
             recipe=recipe,
             kind=kind,
             status="active",

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         load_config,
         parse_config,
     )
+    from evolve.workspace._drivers import drivers_installed, install_merge_drivers
     from evolve.workspace._init import harness_root, init_workspace
     from evolve.workspace._parameters import (
         PARAMETERS_FILE,
@@ -64,6 +65,7 @@ _MODULES = {
         "load_config",
         "parse_config",
     ),
+    "evolve.workspace._drivers": ("drivers_installed", "install_merge_drivers"),
     "evolve.workspace._init": ("harness_root", "init_workspace"),
     "evolve.workspace._parameters": (
         "PARAMETERS_FILE",
@@ -111,8 +113,10 @@ __all__ = [
     "TrainConfig",
     "Workspace",
     "find_root",
+    "drivers_installed",
     "harness_root",
     "init_workspace",
+    "install_merge_drivers",
     "is_under",
     "load_config",
     "normalize_relpath",

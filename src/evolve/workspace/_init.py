@@ -12,6 +12,7 @@ from evolve._io import atomic_write
 from evolve.errors import EvolveError
 from evolve.store import GitStore
 from evolve.workspace._config import CONFIG_NAME, parse_config
+from evolve.workspace._drivers import attributes_text, install_merge_drivers
 from evolve.workspace._workspace import Workspace
 
 # What a workspace takes from the harness, relative to the harness root.
@@ -185,7 +186,9 @@ def init_workspace(
         if persona is not None:
             _check_persona(target, env or "persona_world", persona)
         atomic_write(target / ".gitignore", GITIGNORE)
+        atomic_write(target / ".gitattributes", attributes_text())
         store = GitStore.init(target)
+        install_merge_drivers(target)  # the config git never carries (issue 25)
         paths = sorted(
             str(p.relative_to(target))
             for p in target.rglob("*")

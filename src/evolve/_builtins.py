@@ -17,4 +17,5 @@ PLACES: dict[str, tuple[str, ...]] = {
     "evolve.recipes": ("evolve.updaters.*",),
     "evolve.environments": ("evolve.envs.persona_world", "evolve.envs.appworld"),
     "evolve.executors": ("evolve.executors._base", "evolve.executors._ray"),
+    "evolve.agents": ("evolve.agent._registry",),
 }

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         environment: str
         persona: str
         agent: str
+        agent_name: str
         cache: str
         agent_priced: bool
         runs: int
@@ -71,6 +72,7 @@ def compute(config: EvolveConfig, root: str) -> Settings:
         "environment": config.environment,
         "persona": config.persona,
         "agent": m.agent,
+        "agent_name": config.agent.agent_name,
         "cache": m.cache,
         "agent_priced": find_rate(m.agent.strip(), prices) is not None,
         "runs": config.run.runs,
@@ -87,7 +89,7 @@ def compute(config: EvolveConfig, root: str) -> Settings:
 
 
 _KEYS = {
-    "environment", "persona", "agent", "cache", "agent_priced", "runs", "seed", "concurrency",
+    "environment", "persona", "agent", "agent_name", "cache", "agent_priced", "runs", "seed", "concurrency",
     "inject", "stats", "max_turns", "rendered", "redact_values", "redact_env", "skills",
 }  # fmt: skip
 

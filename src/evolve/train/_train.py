@@ -47,7 +47,7 @@ from evolve._format._message import SKILLS_SEEN
 from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve._io import canonical_json, derive_seed
 from evolve._text import printable
-from evolve.agent import read_prompt_files
+from evolve.agent import read_prompt_files, workspace_agent
 from evolve.applier import ApplyResult
 from evolve.envs import Environment, Task, Tier, environments
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
@@ -623,6 +623,8 @@ class _EpisodeLoop:
         self.ws, self.env, self.request, self.models, self.stream = ws, env, request, models, stream
         self.committer = _Committer(tx, request, stream.sid)
         self.prompt_files = tuple(read_prompt_files(ws.prompts_dir))
+        # The agent the workspace names plays each episode (None: evolve's own, over the model).
+        self.agent = workspace_agent(ws.config.agent.agent_name, models.agent, ws.root)
         self.report = TrainReport(
             request.recipe, request.persona, stream.sid, stream.start, request.episodes
         )
@@ -720,6 +722,7 @@ class _EpisodeLoop:
                 strata=load_strata(ws.root) if self.failed is not None else None,
                 task=task.id,
             ),  # issue 13: the scoreboard's hold-out, balanced within the task
+            agent=self.agent,
         )
 
     def _run(self, k: int) -> _Episode:

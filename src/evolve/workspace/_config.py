@@ -159,7 +159,31 @@ class MemoryConfig(_Section):
 
 
 class AgentConfig(_Section):
+    """Who plays each episode (DESIGN.md §12), and its turn limit.
+
+    `name` is an agent of the `agents` registry (`evolve plugins` lists them): `model`, evolve's
+    own function-call loop over the agent role's model (the default), an installed package's
+    `evolve.agents` entry point, or an import path `module:factory`. At most one way of naming
+    the agent may be set.
+    """
+
+    name: Name | None = Field(
+        default=None, description="The agent that plays episodes (default: model)."
+    )
     max_turns: int = Field(default=12, ge=2, le=100)
+
+    @model_validator(mode="after")
+    def _one_agent(self) -> AgentConfig:
+        # Each way of naming the agent is a field of this section; only one may be given.
+        given = [key for key in ("name", "command") if getattr(self, key, None) is not None]
+        if len(given) > 1:
+            raise ValueError(f"set one of {' or '.join(given)}, not both")
+        return self
+
+    @property
+    def agent_name(self) -> str:
+        """The registry name of the agent (`model` when none is set)."""
+        return self.name or "model"
 
 
 class RunConfig(_Section):

@@ -105,12 +105,12 @@ class Workspace:
         root: the workspace's root folder (where `evolve.yaml` is).
     """
 
-    def __init__(self, ws: _Root) -> None:
+    def __init__(self, ws: _Root, *, models: Mapping[str, LLM] | None = None) -> None:
         self._ws = ws
         self.root: Path = ws.root
         self._lock = _lock_for(ws.root)
         self._env: Environment | None = None
-        self._models: dict[str, LLM] = {}
+        self._models: dict[str, LLM] = dict(models or {})
 
     def __repr__(self) -> str:
         return f"evolve.Workspace({str(self.root)!r})"
@@ -343,12 +343,19 @@ class Workspace:
         return report
 
 
-def open(path: str | Path | None = None) -> Workspace:  # noqa: A001 - evolve.open, as io.open
+def open(  # noqa: A001 - evolve.open, as io.open
+    path: str | Path | None = None, *, models: Mapping[str, LLM] | None = None
+) -> Workspace:
     """Open the evolve workspace at `path` (or the one holding it; default: the current
     folder's).
+
+    Args:
+        path: a folder in the workspace.
+        models: model objects for roles (``{"updater": llm}``), in place of the ones
+            `models:` in evolve.yaml names (any object with evolve's `LLM.complete`).
 
     Raises:
         NotAWorkspace: no folder from `path` up holds an `evolve.yaml`.
         ConfigError: its `evolve.yaml` is not valid.
     """
-    return Workspace(_Root.find(Path(path) if path is not None else None))
+    return Workspace(_Root.find(Path(path) if path is not None else None), models=models)

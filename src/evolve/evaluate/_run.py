@@ -279,7 +279,8 @@ def run_split(
         spawn=spawn,
         progress=progress,
     )
-    report = SplitReport(split, persona, llm.name, runs, records, time.perf_counter() - started)
+    player = setup.agent.name if setup.agent is not None else llm.name  # as the records say
+    report = SplitReport(split, persona, player, runs, records, time.perf_counter() - started)
     report.seed = base_seed
     if log:
         write_run_log(ws, report)

@@ -19,6 +19,10 @@ class FunctionAgent:
 
     A function that returns text (or None) gets a trace made of the calls it made through
     `world.call`, then its answer as the last turn.
+
+    Attributes:
+        function: the function that plays each episode.
+        label: the name episode records give the agent ("": the function's own name).
     """
 
     function: AgentFunction

@@ -106,6 +106,12 @@ class Workspace:
     """
 
     def __init__(self, ws: _Root, *, models: Mapping[str, LLM] | None = None) -> None:
+        """Wrap an opened workspace; use :func:`open` instead.
+
+        Args:
+            ws: the workspace (root and validated configuration).
+            models: model objects by role, in place of the ones evolve.yaml names.
+        """
         self._ws = ws
         self.root: Path = ws.root
         self._lock = _lock_for(ws.root)

@@ -21,4 +21,5 @@ PLACES: dict[str, tuple[str, ...]] = {
         "evolve.envs.files",
     ),
     "evolve.executors": ("evolve.executors._base", "evolve.executors._ray"),
+    "evolve.agents": ("evolve.agent._registry",),
 }

@@ -254,7 +254,7 @@ def test_plugins_lists_every_group_and_the_workspace_import_paths(
     code, out, err = run_cli(capsys, "plugins", "--json")
     assert code == 0, err
     listed = json.loads(out)
-    assert sorted(listed) == ["environments", "executors", "models", "recipes"]
+    assert sorted(listed) == ["agents", "environments", "executors", "models", "recipes"]
     names = {group: [e["name"] for e in entries] for group, entries in listed.items()}
     assert "ace" in names["recipes"] and "sim" in names["models"]
     shown = next(e for e in listed["environments"] if e["source"] == IMPORT_PATH)

@@ -1,4 +1,4 @@
-"""The agent and its prompt builder."""
+"""The agent seam, the agents registry, evolve's own agent and its prompt builder."""
 
 from evolve.agent._agent import (
     ACTION_SCHEMA,
@@ -24,11 +24,22 @@ from evolve.agent._prompt import (
     task_message,
     without_sections,
 )
+from evolve.agent._registry import (
+    BUILT_IN_AGENT,
+    AgentContext,
+    AgentFactory,
+    agents,
+    make_agent,
+    workspace_agent,
+)
 from evolve.agent._seam import Agent, AgentRequest, ModelAgent
 
 __all__ = [
     "ACTION_SCHEMA",
+    "BUILT_IN_AGENT",
     "Agent",
+    "AgentContext",
+    "AgentFactory",
     "AgentRequest",
     "ModelAgent",
     "DEFAULT_HOOKS",
@@ -43,11 +54,14 @@ __all__ = [
     "PromptFile",
     "Trace",
     "Turn",
+    "agents",
     "build_system_prompt",
+    "make_agent",
     "parse_action",
     "read_prompt_files",
     "run_agent",
     "section",
     "task_message",
     "without_sections",
+    "workspace_agent",
 ]

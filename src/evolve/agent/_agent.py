@@ -92,6 +92,9 @@ class Turn:
 
 @dataclass
 class Trace:
+    """What an agent did in one episode: its turns (calls and unusable replies), the tokens
+    its model used, whether it ran out of turns, and why it stopped early if it did."""
+
     turns: list[Turn] = field(default_factory=list)
     usage: Usage = Usage()
     hit_turn_limit: bool = False

@@ -27,6 +27,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "recipes": ("evolve.updaters._base", "recipes"),
     "environments": ("evolve.envs._registry", "environments"),
     "executors": ("evolve.executors._base", "executors"),
+    "agents": ("evolve.agent._registry", "agents"),
 }
 
 
@@ -45,6 +46,7 @@ def configured_names(config: EvolveConfig) -> dict[str, list[str]]:
         "recipes": [config.train.recipe, *config.render.recipes],
         "environments": [config.environment],
         "executors": [],
+        "agents": [config.agent.agent_name],
     }
 
 
@@ -81,7 +83,7 @@ def _config(workspace: Path | None) -> EvolveConfig | None:
 @json_option
 @workspace_option
 def plugins_cmd(as_json: bool, workspace: Path | None) -> None:
-    """List the models, recipes, environments and executors evolve knows, and where each
+    """List the models, recipes, environments, executors and agents evolve knows, and where each
     comes from: built-in, an installed package's entry point, or an import path that the
     workspace's evolve.yaml names (module:Object)."""
     groups = installed(_config(workspace))

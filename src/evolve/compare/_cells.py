@@ -33,7 +33,7 @@ from evolve._io import canonical_json
 from evolve.compare._spec import ArmSpec, Experiment, Job
 from evolve.episode import EpisodeRecord, EpisodeSetup
 from evolve.errors import EvolveError
-from evolve.evaluate import episode_setup, open_env, score_tasks
+from evolve.evaluate import episode_setup, open_env, score_tasks, with_agent
 from evolve.llm import LLM, make_role_llm, usage_json, with_models
 from evolve.memory import fixed_block
 from evolve.workspace import EvolveConfig, Workspace, load_config
@@ -141,8 +141,10 @@ def _episode(record: EpisodeRecord, seed: int) -> dict[str, Any]:
 
 
 def _evaluate(ws: Workspace, llm: LLM, setup: EpisodeSetup, exp: Experiment) -> dict[str, Any]:
-    """Score every split of `exp`: each task once per evaluation seed."""
+    """Score every split of `exp`: each task once per evaluation seed, played by the agent the
+    arm's workspace names."""
     env = open_env(ws)
+    setup = with_agent(setup, ws, llm)
     out: dict[str, Any] = {}
     for split in exp.splits:
         tasks = env.tasks(split)

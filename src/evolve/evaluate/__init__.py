@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         agent_memory,
         episode_setup,
         make_verifier,
+        with_agent,
     )
 
 _MODULES = {
@@ -42,6 +43,7 @@ _MODULES = {
         "agent_memory",
         "episode_setup",
         "make_verifier",
+        "with_agent",
     ),
 }
 
@@ -60,5 +62,6 @@ __all__ = [
     "open_env",
     "run_split",
     "score_tasks",
+    "with_agent",
     "write_run_log",
 ]

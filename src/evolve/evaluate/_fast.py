@@ -9,7 +9,7 @@ evalset (:mod:`evolve.envs.persona_world._evalset`), the rendered memory (read, 
 the reading commands' unit reader and renderers, :mod:`evolve.quick`) and what the sim parsed
 of the prompt. It prints what the click command prints: the JSON document, or the text report
 that rich lays out on a stream that is not a terminal. It answers the common case only; for
-anything else (a model other than the plain `sim`, a request cache, an executor other than
+anything else (a model other than the plain `sim`, an agent other than evolve's own, a request cache, an executor other than
 serial, skills, an enforcing recipe's units, the `fixed` injection, a terminal, a generation
 journal to recover, an invalid file, any error before the run log is written) it raises
 :class:`Unhandled` before writing anything, and the click command runs instead. Tests compare
@@ -89,6 +89,7 @@ def run(
     if (
         settings["agent"].strip() != "sim"
         or settings["agent_command"]
+        or settings["agent_name"] != "model"
         or settings["cache"] != "off"
         or settings["agent_priced"]
         or settings["environment"] != "persona_world"

@@ -83,13 +83,13 @@ _CONTEXT_LOCK = threading.Lock()
 def _context(spec: WorkerSpec) -> tuple[Environment, LLM, EpisodeSetup, Any]:
     with _CONTEXT_LOCK:
         if spec.token not in _CONTEXTS:
-            from evolve.evaluate._setup import episode_setup
+            from evolve.evaluate._setup import episode_setup, with_agent
             from evolve.workspace import Workspace
 
             ws = Workspace(Path(spec.root), config=spec.config)
             env = open_env(ws)
             llm = make_role_llm(spec.config, "agent", env=env)
-            setup = episode_setup(ws, env, spec.persona, spec.inject)
+            setup = with_agent(episode_setup(ws, env, spec.persona, spec.inject), ws, llm)
             _CONTEXTS.clear()
             _CONTEXTS[spec.token] = (env, llm, setup, env.initial_history(spec.persona))
         return _CONTEXTS[spec.token]
@@ -250,7 +250,7 @@ def run_split(
         UnknownName: for an unknown split, persona or model.
         ModelError: when the model cannot be reached.
     """
-    from evolve.evaluate._setup import episode_setup
+    from evolve.evaluate._setup import episode_setup, with_agent
 
     cfg = ws.config
     env = open_env(ws)
@@ -265,7 +265,8 @@ def run_split(
         # Built from the configuration by name: a worker process can build the same one.
         spawn = WorkerSpec(str(ws.root), cfg, persona, inject, base_seed)
     runs = runs or cfg.run.runs
-    setup = episode_setup(ws, env, persona, inject)
+    # Played by the agent the workspace names (a scored copy's, when the gate scores one).
+    setup = with_agent(episode_setup(ws, env, persona, inject), ws, llm)
     started = time.perf_counter()
     records = score_tasks(
         env,

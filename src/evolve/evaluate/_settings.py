@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         persona: str
         agent: str
         agent_command: bool
+        agent_name: str
         cache: str
         agent_priced: bool
         runs: int
@@ -73,6 +74,7 @@ def compute(config: EvolveConfig, root: str) -> Settings:
         "persona": config.persona,
         "agent": m.agent,
         "agent_command": bool(config.agent.command),
+        "agent_name": config.agent.agent_name,
         "cache": m.cache,
         "agent_priced": find_rate(m.agent.strip(), prices) is not None,
         "runs": config.run.runs,
@@ -89,8 +91,9 @@ def compute(config: EvolveConfig, root: str) -> Settings:
 
 
 _KEYS = {
-    "environment", "persona", "agent", "agent_command", "cache", "agent_priced", "runs", "seed",
-    "concurrency", "inject", "stats", "max_turns", "rendered", "redact_values", "redact_env", "skills",
+    "environment", "persona", "agent", "agent_command", "agent_name", "cache", "agent_priced",
+    "runs", "seed", "concurrency", "inject", "stats", "max_turns", "rendered", "redact_values",
+    "redact_env", "skills",
 }  # fmt: skip
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Literal
 
-from evolve.agent import read_prompt_files
+from evolve.agent import read_prompt_files, workspace_agent
 from evolve.agent._command import command_agent
 from evolve.envs import ApiCall, Environment
 from evolve.episode import EpisodeSetup, Redactor
 from evolve.harness import load_harness
+from evolve.llm import LLM
 from evolve.memory import MemoryUnit, fixed_block, in_scope, load_units, scope_for
 from evolve.skills._select import SkillPicker, make_picker, settings_of
 from evolve.skills._strata import load_strata
@@ -93,6 +95,18 @@ def episode_setup(
         harness=load_harness(ws.root),  # prompts/harness.yaml (absent: the defaults)
         agent=command_agent(cfg.agent, ws.root),  # None: evolve's own agent over the model
     )
+
+
+def with_agent(setup: EpisodeSetup, ws: Workspace, llm: LLM) -> EpisodeSetup:
+    """`setup` played by the agent the workspace names (`agent.name`) over the agent model
+    `llm`; unchanged for evolve's own agent.
+
+    Raises:
+        UnknownName: no agent answers to the name.
+        ConfigError: its factory did not return an agent.
+    """
+    agent = workspace_agent(ws.config.agent.agent_name, llm, ws.root)
+    return setup if agent is None else replace(setup, agent=agent)
 
 
 def _picker(ws: Workspace, env: Environment, units: Sequence[MemoryUnit]) -> SkillPicker | None:

@@ -47,7 +47,7 @@ from evolve._format._message import SKILLS_SEEN
 from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve._io import canonical_json, derive_seed
 from evolve._text import printable
-from evolve.agent import Agent, read_prompt_files
+from evolve.agent import Agent, read_prompt_files, workspace_agent
 from evolve.agent._command import command_agent
 from evolve.applier import ApplyResult
 from evolve.envs import Environment, Task, Tier, environments, personas_of
@@ -630,6 +630,8 @@ class _EpisodeLoop:
         self.ws, self.env, self.request, self.models, self.stream = ws, env, request, models, stream
         self.committer = _Committer(tx, request, stream.sid)
         self.prompt_files = tuple(read_prompt_files(ws.prompts_dir))
+        # The agent the workspace names plays each episode (None: evolve's own, over the model).
+        self.agent = workspace_agent(ws.config.agent.agent_name, models.agent, ws.root)
         self.report = TrainReport(
             request.recipe, request.persona, stream.sid, stream.start, request.episodes
         )
@@ -718,8 +720,9 @@ class _EpisodeLoop:
             verifier=make_verifier(visible, (name,)),
             max_attempts=MAX_ATTEMPTS,
             redactor=self.redactor,
-            # who plays: the Python API's agent, else `agent.command` in evolve.yaml, else the model
-            agent=self.models.player or command_agent(ws.config.agent, ws.root),
+            # who plays: the Python API's agent, else `agent.name`'s, else `agent.command`'s, else
+            # evolve's own over the model
+            agent=self.models.player or self.agent or command_agent(ws.config.agent, ws.root),
             skills=make_picker(
                 ws.config,
                 visible,  # global skills and this persona's own

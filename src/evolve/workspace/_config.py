@@ -178,6 +178,17 @@ def _env_names(value: tuple[str, ...]) -> tuple[str, ...]:
 
 
 class AgentConfig(_Section):
+    """Who plays each episode (DESIGN.md §12), and its turn limit.
+
+    `name` is an agent of the `agents` registry (`evolve plugins` lists them): `model`, evolve's
+    own function-call loop over the agent role's model (the default), an installed package's
+    `evolve.agents` entry point, or an import path `module:factory`. At most one way of naming
+    the agent may be set.
+    """
+
+    name: Name | None = Field(
+        default=None, description="The agent that plays episodes (default: model)."
+    )
     max_turns: int = Field(default=12, ge=2, le=100)
     # Command mode (docs/command-agents.md): a program run per episode in the sandbox.
     command: Annotated[tuple[str, ...] | None, AfterValidator(_argv)] = None
@@ -188,6 +199,19 @@ class AgentConfig(_Section):
     memory_mb: int = Field(default=4096, ge=64, le=1_048_576)
     processes: int = Field(default=64, ge=1, le=4096)
     max_output_bytes: int = Field(default=8 * 1024**2, ge=1024, le=1024**3)
+
+    @model_validator(mode="after")
+    def _one_agent(self) -> AgentConfig:
+        # Each way of naming the agent is a field of this section; only one may be given.
+        given = [key for key in ("name", "command") if getattr(self, key, None) is not None]
+        if len(given) > 1:
+            raise ValueError(f"set one of {' or '.join(given)}, not both")
+        return self
+
+    @property
+    def agent_name(self) -> str:
+        """The registry name of the agent (`model` when none is set)."""
+        return self.name or "model"
 
 
 class RunConfig(_Section):

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from evolve.store import GitStore
+from evolve.workspace._drivers import DRIVERS, attribute_lines, driver_command
 
 TRUST_FLAG = "--trust-git-config"
 WATCHED_ATTRIBUTES = frozenset(
@@ -74,6 +75,17 @@ _HOOK_MARKERS = (
     "assume-unchanged",
 )
 _SHOWN = 3
+# evolve's own merge drivers (`evolve init`, `evolve clone`): the counter sidecars' attribute
+# lines, and each driver's command exactly as this interpreter registers it. They run only in a
+# merge, never when the gate reads a commit; any other value under their names is named.
+_OWN_ATTRIBUTES = frozenset(attribute_lines())
+
+
+def _own_driver(key: str, value: str | None) -> bool:
+    return any(
+        key == f"merge.{name}.driver" and value == driver_command(kind)
+        for kind, name in DRIVERS.items()
+    )
 
 
 def _names(items: Sequence[str]) -> str:
@@ -226,7 +238,7 @@ def git_setup(store: GitStore, rev: str, protected: Sequence[str]) -> list[str]:
         if grafts is not None and _rules(grafts):
             found.append(".git/info/grafts")
     attributes = _read(store.common_dir / "info" / "attributes")
-    if attributes is not None and _rules(attributes):
+    if attributes is not None and [r for r in _rules(attributes) if r not in _OWN_ATTRIBUTES]:
         found.append(".git/info/attributes")
     config = store.local_config()
     keys = sorted(
@@ -234,6 +246,7 @@ def git_setup(store: GitStore, rev: str, protected: Sequence[str]) -> list[str]:
         for k, value in config.items()
         if (_CONFIG.match(k) or k in _LOCAL_KEYS)
         and (value is None or value.strip().lower() not in _OFF)
+        and not _own_driver(k, value)
     )
     if keys:
         found.append(f"{_names(keys)} in the repository's configuration")

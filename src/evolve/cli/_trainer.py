@@ -80,3 +80,42 @@ def run_train(
             f"note: this workspace renders {shown} (evolve.yaml render.recipes, default "
             f"train.recipe); outside training the agent does not see what {report.recipe} learned."
         )
+
+
+def run_synced(
+    ws: Workspace,
+    *,
+    every: int,
+    remote: str,
+    recipe: str | None,
+    episodes: int | None,
+    feedback: Tier | None,
+    review: bool | None,
+    seed: int | None,
+    persona: str | None,
+    as_json: bool,
+) -> None:
+    """`evolve train --sync N`: the stream in chunks of N episodes, each pulled before and
+    pushed after (`evolve.remote.train_synced`)."""
+    from evolve.remote import train_synced
+
+    with progress_bar("training", enabled=not as_json) as progress:
+        done = train_synced(
+            ws, every, remote, recipe=recipe, episodes=episodes, feedback=feedback, seed=seed,
+            review=review, persona=persona, progress=progress,
+        )  # fmt: skip
+    if as_json:
+        emit_json(done.to_json())
+        return
+    from evolve.cli._common import stdout
+
+    for report, pushed in zip(done.reports, done.pushes, strict=False):
+        stdout.print(
+            f"episodes {report.start}..{report.end - 1}: {len(report.commits)} memory commits; "
+            f"pushed to {pushed.remote}"
+            + (f" after {pushed.pulls} pull(s)" if pushed.pulls else ""),
+            highlight=False,
+            markup=False,
+        )
+    if not done.reports:
+        stdout.print("the stream is already at its last episode; nothing to do.")

@@ -76,18 +76,32 @@ class Timeline:
         raw = store.read_side_ref(TRAIN_REF, timeline.path).get(timeline.path)
         if raw is not None:
             try:
-                data = json.loads(raw)
-                timeline.segments = [
-                    Segment(str(s["stream"]), int(s["start"]), int(s["end"]), int(s["clock"]))
-                    for s in data["segments"]
-                ]
-            except (ValueError, KeyError, TypeError):
+                timeline.segments = cls.parse(persona, raw).segments
+            except ValueError:
                 raise EvolveError(
                     f"{TRAIN_REF}:{timeline.path} is not a valid timeline; restore it with "
                     f"`git update-ref {TRAIN_REF} {TRAIN_REF}~1` or delete the ref to restart "
                     "the persona's clock."
                 ) from None
         return timeline
+
+    @classmethod
+    def parse(cls, persona: str, raw: bytes) -> Timeline:
+        """The timeline file's bytes read back (ValueError when they are not one)."""
+        try:
+            data = json.loads(raw)
+            segments = [
+                Segment(str(s["stream"]), int(s["start"]), int(s["end"]), int(s["clock"]))
+                for s in data["segments"]
+            ]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(str(exc)) from None
+        return cls(persona, segments)
+
+    def text(self) -> str:
+        """The timeline file's text (what `save` commits)."""
+        data = {"persona": self.persona, "segments": [s.__dict__ for s in self.segments]}
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
     def now(self) -> int:
         """Ticks the persona has seen: the clock the next new episode gets."""
@@ -116,11 +130,7 @@ class Timeline:
         return added
 
     def save(self, store: GitStore, added: list[Segment]) -> None:
-        data = {
-            "persona": self.persona,
-            "segments": [s.__dict__ for s in self.segments],
-        }
-        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+        text = self.text()
         spans = ", ".join(
             f"{s.stream} episodes {s.start}..{s.end - 1} at clock {s.clock}..{s.clock + s.end - s.start - 1}"
             for s in added

@@ -1,0 +1,93 @@
+"""Whether a workspace carries the records its branch depends on (docs/sharing.md).
+
+A plain `git clone` copies the branch but not `refs/evolve/*`: the persona's clock, the
+stream records and the refusal records stay behind. Training in such a clone would silently
+restart the persona's clock (and relearn a preference the origin saw drift), so the writers
+that read those records (`evolve train`, `evolve evolve`, `evolve compare`'s arms, which
+train) call :func:`require_records` first and refuse, in one sentence naming the command
+that fixes it.
+
+The check costs two ref reads when the records are there; only a workspace without
+`refs/evolve/train` asks git whether the branch holds an episode commit.
+"""
+
+from __future__ import annotations
+
+from evolve._format._message import EPISODE
+from evolve.errors import EvolveError
+from evolve.history._log import TRAIN_REF
+from evolve.store import GitFailed, GitStore
+
+#: Where `evolve clone`/`pull` (and a plain `git fetch` with the refspecs evolve configures)
+#: put a remote's records before they are merged: refs/remotes/<remote>/evolve/...
+TRACKING = "refs/remotes/{remote}/evolve/"
+
+
+class RecordsMissing(EvolveError):
+    """The branch has evolve's commits but not the records they depend on."""
+
+
+def _remotes(store: GitStore) -> list[str]:
+    try:
+        out = store.git("remote")
+    except GitFailed:
+        return []
+    return [name for name in out.split() if name]
+
+
+def fix_remote(store: GitStore) -> str:
+    """The remote the fix names: the branch's upstream, else `origin`, else the first one."""
+    remotes = _remotes(store)
+    branch = (store.head_branch() or "").removeprefix("refs/heads/")
+    if branch:
+        try:
+            upstream = store.git("config", "--get", f"branch.{branch}.remote").strip()
+        except GitFailed:
+            upstream = ""
+        if upstream in remotes:
+            return upstream
+    if "origin" in remotes or not remotes:
+        return "origin"
+    return remotes[0]
+
+
+def _has_episode_commits(store: GitStore) -> bool:
+    if store.head() is None:
+        return False
+    try:
+        out = store.git(
+            "rev-list", "-1", "--extended-regexp", f"--grep=^{EPISODE}: [0-9]+$", "HEAD"
+        )
+    except GitFailed:
+        return False
+    return bool(out.strip())
+
+
+def require_records(store: GitStore, persona: str, doing: str = "training") -> None:
+    """Refuse `doing` when the branch holds episode commits while `refs/evolve/train` is
+    missing, or when a remote's records were fetched but not merged.
+
+    Raises:
+        RecordsMissing: one sentence with the command that fixes it (`evolve pull REMOTE`).
+    """
+    local = store.ref_sha(TRAIN_REF)
+    remote = fix_remote(store)
+    if local is None:
+        if _has_episode_commits(store):
+            raise RecordsMissing(
+                f"this workspace's branch has training commits but no {TRAIN_REF} (a plain "
+                f"`git clone` does not copy refs/evolve/*), so {doing} here would restart "
+                f"{persona}'s clock; run `evolve pull {remote}` (or `git fetch {remote} "
+                "'refs/evolve/*:refs/evolve/*'`) first."
+            )
+        return
+    for name in _remotes(store):
+        fetched = store.ref_sha(TRACKING.format(remote=name) + "train")
+        if fetched is None or fetched == local:
+            continue
+        if not store.is_ancestor(fetched, local):
+            raise RecordsMissing(
+                f"the records fetched from {name} (refs/remotes/{name}/evolve/train) are not "
+                f"merged into {TRAIN_REF}, so {doing} here would run on a stale clock for "
+                f"{persona}; run `evolve pull {name}` first."
+            )

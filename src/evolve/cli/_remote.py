@@ -15,8 +15,6 @@ if TYPE_CHECKING:
 
 
 def _say(result: Travelled, verb: str) -> None:
-    from evolve.cli._common import stdout
-
     rec = result.records
     lines = [f"{verb} {result.remote} ({result.branch})"]
     if result.merged_branch:
@@ -33,7 +31,7 @@ def _say(result: Travelled, verb: str) -> None:
     if result.pushed:
         lines.append(f"  pushed {len(result.pushed)} refs (branch and refs/evolve/*)")
     for line in lines:
-        stdout.print(line, highlight=False, markup=False)
+        click.echo(line)
 
 
 @click.command("clone")
@@ -54,9 +52,7 @@ def clone_cmd(url: str, directory: Path | None, as_json: bool) -> None:
         emit_json({"workspace": str(ws.root), **result.to_json()})
         return
     _say(result, "cloned")
-    from evolve.cli._common import stdout
-
-    stdout.print(f"workspace {ws.root}", highlight=False, markup=False)
+    click.echo(f"workspace {ws.root}")
 
 
 @click.command("pull")
@@ -71,7 +67,8 @@ def pull_cmd(remote: str, as_json: bool, workspace: Path | None) -> None:
     """
     from evolve.remote import pull
 
-    result = pull(open_workspace(workspace), remote)
+    # evolve.yaml is not read: a pull may be what brings a valid one
+    result = pull(open_workspace(workspace, config=False), remote)
     if as_json:
         emit_json(result.to_json())
         return

@@ -38,7 +38,12 @@ from typing import Any
 from evolve.errors import EvolveError
 from evolve.store import GitFailed, GitStore
 from evolve.store._base import committed_env
-from evolve.train._trainref import Segment, Timeline
+
+# The timeline's format is the training's (`evolve.train._trainref`), imported where a
+# timeline is read: `evolve pull`'s start-up does not load the training loop.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from evolve.train._trainref import Segment
 
 TRAIN = "train"
 RECORDS = "records"
@@ -187,6 +192,8 @@ def _check_file(kind: str, path: str, raw: bytes) -> None:
     folder = path.split("/", 1)[0]
     try:
         if folder == "timeline":
+            from evolve.train._trainref import Timeline
+
             Timeline.parse(path[len("timeline/") : -len(".json")], raw)
         elif folder == "streams":
             _stream_commits(data)
@@ -263,6 +270,8 @@ def merge_timeline(persona: str, ours: bytes, theirs: bytes) -> bytes:
     """Both timelines' segments: every episode of every stream keeps the clock it ran at
     (where both sides gave one episode a clock, the smaller); the clock after the merge is
     the larger of the two (`Timeline.now`), with both streams' episodes on it."""
+    from evolve.train._trainref import Segment, Timeline
+
     pool = sorted(
         set(Timeline.parse(persona, ours).segments) | set(Timeline.parse(persona, theirs).segments),
         key=lambda s: (s.stream, s.clock, s.start, s.end),

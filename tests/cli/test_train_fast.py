@@ -218,7 +218,8 @@ def test_the_fast_parser_knows_the_train_commands_options() -> None:
     command = cli.get_command(click.Context(cli), "train")
     assert command is not None
     flags, options, short = _fast.SPEC["train"]
-    left = {"--recipe", "--model", "--updater-model", "--reflector-model", "--cache", "--help"}
+    left = {"--recipe", "--model", "--updater-model", "--reflector-model", "--cache", "--help",
+            "--sync", "--remote"}  # fmt: skip
     for param in command.params:
         if not isinstance(param, click.Option):
             continue

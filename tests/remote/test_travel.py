@@ -199,9 +199,11 @@ def test_the_merged_clock_is_the_larger_with_both_streams_counted(
     # b's records alone (its branch would need the unit merge rules): fetched and merged
     run_git(b.root, "push", "--quiet", "origin", "refs/evolve/train:refs/evolve/b-train")
     run_git(a.root, "fetch", "--quiet", "origin", "refs/evolve/b-train:refs/remotes/b/evolve/train")
-    done = merge_ref(a.store, "refs/evolve/train", a.store.ref_sha("refs/remotes/b/evolve/train")
-                     or "", "b", Merged())  # fmt: skip
-    assert done is None
+    done = Merged()
+    fetched = a.store.ref_sha("refs/remotes/b/evolve/train")
+    assert fetched is not None
+    merge_ref(a.store, "refs/evolve/train", fetched, "b", done)
+    assert done.merged == ["refs/evolve/train"]
     timeline = json.loads(run_git(a.root, "show", "refs/evolve/train:timeline/alex.json"))
     spans = {(s["stream"], s["start"], s["end"], s["clock"]) for s in timeline["segments"]}
     assert spans == {

@@ -178,3 +178,49 @@ def _record(number: int, verdict: str) -> bytes:
         "verdict": verdict, "reason": "test",
     }  # fmt: skip
     return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+
+
+def test_unrelated_pointer_tips_both_stay_and_the_same_on_both_sides(
+    ws: Workspace, tmp_path: Path, run_git: RunGit
+) -> None:
+    other = _remote_with(ws, tmp_path, run_git, {})
+    mine = _commit(ws, run_git, "mine")
+    theirs = _commit(other, run_git, "theirs")
+    run_git(ws.root, "update-ref", "refs/evolve/aborted/gen-0002", mine)
+    run_git(other.root, "update-ref", "refs/evolve/aborted/gen-0002", theirs)
+    run_git(other.root, "push", "--quiet", "origin", "refs/evolve/aborted/gen-0002")
+    push(ws)
+    pull(other)
+    keep, aside = sorted((mine, theirs))
+    for side in (ws, other):
+        refs = dict(
+            line.split()[::-1]
+            for line in run_git(
+                side.root,
+                "for-each-ref",
+                "--format=%(objectname) %(refname)",
+                "refs/evolve/aborted",
+            ).splitlines()  # fmt: skip
+        )
+        assert refs == {
+            "refs/evolve/aborted/gen-0002": keep,
+            f"refs/evolve/aborted/gen-0002+{aside[:8]}": aside,
+        }
+
+
+def _commit(ws: Workspace, run_git: RunGit, text: str) -> str:
+    tree = run_git(ws.root, "rev-parse", "HEAD^{tree}").strip()
+    return run_git(ws.root, "commit-tree", tree, "-p", "HEAD", "-m", text).strip()
+
+
+def test_clone_of_a_repository_that_is_no_workspace_leaves_nothing(
+    tmp_path: Path, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = tmp_path / "plain"
+    run_git(tmp_path, "init", "--quiet", "--initial-branch=main", str(plain))
+    (plain / "README").write_text("hello\n", encoding="utf-8")
+    run_git(plain, "add", "README")
+    run_git(plain, "commit", "--quiet", "-m", "a repository")
+    code, out, err = _cli(capsys, "clone", str(plain), str(tmp_path / "copy"))
+    assert code == 1 and "is not an evolve workspace" in one_sentence(err)
+    assert not (tmp_path / "copy").exists()

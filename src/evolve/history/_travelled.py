@@ -18,13 +18,33 @@ from evolve.errors import EvolveError
 from evolve.history._log import TRAIN_REF
 from evolve.store import GitFailed, GitStore
 
-#: Where `evolve clone`/`pull` (and a plain `git fetch` with the refspecs evolve configures)
-#: put a remote's records before they are merged: refs/remotes/<remote>/evolve/...
-TRACKING = "refs/remotes/{remote}/evolve/"
-
 
 class RecordsMissing(EvolveError):
     """The branch has evolve's commits but not the records they depend on."""
+
+
+def _fetched(store: GitStore) -> dict[str, str]:
+    """{remote: its fetched refs/evolve/train}: where `evolve pull` (and a plain `git fetch`
+    with the refspecs evolve configures) puts a remote's records before they are merged,
+    `refs/remotes/<remote>/evolve/train`. No process where no remote was ever fetched."""
+    common = store.common_dir
+    try:
+        packed = (common / "packed-refs").read_bytes()
+    except OSError:
+        packed = b""
+    if not (common / "refs" / "remotes").is_dir() and b" refs/remotes/" not in packed:
+        return {}
+    try:
+        out = store.git("for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes/")
+    except GitFailed:
+        return {}
+    found = {}
+    for line in out.splitlines():
+        sha, _, name = line.partition(" ")
+        parts = name.split("/")
+        if len(parts) == 5 and parts[3:] == ["evolve", "train"]:
+            found[parts[2]] = sha
+    return found
 
 
 def _remotes(store: GitStore) -> list[str]:
@@ -71,9 +91,9 @@ def require_records(store: GitStore, persona: str, doing: str = "training") -> N
         RecordsMissing: one sentence with the command that fixes it (`evolve pull REMOTE`).
     """
     local = store.ref_sha(TRAIN_REF)
-    remote = fix_remote(store)
     if local is None:
         if _has_episode_commits(store):
+            remote = fix_remote(store)
             raise RecordsMissing(
                 f"this workspace's branch has training commits but no {TRAIN_REF} (a plain "
                 f"`git clone` does not copy refs/evolve/*), so {doing} here would restart "
@@ -81,9 +101,8 @@ def require_records(store: GitStore, persona: str, doing: str = "training") -> N
                 "'refs/evolve/*:refs/evolve/*'`) first."
             )
         return
-    for name in _remotes(store):
-        fetched = store.ref_sha(TRACKING.format(remote=name) + "train")
-        if fetched is None or fetched == local:
+    for name, fetched in sorted(_fetched(store).items()):
+        if fetched == local:
             continue
         if not store.is_ancestor(fetched, local):
             raise RecordsMissing(

@@ -7,13 +7,15 @@ that read those records (`evolve train`, `evolve evolve`, `evolve compare`'s arm
 train) call :func:`require_records` first and refuse, in one sentence naming the command
 that fixes it.
 
-The check costs two ref reads when the records are there; only a workspace without
-`refs/evolve/train` asks git whether the branch holds an episode commit.
+The check costs a ref read when the records are there (and one `git for-each-ref` where a
+remote was fetched); only a workspace without `refs/evolve/train` asks git whether the branch
+holds a commit that training made on a persona clock (`Evolve-Clock`: the clock is recorded
+on `refs/evolve/train` before the first such commit, so only a copy can lack it).
 """
 
 from __future__ import annotations
 
-from evolve._format._message import EPISODE
+from evolve._format._message import CLOCK
 from evolve.errors import EvolveError
 from evolve.history._log import TRAIN_REF
 from evolve.store import GitFailed, GitStore
@@ -76,7 +78,7 @@ def _has_episode_commits(store: GitStore) -> bool:
         return False
     try:
         out = store.git(
-            "rev-list", "-1", "--extended-regexp", f"--grep=^{EPISODE}: [0-9]+$", "HEAD"
+            "rev-list", "-1", "--extended-regexp", f"--grep=^{CLOCK}: [0-9]+$", "HEAD"
         )
     except GitFailed:
         return False
@@ -84,8 +86,8 @@ def _has_episode_commits(store: GitStore) -> bool:
 
 
 def require_records(store: GitStore, persona: str, doing: str = "training") -> None:
-    """Refuse `doing` when the branch holds episode commits while `refs/evolve/train` is
-    missing, or when a remote's records were fetched but not merged.
+    """Refuse `doing` when the branch holds episode commits made on a persona clock while
+    `refs/evolve/train` is missing, or when a remote's records were fetched but not merged.
 
     Raises:
         RecordsMissing: one sentence with the command that fixes it (`evolve pull REMOTE`).

@@ -26,6 +26,7 @@ from evolve.remote._records import Merged, merge_ref
 from evolve.store import GitFailed, GitStore
 from evolve.store._base import _last_line, committed_env
 from evolve.workspace import CONFIG_NAME, Workspace
+from evolve.workspace._paths import APPLY_JOURNAL, GENERATION_JOURNAL
 
 #: How often a push that lost a race is retried after another pull.
 PUSH_TRIES = 5
@@ -196,19 +197,31 @@ def pull(ws: Workspace, remote: str = "origin") -> Travelled:
         EvolveError: no such remote, a fetch that failed, hostile records (nothing merged),
             or a branch merge git could not make (undone).
     """
-    from evolve.txn import writer
-
     store = ws.store
     _check_remote(store, remote)
     configure_remote(store, remote)
     branch = _branch(store)
     result = Travelled(remote, branch)
     result.fetched = fetch(store, remote, branch)
-    with writer(ws, "evolve pull"):
+    with _locked(ws, "evolve pull"):
         result.records = merge_records(store, remote)
         if result.fetched is not None:
             result.merged_branch = _merge_branch(ws, f"refs/remotes/{remote}/{branch}")
     return result
+
+
+def _locked(ws: Workspace, command: str) -> contextlib.AbstractContextManager[object]:
+    """The writer lock for git's own writes (merge, update-ref). Where a dead writer left a
+    journal, the whole transaction (`txn.writer`) recovers it first; otherwise the lock alone,
+    so a pull does not load the applier."""
+    git_dir = ws.store.git_dir
+    if (git_dir / APPLY_JOURNAL).exists() or (git_dir / GENERATION_JOURNAL).exists():
+        from evolve.txn import writer
+
+        return writer(ws, command)
+    from evolve.txn import LOCK_NAME, WriterLock
+
+    return WriterLock(git_dir / LOCK_NAME, command)
 
 
 def check_shared(ws: Workspace, remote: str, branch: str) -> None:

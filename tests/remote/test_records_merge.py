@@ -191,7 +191,7 @@ def test_unrelated_pointer_tips_both_stay_and_the_same_on_both_sides(
     run_git(other.root, "push", "--quiet", "origin", "refs/evolve/aborted/gen-0002")
     push(ws)
     pull(other)
-    keep, aside = sorted((mine, theirs))
+    keep, aside = theirs, mine  # the remote's tip keeps the name; ws's is kept beside it
     for side in (ws, other):
         refs = dict(
             line.split()[::-1]

@@ -77,9 +77,7 @@ def _has_episode_commits(store: GitStore) -> bool:
     if store.head() is None:
         return False
     try:
-        out = store.git(
-            "rev-list", "-1", "--extended-regexp", f"--grep=^{CLOCK}: [0-9]+$", "HEAD"
-        )
+        out = store.git("rev-list", "-1", "--extended-regexp", f"--grep=^{CLOCK}: [0-9]+$", "HEAD")
     except GitFailed:
         return False
     return bool(out.strip())

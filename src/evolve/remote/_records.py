@@ -13,11 +13,11 @@ here, by kind:
   running the same experiment, both keep theirs: the record whose bytes sort first keeps the
   name, the other is kept beside it as `gen-NNNN+<8 hex>.json` (`experiments/<name>+<8 hex>/`).
 - **pointers** (`refs/evolve/aborted/**`, `refs/evolve/arms/**`): commits kept reachable.
-  A fast-forward moves the ref; two unrelated tips both stay: the smaller commit id keeps
-  the name, the other is kept as `<name>+<8 hex>`.
+  A fast-forward moves the ref; two unrelated tips both stay: the remote's keeps the name
+  (moving it there would need a forced push), the local one is kept as `<name>+<8 hex>`.
 
-Every rule is commutative: two clones that merged each other's records in either order hold
-the same trees. A merge that changes nothing moves nothing; a side that contains the other
+The rules of the two history kinds are commutative: two clones that merged each other's
+records in either order hold the same trees (and pointers converge through the remote). A merge that changes nothing moves nothing; a side that contains the other
 is taken as it is (a fast-forward). What the remote sent is validated before anything is
 merged: ref names, file names and modes, sizes, and each file's content by its kind.
 """
@@ -460,11 +460,11 @@ def _merge_pointer(store: GitStore, ref: str, ours: str | None, theirs: str, don
         _move(store, ref, theirs, ours)
         done.updated.append(ref)
         return
-    keep, other = sorted((ours, theirs))
-    aside = f"{ref}+{other[:8]}"
+    # Unrelated tips: the remote's keeps the name (it is what everyone fetches; moving it
+    # would be a forced push), this side's is kept beside it, and travels with the next push.
+    aside = f"{ref}+{ours[:8]}"
     if store.ref_sha(aside) is None:
-        _move(store, aside, other, None)
+        _move(store, aside, ours, None)
         done.kept_aside.append(aside)
-    if keep != ours:
-        _move(store, ref, keep, ours)
-        done.updated.append(ref)
+    _move(store, ref, theirs, ours)
+    done.updated.append(ref)

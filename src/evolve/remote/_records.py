@@ -35,15 +35,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evolve._format._timeline import Segment, parse_segments, timeline_text
 from evolve.errors import EvolveError
 from evolve.store import GitFailed, GitStore
 from evolve.store._base import committed_env
-
-# The timeline's format is the training's (`evolve.train._trainref`), imported where a
-# timeline is read: `evolve pull`'s start-up does not load the training loop.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from evolve.train._trainref import Segment
 
 TRAIN = "train"
 RECORDS = "records"
@@ -192,9 +187,7 @@ def _check_file(kind: str, path: str, raw: bytes) -> None:
     folder = path.split("/", 1)[0]
     try:
         if folder == "timeline":
-            from evolve.train._trainref import Timeline
-
-            Timeline.parse(path[len("timeline/") : -len(".json")], raw)
+            parse_segments(raw)
         elif folder == "streams":
             _stream_commits(data)
         elif folder == "runs":
@@ -270,10 +263,8 @@ def merge_timeline(persona: str, ours: bytes, theirs: bytes) -> bytes:
     """Both timelines' segments: every episode of every stream keeps the clock it ran at
     (where both sides gave one episode a clock, the smaller); the clock after the merge is
     the larger of the two (`Timeline.now`), with both streams' episodes on it."""
-    from evolve.train._trainref import Segment, Timeline
-
     pool = sorted(
-        set(Timeline.parse(persona, ours).segments) | set(Timeline.parse(persona, theirs).segments),
+        set(parse_segments(ours)) | set(parse_segments(theirs)),
         key=lambda s: (s.stream, s.clock, s.start, s.end),
     )
     kept: list[Segment] = []
@@ -288,7 +279,7 @@ def merge_timeline(persona: str, ours: bytes, theirs: bytes) -> bytes:
                 k += 1
             kept.append(Segment(seg.stream, first, k, seg.clock + first - seg.start))
     kept.sort(key=lambda s: (s.clock, s.stream, s.start))
-    return Timeline(persona, kept).text().encode("utf-8")
+    return timeline_text(persona, kept).encode("utf-8")
 
 
 def merge_streams(ours: bytes, theirs: bytes) -> bytes:

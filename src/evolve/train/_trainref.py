@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 
 from evolve._format._message import CLOCK
+from evolve._format._timeline import Segment, parse_segments, timeline_text
 from evolve.errors import EvolveError
 from evolve.history import REFUSAL_KIND, TRAIN_REF, side_ref_sha
 from evolve.history._log import BASE
@@ -46,17 +47,6 @@ __all__ = [
     "refusal_path",
     "runs_path",
 ]
-
-
-@dataclass(frozen=True)
-class Segment:
-    stream: str
-    start: int
-    end: int
-    clock: int
-
-    def covers(self, stream: str, episode: int) -> bool:
-        return self.stream == stream and self.start <= episode < self.end
 
 
 @dataclass
@@ -88,20 +78,11 @@ class Timeline:
     @classmethod
     def parse(cls, persona: str, raw: bytes) -> Timeline:
         """The timeline file's bytes read back (ValueError when they are not one)."""
-        try:
-            data = json.loads(raw)
-            segments = [
-                Segment(str(s["stream"]), int(s["start"]), int(s["end"]), int(s["clock"]))
-                for s in data["segments"]
-            ]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(str(exc)) from None
-        return cls(persona, segments)
+        return cls(persona, parse_segments(raw))
 
     def text(self) -> str:
         """The timeline file's text (what `save` commits)."""
-        data = {"persona": self.persona, "segments": [s.__dict__ for s in self.segments]}
-        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+        return timeline_text(self.persona, self.segments)
 
     def now(self) -> int:
         """Ticks the persona has seen: the clock the next new episode gets."""

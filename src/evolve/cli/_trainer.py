@@ -25,6 +25,11 @@ def run_train(
     as_json: bool,
 ) -> None:
     """Train `ws` (opened, with the command line's models applied) and print the report."""
+    from evolve.history import require_records
+
+    # A plain `git clone` lacks refs/evolve/*: the clock would restart (docs/sharing.md).
+    # Checked where a person trains; an experiment's job clones train without them by design.
+    require_records(ws.store, persona or ws.config.persona)
     with progress_bar("training") as progress:
         report = train(
             ws, recipe=recipe, episodes=episodes, feedback=feedback, seed=seed, review=review,

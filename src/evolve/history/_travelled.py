@@ -2,10 +2,11 @@
 
 A plain `git clone` copies the branch but not `refs/evolve/*`: the persona's clock, the
 stream records and the refusal records stay behind. Training in such a clone would silently
-restart the persona's clock (and relearn a preference the origin saw drift), so the writers
-that read those records (`evolve train`, `evolve evolve`, `evolve compare`'s arms, which
-train) call :func:`require_records` first and refuse, in one sentence naming the command
-that fixes it.
+restart the persona's clock (and relearn a preference the origin saw drift), so the commands
+that train on those records (`evolve train`, `evolve evolve`) call :func:`require_records`
+first and refuse, in one sentence naming the command that fixes it. (An experiment's job
+clones train without the workspace's records by design, and the Python API leaves the
+check to its caller.)
 
 The check costs a ref read when the records are there (and one `git for-each-ref` where a
 remote was fetched); only a workspace without `refs/evolve/train` asks git whether the branch

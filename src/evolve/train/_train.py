@@ -53,7 +53,7 @@ from evolve.envs import Environment, Task, Tier, environments
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, ModelError, UnknownName
 from evolve.evaluate import make_verifier, open_env
-from evolve.history import clip, refresh_commit_graph, require_records, tombstone_git_reverts
+from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
 from evolve.llm import LLM, RequestFailed, make_role_llm
 from evolve.llm._meter import Meter, RoleUsage, difference, metering, usage_json
 from evolve.memory import MemoryUnit, UnitReader, in_scope, scope_for
@@ -472,8 +472,6 @@ def _open_stream(tx: Transaction, env: Environment, request: TrainRequest) -> _S
     ws, store = tx.ws, tx.store
     tx.recover_write()
     _check_committed(tx)
-    # A plain `git clone` lacks refs/evolve/*: the clock would restart (docs/sharing.md).
-    require_records(store, request.persona)
     tombstone_git_reverts(ws, take_lock=False)  # a plain `git revert` gets its tombstones
     sid = request.stream
     last = last_episode(ws, sid)

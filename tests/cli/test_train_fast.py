@@ -219,7 +219,7 @@ def test_the_fast_parser_knows_the_train_commands_options() -> None:
     assert command is not None
     flags, options, short = _fast.SPEC["train"]
     left = {"--recipe", "--unrendered", "--model", "--updater-model", "--reflector-model", "--cache",
-            "--help"}  # fmt: skip
+            "--help", "--sync", "--remote"}  # fmt: skip
     for param in command.params:
         if not isinstance(param, click.Option):
             continue

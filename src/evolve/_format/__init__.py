@@ -7,6 +7,7 @@
 - :mod:`evolve._format._views`: what `log`, `show`, `memory` and `run` print;
 - :mod:`evolve._format._dates`: the dates `--as-of` takes;
 - :mod:`evolve._format._git`: git's status, ls-tree and cat-file outputs;
+- :mod:`evolve._format._timeline`: a persona's timeline (its clock across streams);
 - :mod:`evolve._format._cache`: the caches kept in `.git/`, keyed by content and by the
   source of the code that produced them.
 

@@ -133,6 +133,9 @@ def evolve_cmd(
     is reset to its base and recorded as `rejected (error: ...)`; one whose process was killed
     is reset by the next evolve command."""
     ws = models.apply(open_workspace(workspace))
+    from evolve.history import require_records
+
+    require_records(ws.store, ws.config.persona, "evolving")  # a generation trains
     try:
         result = evolve(
             ws,

@@ -33,6 +33,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "revert": ("evolve.cli._history:revert_cmd", "Undo a memory or prompt commit; tombstone it."),
     "review": ("evolve.cli._history:review_group", "Approve or reject units left pending."),
     "report": ("evolve.cli._history:report_cmd", "Write a self-contained HTML report."),
+    "clone": ("evolve.cli._remote:clone_cmd", "Clone a workspace with its records."),
+    "pull": ("evolve.cli._remote:pull_cmd", "Fetch and merge a remote's branch and records."),
+    "push": ("evolve.cli._remote:push_cmd", "Send the branch and records, never forced."),
     "compare": ("evolve.cli._compare:compare_cmd", "Run an experiment: arms on their own refs."),
     "harness": ("evolve.cli._harness:harness_group", "The agent's modules: show or switch one."),
     "merge": (

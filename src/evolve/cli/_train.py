@@ -48,6 +48,16 @@ from evolve.cli._trainer import run_train
 )
 @click.option("--seed", type=int, help="Stream seed (default: train.seed).")
 @click.option("--persona", help="Whose preferences to learn (default: persona in evolve.yaml).")
+@click.option(
+    "--sync",
+    type=click.IntRange(1, 100_000),
+    metavar="N",
+    help="Pull before and push after every N episodes (a lost push race is pulled and "
+    "retried; docs/sharing.md).",
+)
+@click.option(
+    "--remote", default="origin", show_default=True, help="The remote --sync pulls and pushes."
+)
 @model_options
 @json_option
 @workspace_option
@@ -60,6 +70,8 @@ def train_cmd(
     unrendered: bool,
     seed: int | None,
     persona: str | None,
+    sync: int | None,
+    remote: str,
     as_json: bool,
     workspace: Path | None,
 ) -> None:
@@ -67,7 +79,17 @@ def train_cmd(
 
     Every episode that changes memory is one commit with Evolve-* trailers; episodes that
     change nothing make no commit. A stopped run resumes where its stream's history ends.
+    With --sync N, the stream is pulled from and pushed to --remote every N episodes.
     """
+    if sync is not None:
+        from evolve.cli._trainer import run_synced
+
+        run_synced(
+            models.apply(open_workspace(workspace)), every=sync, remote=remote, recipe=recipe,
+            episodes=episodes, feedback=feedback, review=review, seed=seed, persona=persona,
+            as_json=as_json,
+        )  # fmt: skip
+        return
     run_train(
         models.apply(open_workspace(workspace)), recipe=recipe, episodes=episodes,
         feedback=feedback, review=review, seed=seed, persona=persona, as_json=as_json,

@@ -45,8 +45,14 @@ def run_train(
 
     Raises:
         EvolveError: `recipe` is one the workspace does not render and `unrendered` is not
-            set (nothing is written): the agent would never see what it learns.
+            set, or the workspace lacks the records a plain `git clone` leaves behind
+            (nothing is written in either case).
     """
+    from evolve.history import require_records
+
+    # A plain `git clone` lacks refs/evolve/*: the clock would restart (docs/sharing.md).
+    # Checked where a person trains; an experiment's job clones train without them by design.
+    require_records(ws.store, persona or ws.config.persona)
     if recipe is not None and not unrendered:
         check_rendered(ws, recipe)
     with progress_bar("training") as progress:
@@ -104,3 +110,42 @@ def run_train(
             f"note: this workspace renders {shown} (evolve.yaml render.recipes, default "
             f"train.recipe); outside training the agent does not see what {report.recipe} learned."
         )
+
+
+def run_synced(
+    ws: Workspace,
+    *,
+    every: int,
+    remote: str,
+    recipe: str | None,
+    episodes: int | None,
+    feedback: Tier | None,
+    review: bool | None,
+    seed: int | None,
+    persona: str | None,
+    as_json: bool,
+) -> None:
+    """`evolve train --sync N`: the stream in chunks of N episodes, each pulled before and
+    pushed after (`evolve.remote.train_synced`)."""
+    from evolve.remote import train_synced
+
+    with progress_bar("training", enabled=not as_json) as progress:
+        done = train_synced(
+            ws, every, remote, recipe=recipe, episodes=episodes, feedback=feedback, seed=seed,
+            review=review, persona=persona, progress=progress,
+        )  # fmt: skip
+    if as_json:
+        emit_json(done.to_json())
+        return
+    from evolve.cli._common import stdout
+
+    for report, pushed in zip(done.reports, done.pushes, strict=False):
+        stdout.print(
+            f"episodes {report.start}..{report.end - 1}: {len(report.commits)} memory commits; "
+            f"pushed to {pushed.remote}"
+            + (f" after {pushed.pulls} pull(s)" if pushed.pulls else ""),
+            highlight=False,
+            markup=False,
+        )
+    if not done.reports:
+        stdout.print("the stream is already at its last episode; nothing to do.")

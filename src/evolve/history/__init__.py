@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     )
     from evolve.history._revert import RevertResult, revert, reverted_by
     from evolve.history._show import UnitHistory, commit_kind, show_unit
+    from evolve.history._travelled import RecordsMissing, require_records
 
 _MODULES = {
     "evolve.history._asof": (
@@ -52,6 +53,7 @@ _MODULES = {
     "evolve.history._changes": ("GIT_REVERT", "REVERTS", "is_revert"),
     "evolve.history._revert": ("reverted_by", "RevertResult", "revert"),
     "evolve.history._show": ("UnitHistory", "commit_kind", "show_unit"),
+    "evolve.history._travelled": ("RecordsMissing", "require_records"),
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _MODULES)
@@ -62,6 +64,7 @@ __all__ = [
     "REVERTS",
     "REFUSAL_KIND",
     "TRACKED",
+    "RecordsMissing",
     "TRAIN_REF",
     "LogEntry",
     "RevertResult",
@@ -75,6 +78,7 @@ __all__ = [
     "memory_in_worktree",
     "refresh_commit_graph",
     "refusal_records",
+    "require_records",
     "resolve_as_of",
     "is_revert",
     "revert",

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 
 from evolve._format._message import CLOCK
+from evolve._format._timeline import Segment, parse_segments, timeline_text
 from evolve.errors import EvolveError
 from evolve.history import REFUSAL_KIND, TRAIN_REF, side_ref_sha
 from evolve.history._log import BASE
@@ -48,17 +49,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Segment:
-    stream: str
-    start: int
-    end: int
-    clock: int
-
-    def covers(self, stream: str, episode: int) -> bool:
-        return self.stream == stream and self.start <= episode < self.end
-
-
 @dataclass
 class Timeline:
     """A persona's clock over every stream the workspace trained for it."""
@@ -76,18 +66,23 @@ class Timeline:
         raw = store.read_side_ref(TRAIN_REF, timeline.path).get(timeline.path)
         if raw is not None:
             try:
-                data = json.loads(raw)
-                timeline.segments = [
-                    Segment(str(s["stream"]), int(s["start"]), int(s["end"]), int(s["clock"]))
-                    for s in data["segments"]
-                ]
-            except (ValueError, KeyError, TypeError):
+                timeline.segments = cls.parse(persona, raw).segments
+            except ValueError:
                 raise EvolveError(
                     f"{TRAIN_REF}:{timeline.path} is not a valid timeline; restore it with "
                     f"`git update-ref {TRAIN_REF} {TRAIN_REF}~1` or delete the ref to restart "
                     "the persona's clock."
                 ) from None
         return timeline
+
+    @classmethod
+    def parse(cls, persona: str, raw: bytes) -> Timeline:
+        """The timeline file's bytes read back (ValueError when they are not one)."""
+        return cls(persona, parse_segments(raw))
+
+    def text(self) -> str:
+        """The timeline file's text (what `save` commits)."""
+        return timeline_text(self.persona, self.segments)
 
     def now(self) -> int:
         """Ticks the persona has seen: the clock the next new episode gets."""
@@ -116,11 +111,7 @@ class Timeline:
         return added
 
     def save(self, store: GitStore, added: list[Segment]) -> None:
-        data = {
-            "persona": self.persona,
-            "segments": [s.__dict__ for s in self.segments],
-        }
-        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+        text = self.text()
         spans = ", ".join(
             f"{s.stream} episodes {s.start}..{s.end - 1} at clock {s.clock}..{s.clock + s.end - s.start - 1}"
             for s in added

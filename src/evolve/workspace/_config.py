@@ -6,6 +6,7 @@ names the key instead of a setting that silently does nothing.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
@@ -370,6 +371,27 @@ class RedactConfig(_Section):
         return self
 
 
+_SCOPE = re.compile(r"global|skills|user:[a-z0-9][a-z0-9_-]{0,39}")
+
+
+class ShareConfig(_Section):
+    """Which scopes' memory `evolve push` may send (docs/sharing.md): `all`, or a list of
+    `global`, `skills` and `user:<persona>`."""
+
+    scopes: Literal["all"] | tuple[str, ...] = "all"
+
+    @model_validator(mode="after")
+    def _known(self) -> ShareConfig:
+        if self.scopes != "all":
+            bad = [s for s in self.scopes if not _SCOPE.fullmatch(s)]
+            if bad:
+                raise ValueError(f"{bad[0]!r} is not a scope (global, skills or user:<persona>)")
+        return self
+
+    def shared(self, scope: str) -> bool:
+        return self.scopes == "all" or scope in self.scopes
+
+
 DEFAULT_PARAMETERS = {"agent.max_turns": ParameterRange(min=4, max=30)}
 
 
@@ -389,6 +411,7 @@ class EvolveConfig(_Section):
     gate: GateConfig = GateConfig()
     protected: Annotated[tuple[str, ...], AfterValidator(_protected_paths)] = DEFAULT_PROTECTED
     redact: RedactConfig = RedactConfig()
+    share: ShareConfig = ShareConfig()
     skills: SkillsConfig = SkillsConfig()
     parameters: dict[Name, ParameterRange] = Field(default_factory=lambda: dict(DEFAULT_PARAMETERS))
     # Per recipe; a recipe or field given here overrides that default only (null: no limit).

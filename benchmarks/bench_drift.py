@@ -1,4 +1,4 @@
-"""Memory after a preference changes (issue 8): does each recipe follow the new value?
+"""Memory after a preference changes: does each recipe follow the new value?
 
 For each recipe x {alex's payment visibility (private -> friends at episode 12), casey's
 e-mail sign-off (Cheers -> Warmly at episode 15)} x {instance, corrective} feedback, trains a

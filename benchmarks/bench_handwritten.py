@@ -1,6 +1,6 @@
 """Do evolve's hand-written parts still earn their place against the libraries beside them?
 
-Issue 21 asks that a hand-written part stay only where a benchmark shows the library misses a
+A hand-written part must stay only where a benchmark shows the library misses a
 target by more than 20%. Two parts are hand-written, and each is measured here against the
 library that would replace it, in one run, interleaved so that caches favour neither:
 

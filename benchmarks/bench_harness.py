@@ -1,4 +1,4 @@
-"""Each built-in harness variant against the defaults, one module at a time (issue 26).
+"""Each built-in harness variant against the defaults, one module at a time.
 
 Trains a fresh workspace with the `sim` models (`--recipe`, `--episodes`, corrective feedback
 by default), scores dev with the default harness, then with each single-module variant

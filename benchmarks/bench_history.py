@@ -1,4 +1,4 @@
-"""Reading commands end to end, as a user runs them, against their floors (issue #10).
+"""Reading commands end to end, as a user runs them, against their floors.
 
 Builds a workspace with 1,000 units and 10,000 memory commits carrying evolve's trailers
 (through `git fast-import`, then a commit-graph with changed-path Bloom filters as `train`

@@ -1,4 +1,4 @@
-"""Costs that do not grow with history (issue 21, item 7): one `evolve train --episodes 1`
+"""Costs that do not grow with history: one `evolve train --episodes 1`
 process at 1k, 30k and 100k commits, and the peak memory of `evolve log -n 0 --json`.
 
 For each size, builds a workspace (`_workspace.build_workspace`: `evolve init`'s files, 1,000

@@ -1,4 +1,4 @@
-"""Skills (issue 13) under the `sim`: library, promotions, retirements, and success.
+"""Skills under the `sim`: library, promotions, retirements, and success.
 
 For 3 stream orders (training seeds), trains a fresh persona_world workspace with the
 procedure-shaped tasks (`evalset/procedures.yaml`) and the `skills` recipe (the sim's

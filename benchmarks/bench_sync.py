@@ -1,6 +1,6 @@
 """What does `evolve push` / `evolve pull` cost beyond git's own push and fetch + merge?
 
-Issue 25's target: sending and receiving 1,000 new episode commits within 1.5x of the same
+The target: sending and receiving 1,000 new episode commits within 1.5x of the same
 `git push` / `git fetch` plus merge, measured in one run. The set-up: a workspace pushed to a
 bare remote; then 1,000 episode commits (each one unit file under memory/alex/ with the
 training trailers) and their records on `refs/evolve/train` (the stream record, the run record,

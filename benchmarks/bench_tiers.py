@@ -1,4 +1,4 @@
-"""What each feedback tier can teach (issue 14): gap closed per recipe x tier x persona.
+"""What each feedback tier can teach: gap closed per recipe x tier x persona.
 
 For each persona, scores dev and holdout with no memory (`none`) and with the persona's own
 statements (`oracle`); then for each recipe x feedback tier trains a fresh workspace with the

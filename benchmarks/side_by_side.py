@@ -1,7 +1,6 @@
 """Run benchmarks on this checkout and on an older commit, side by side, in one run.
 
-A redesign must leave the figures of the existing benchmarks where they were (issue 21: within
-1.2x of their ratios on the old main). Each benchmark prints ratios it measured against its own
+A redesign must leave the figures of the existing benchmarks where they were. Each benchmark prints ratios it measured against its own
 floor in its own run; this script runs it twice, alternating, once with the code and the
 benchmark script of `--old` (checked out as a detached git worktree in a temporary folder and put
 first on PYTHONPATH, so every `python -m evolve` the benchmark starts runs the old code) and

@@ -4,8 +4,8 @@ names running any other command are named, as every program-running key is."""
 from __future__ import annotations
 
 import pytest
-from conftest import GitRunner, run_cli
 
+from conftest import GitRunner, run_cli
 from evolve.workspace import Workspace
 from evolve.workspace._drivers import DRIVERS, driver_command
 

@@ -1,4 +1,4 @@
-"""Commit messages (DESIGN.md §8, contract): every `Evolve-*` trailer name, writing a message,
+"""Commit messages: every `Evolve-*` trailer name, writing a message,
 reading one back with `str` methods only (subject, body, trailers), and what `evolve log`
 shows of them (the complaint's first line, the refusals, the kind of change).
 
@@ -45,7 +45,7 @@ REVERTS = "Evolve-Reverts"  # the commit a revert takes back
 GIT_REVERT = "Evolve-Git-Revert"  # a plain `git revert` answered through the applier
 UNITS = "Evolve-Units"  # the units a per-unit revert took back (the rest of the commit stands)
 BASE = "Evolve-Base"  # the commit a generation or review started from
-MERGED = "Evolve-Merged"  # the commit a merge brought in (`evolve merge`, issue 25)
+MERGED = "Evolve-Merged"  # the commit a merge brought in (`evolve merge`)
 MERGE_RULES = "Evolve-Merge-Rules"  # what the merge's reconcile did: `rule=N` pairs
 
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     C = TypeVar("C", bound=Countable)
 
 GLOBAL_SCOPE = "global"
-# Skills (issue 13) live in their own folder, whatever their scope:
+# Skills live in their own folder, whatever their scope:
 # memory/skills/general/<id>.md and memory/skills/topics/<topic>/<id>.md.
 SKILLS_FOLDER = "skills"
 STATUSES = frozenset({"active", "revoked", "pending", "tombstoned", "retired"})
@@ -193,7 +193,7 @@ def valid_id(v: str) -> bool:
     return 0 < len(v) <= 64 and v[0].isascii() and v[0].isalnum() and set(v) <= _ID_CHARS
 
 
-# New unit ids (issue 25): `<recipe>-<10 hex>`, the digest of where the unit was made (scope,
+# New unit ids: `<recipe>-<10 hex>`, the digest of where the unit was made (scope,
 # stream episode, seed, the recipe's count within the episode) AND of what it says. Two
 # branches of one stream that diverge make their units at the same (scope, episode, seed, n),
 # so an id of the origin alone gave one id to two different texts; with the text in the

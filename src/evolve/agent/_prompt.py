@@ -59,7 +59,7 @@ def build_system_prompt(
     parts.append(f"<api_docs>\n{api_docs.strip()}\n</api_docs>")
     parts.append(f"<memory>\n{MEMORY_HEADER}\n{memory.strip() or '(nothing yet)'}\n</memory>")
     if skills.strip():
-        # Selected skills (issue 13): procedures, not facts about the user; only when some
+        # Selected skills: procedures, not facts about the user; only when some
         # were selected, so a prompt without skills is byte-identical to before.
         parts.append(f"<skills>\n{skills.strip()}\n</skills>")
     if stats:

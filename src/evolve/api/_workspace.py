@@ -1,6 +1,6 @@
 """`evolve.open(path)`: a workspace from Python, for an agent evolve does not run itself.
 
-Three things a program does with it (DESIGN.md §12):
+Three things a program does with it:
 
 - :meth:`Workspace.sections`: what to put in its own agent's prompt for a task: the memory
   as evolve's agent would see it and the skills picked for the task;

@@ -1,4 +1,4 @@
-"""Text a model copied instead of writing: refused at the applier, whatever proposed it (issue 22).
+"""Text a model copied instead of writing: refused at the applier, whatever proposed it.
 
 Every text a model proposes that could reach the agent passes :func:`copied` before it is
 written: memory units of every recipe (statements, documents, skills' lessons), the

@@ -129,7 +129,7 @@ class MemoryApplier:
     ) -> tuple[dict[int, str], dict[str, MemoryUnit]]:
         """Check the ops in order over the units; (refusal reasons by index, final state)."""
         existing = {u.id: u for u in units if u.scope == self.scope}
-        # A skill the scoreboard retired refuses its lesson like a tombstone (issue 13).
+        # A skill the scoreboard retired refuses its lesson like a tombstone.
         tombstones = [
             u
             for u in units

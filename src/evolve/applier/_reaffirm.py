@@ -1,4 +1,4 @@
-"""The applier's part of a `reaffirm` (issue 22).
+"""The applier's part of a `reaffirm`.
 
 A recipe that is proposed a statement it already holds, active, re-affirms that unit instead of
 dropping the proposal: the unit counts as learned now (a later `valid_from`, so it renders as

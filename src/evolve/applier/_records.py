@@ -1,4 +1,4 @@
-"""The applier's part of a skill's scoreboard record (issue 13): it ends with the skill.
+"""The applier's part of a skill's scoreboard record: it ends with the skill.
 
 A skill's record is its pooled counters (its shelf's `_counters.yaml`) and its entry in the
 per-task record `memory/skills/_strata.yaml`. Both are evidence about one lesson. When an

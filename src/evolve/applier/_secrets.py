@@ -1,4 +1,4 @@
-"""A configured secret never enters a file the applier writes (issue 28).
+"""A configured secret never enters a file the applier writes.
 
 The workspace's one redactor (`redact:` of evolve.yaml, the variables it names and the model
 API keys: `evolve.redact.Redactor.from_config`) hides secrets in what models send back; this

@@ -1,4 +1,4 @@
-"""The applier's part of the skill shelves: their caps, enforced in code (issue 13).
+"""The applier's part of the skill shelves: their caps, enforced in code.
 
 A shelf is `memory/skills/general/` or `memory/skills/topics/<topic>/`; it may hold at most
 `skills.caps.general` / `skills.caps.per_topic` live (active or pending) skills at once, hand

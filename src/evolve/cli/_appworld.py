@@ -1,4 +1,4 @@
-"""`evolve appworld setup` and `evolve appworld splits` (issue 12)."""
+"""`evolve appworld setup` and `evolve appworld splits`."""
 
 from __future__ import annotations
 

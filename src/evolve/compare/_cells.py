@@ -60,7 +60,7 @@ def _git(*args: str, cwd: str | Path) -> str:
         ["git", "-c", "gc.auto=0", "-c", "maintenance.auto=false", *args],
         cwd=cwd,
         capture_output=True,
-        env=committed_env(),  # objects as stored: no replace ref or graft (issue 28)
+        env=committed_env(),  # objects as stored: no replace ref or graft
     )
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines()

@@ -94,7 +94,7 @@ class World(Protocol):
 
 
 class CoreEnvironment(Protocol):
-    """What every environment implements (DESIGN.md §12): tasks by split; one episode's world
+    """What every environment implements: tasks by split; one episode's world
     with its calls recorded; the judge (task success, optional named rule violations); the
     user's complaint in the two feedback tiers.
 

@@ -112,7 +112,7 @@ class EpisodeRecord(_Record):
     # Training only: the memory commit the episode made, and the proposals refused.
     commit: str | None = None
     refused: list[str] = field(default_factory=list)
-    # Skills (issue 13): the skills injected into this episode's prompt, and those that
+    # Skills: the skills injected into this episode's prompt, and those that
     # matched but were held out of it (the scoreboard's comparison episodes).
     skills_injected: list[str] = field(default_factory=list)
     skills_held_out: list[str] = field(default_factory=list)

@@ -43,7 +43,7 @@ class EpisodeSetup:
     max_attempts: int = 3
     # Secrets to hide by value beyond the built-in shapes (from `redact:` in evolve.yaml).
     redactor: Redactor = field(default=DEFAULT_REDACTOR)
-    # Skills (issue 13): picks each task's `<skills>` section; None: no skills section.
+    # Skills: picks each task's `<skills>` section; None: no skills section.
     skills: SkillPicker | None = None
     # Who plays the episode (agent/_seam.py); None: evolve's own agent over the run's model.
     agent: Agent | None = None

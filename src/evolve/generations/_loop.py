@@ -1,4 +1,4 @@
-"""`evolve evolve`: gated generations (DESIGN.md §7, seed 002).
+"""`evolve evolve`: gated generations.
 
 A generation starts from a clean base commit, adds a batch of training episodes (memory
 commits) and a reflector step (a prompt commit), then the gate decides on evidence that holds

@@ -1,4 +1,4 @@
-"""The harness as five modules (tools, context, skills, memory, workflow): seed 001's cut.
+"""The harness as five modules (tools, context, skills, memory, workflow): ScholarEvolve's cut.
 
 evolve's own agent is assembled from one variant of each (:class:`Harness`); the defaults
 are its behaviour before modules existed, and `prompts/harness.yaml` names others among the

@@ -4,7 +4,7 @@ The file is evolvable (under `prompts/`, beside `parameters.yaml`), so it change
 applier and `evolve revert` takes a change back like any prompt change. It maps a module to a
 built-in variant's name, or to `{variant: NAME, PARAM: N, ...}`; a module it leaves out keeps
 its default. Workspace variant files (`harness/<module>/<variant>.py`, written by a model) are
-refused: running them needs the sandbox (issue 26, item 5), which is not built yet.
+refused: running them needs the sandbox, which is not built yet.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The five modules an agent is assembled from, each a small protocol with its contract.
 
-Seed 001 (§3.2.1, C.3) cuts the harness around a fixed model into five modules: memories
+Module-level harness search (ScholarEvolve) cuts the harness around a fixed model into five modules: memories
 flow in as evidence and skills as procedures, through the context, into the workflow's
 proposals; the tools module says how those proposals reach the world. Each module here is
 one protocol; its default variant is evolve's behaviour as it was before modules existed

@@ -206,7 +206,7 @@ def tombstone_git_reverts(ws: Workspace, *, take_lock: bool = True) -> list[str]
         if head is not None and stones:  # a skill git revert removed: its record ends
             drops, ended = record_drops(ws.store, head, changes, stones)
             changes.update(drops)
-        # Caps hold after the answer, as after `evolve revert` (issue 23): the units the git
+        # Caps hold after the answer, as after `evolve revert`: the units the git
         # revert brought back over a cap in a scope it touched are evicted by the recipe's own
         # rule in this commit (`applier.fit_files`, the check `evolve revert` runs). The git
         # revert's own files are already at HEAD: they count as written, unchanged.

@@ -371,7 +371,7 @@ class _Plan:
 
 def _check_revertable(store: GitStore, info: CommitInfo) -> list[Change]:
     short = info.short
-    # A merge `evolve merge` made (issue 25) reverts against its first parent: what it
+    # A merge `evolve merge` made reverts against its first parent: what it
     # brought in from the other side is taken back and tombstoned, as any commit's teaching.
     if len(info.parents) > 1 and not (
         len(info.parents) == 2 and info.trailers.get(KIND) == "merge"

@@ -1,4 +1,4 @@
-"""A revert that brings back a retired skill restarts its scoreboard record (issue 13).
+"""A revert that brings back a retired skill restarts its scoreboard record.
 
 The scoreboard retires a skill (`evolve.train._scoreboard.settle`: its status becomes
 `retired`, in a commit of its own) on the evidence in its record: the pooled counters in its

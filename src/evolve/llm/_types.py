@@ -1,4 +1,4 @@
-"""The one narrow model protocol every component uses (DESIGN.md §3)."""
+"""The one narrow model protocol every component uses."""
 
 from __future__ import annotations
 

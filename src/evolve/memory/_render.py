@@ -1,6 +1,6 @@
 """Rendering memory into the `<memory>` section: a pure function of the unit files.
 
-What is rendered (DESIGN.md §4, "Memory over time"):
+What is rendered:
 
 - only active units in scope, and only hand-written notes plus the units of the recipes the
   caller names: a workspace renders the recipe(s) it is configured for, never every recipe
@@ -54,7 +54,7 @@ _FILLER = (
 
 
 def fixed_block(length: int) -> str:
-    """A neutral block of `length` characters: the token-matched control of seed 003."""
+    """A neutral block of `length` characters: the token-matched control."""
     if length <= 0:
         return ""
     text = (_FILLER * (length // len(_FILLER) + 1))[:length]

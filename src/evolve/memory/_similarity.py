@@ -1,4 +1,4 @@
-"""Surface similarity and polarity, judged separately (seed 000 §7).
+"""Surface similarity and polarity, judged separately.
 
 A character-trigram vector cannot see a "not" or a changed value: "Text messages should end
 with my first name." and the same sentence with "not" score 0.93. So similarity says *which*

@@ -1,4 +1,4 @@
-"""Memory units: one Markdown file each, with YAML front matter (DESIGN.md §4).
+"""Memory units: one Markdown file each, with YAML front matter.
 
 A unit file is ``---\\n<front matter>---\\n<body>\\n``. The serialization is canonical (fixed
 key order, no empty fields, one trailing newline), so a unit that did not change produces no

@@ -1,4 +1,4 @@
-"""Merging two learners' workspaces (issue 25): git merge drivers for the counter sidecars,
+"""Merging two learners' workspaces: git merge drivers for the counter sidecars,
 the rules that settle units after a merge, and `merge_branch` (one merge commit under the
 writer lock). The rules are written down in docs/sharing.md.
 

@@ -1,7 +1,7 @@
 """`merge_branch(ws, ref)`: one merge commit, drivers and the rules of `_reconcile`, under the
 writer lock; and `reconcile(ws)`: the same rules after a plain `git merge`.
 
-Whatever fetched `ref` (s-travel's `evolve pull`, a plain `git fetch`, another local branch),
+Whatever fetched `ref` (`evolve pull`, a plain `git fetch`, another local branch),
 merging it is:
 
 1. refuse a dirty tree, an unknown ref, unrelated histories, and a unit conflict the rules

@@ -14,7 +14,7 @@ merges them line by line, which knows nothing of status or supersession):
 - a recipe's unit whose text both sides changed: the text touched last keeps the id, the
   other stays, revoked in its favour, under a new id; a hand note edited on both sides is a
   :class:`Conflict` (the person's words are the person's to settle);
-- two different texts added under one id (ids made before issue 25) both stay, theirs under
+- two different texts added under one id (ids made before ids covered the text) both stay, theirs under
   a new id;
 - anything else both changed (a reaffirm on each side, an approval): the side that touched
   it last, by its episode then when it was learned.
@@ -166,7 +166,7 @@ def _both_changed(
     if o.status == "tombstoned" or t.status == "tombstoned":
         return o if o.status == "tombstoned" else t
     if b is None and normalize(o.text) != normalize(t.text):
-        # One id, two texts: ids made before issue 25. Both stay; theirs under a new id.
+        # One id, two texts: ids made before ids covered the text. Both stay; theirs under a new id.
         new = content_id(t.recipe, f"merge|{t.id}|{t.scope}", t.text)
         while new in taken:
             new = content_id(t.recipe, f"merge|{new}", t.text)

@@ -1,4 +1,4 @@
-"""Typed operations: what a proposer returns and the applier writes (DESIGN.md §3).
+"""Typed operations: what a proposer returns and the applier writes.
 
 This module imports nothing of the writer, so a proposer (recipe, reflector, review) that
 builds operations cannot reach the applier or the store by construction.
@@ -27,7 +27,7 @@ OpName = Literal[
     "restore",
     "count",  # moves only evidence counters: written to the scope's _counters.yaml sidecar
     # an active unit proposed again: it counts as learned now (a new `valid_from`, so it renders
-    # as the newest), its text and status unchanged (issue 22)
+    # as the newest), its text and status unchanged
     "reaffirm",
 ]
 # Ops that put (possibly new) text in front of the agent: tombstones are checked for these.

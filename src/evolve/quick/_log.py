@@ -146,7 +146,7 @@ def tracked(
 
 
 def _pathspec_walk(repo: Repo, max_count: int | None) -> tuple[list[Commit], dict[str, int]]:
-    """A history with a merge (two learners' work, issue 25): git's pathspec walk decides what
+    """A history with a merge (two learners' work): git's pathspec walk decides what
     is shown, as `evolve.history.tracked_commits` lets it; positions are `rev-list HEAD`'s."""
     count = (f"--max-count={max_count}",) if max_count else ()
     found = log(repo, "HEAD", *count, "--min-parents=1", paths=TRACKED)

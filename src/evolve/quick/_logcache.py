@@ -275,7 +275,7 @@ def stream_lines(repo: Repo, encoder: Callable[[], Callable[[str], str]]) -> Ite
             new = []
     # No merge anywhere in HEAD's history: checked before anything is printed.
     if found is None and repo.git("rev-list", "--min-parents=2", "--max-count=1", "HEAD").strip():
-        # Two learners' work merged (issue 25): git's pathspec walk decides, read uncached.
+        # Two learners' work merged: git's pathspec walk decides, read uncached.
         from evolve.quick._log import history
 
         return iter([json_line(c, esc) for c in history(repo, None)])

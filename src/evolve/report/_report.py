@@ -169,7 +169,9 @@ def _usage_rows(ws: Workspace) -> tuple[list[list[str]], list[list[str]]]:
             try:
                 e = json.loads(line)
                 usage = e.get("usage")
-                if isinstance(usage, dict):  # every role's (logs written since issue 22)
+                if isinstance(
+                    usage, dict
+                ):  # every role's (logs written since usage per role was recorded)
                     for role, n in usage["tokens"].items():
                         per_role[str(role)] += int(n)
                     cost += float(usage["cost"])
@@ -303,7 +305,7 @@ def build_report(ws: Workspace, *, commits: int = 10) -> str:
             )
         html.append("</table>")
     html += _usage_section(ws)
-    html += skills_table(ws)  # issue 13: the skills scoreboard
+    html += skills_table(ws)  # the skills scoreboard
     html += [
         '<h2 id="memory-size">Memory size over time</h2>',
         line_chart(

@@ -1,4 +1,4 @@
-"""The sim's calibrated rates (seed 000, Q1, claude-haiku-4.5); see docs/sim.md."""
+"""The sim's calibrated rates; see docs/sim.md."""
 
 from __future__ import annotations
 

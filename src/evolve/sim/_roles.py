@@ -3,7 +3,7 @@
 Every answer starts from :func:`learn`: what a learner can read from the complaint text
 (under the instance tier a value only where the complaint shows it, else a vague statement
 that fixes none, see `evolve.sim._updater`). The recipe-specific parts reproduce the
-behaviour SIM.md asks for (ACE modifies an existing bullet about half the time, TEPA now and
+behaviour docs/sim.md describes (ACE modifies an existing bullet about half the time, TEPA now and
 then invents a key, rewrites are lossy, TRACE compiles what can be compiled).
 """
 

@@ -1,4 +1,4 @@
-"""The sim's selector role (issue 13): which skills apply to a task, from the prompt alone.
+"""The sim's selector role: which skills apply to a task, from the prompt alone.
 
 It reads the `<task>` and `<triggers>` sections of the request (`[id] trigger` lines) and the
 "at most N ids" of its instructions, and answers with the lexical matcher's choice

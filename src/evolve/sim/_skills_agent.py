@@ -1,4 +1,4 @@
-"""How the sim's agent follows injected skills (issue 13): only through `<skills>`.
+"""How the sim's agent follows injected skills: only through `<skills>`.
 
 The sim reads the `<skills>` section of the system prompt (nothing else: not `<memory>`, not
 the skill files) and recognizes two procedures in each line's lesson (the text after the

@@ -1,4 +1,4 @@
-"""Skills (issue 13; seed 003's Evo-Harness): lessons compiled from failures onto capped shelves.
+"""Skills: lessons compiled from failures onto capped shelves.
 
 The write path: reflect on each failed episode (`_reflect`), screen the candidate
 (`_filter`), let the evolver give each candidate of a batch a verdict against the shelves

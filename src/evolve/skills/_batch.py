@@ -1,4 +1,4 @@
-"""A skills batch's plan (seed 003's loop), the proposer's half: verdicts and operations only.
+"""A skills batch's plan, the proposer's half: verdicts and operations only.
 
 `evolve train --recipe skills --episodes N` runs the episodes as usual; each failed episode is
 reflected on at once (one call, `updaters._skills`) and its candidate is kept for the batch.

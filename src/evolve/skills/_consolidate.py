@@ -1,6 +1,6 @@
 """The sleep pass: every `skills.consolidate_every` batches, merge, dedup and cut (no new input).
 
-Seed 003's library depends on the order of the stream; its own proposed fix is a periodic pass
+A skill library depends on the order of the stream; its own proposed fix is a periodic pass
 that re-reads the whole harness with no new candidates. The consolidator's reply is hostile
 input like the evolver's: merged skills must share a shelf, hand-written skills are never
 merged away, cut or revised, and any text it writes must name no URL, path, e-mail, number or

@@ -1,4 +1,4 @@
-"""The tasks that have failed in training so far: the scoreboard's stratum (issue 13, item 5).
+"""The tasks that have failed in training so far: the scoreboard's stratum.
 
 A skill's harm or help shows only on tasks it can change; most training episodes are of tasks
 the agent passes with or without any skill, and counting them dilutes the comparison (the

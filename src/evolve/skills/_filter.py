@@ -1,6 +1,6 @@
 """The mechanical filter: a lesson that names its source task's specifics is refused.
 
-Seed 003's hard part is a lesson that transfers; its failure mode is a rule that names a
+Skill compilation's hard part is a lesson that transfers; its failure mode is a rule that names a
 file, a repo, a URL or a customer. The paper leans on prompt instructions; this is the cheap,
 strict gate it recommends, applied to every candidate before the evolver sees it (and again
 to any text the evolver writes for it). A candidate's lesson and trigger are refused when

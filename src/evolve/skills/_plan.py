@@ -1,7 +1,7 @@
 """From the evolver's reply to operations: verdicts, caps, promotion (pure functions).
 
 The evolver sees the shelves and all of a batch's candidates at once and gives one verdict per
-candidate: ADD, MERGE, REVISE or SKIP (seed 003, eq. 6). Its reply is hostile input and its
+candidate: ADD, MERGE, REVISE or SKIP. Its reply is hostile input and its
 caps are not trusted: this module enforces them in code. A shelf at its cap makes ADD
 unavailable; an ADD there is refused with the reason (not dropped silently), so the verdict
 had to be MERGE, REVISE or SKIP. Nothing here writes: the plan's ops go through the applier,

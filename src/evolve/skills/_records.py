@@ -1,4 +1,4 @@
-"""The skills' hand-editable records, read up front (issue 13).
+"""The skills' hand-editable records, read up front.
 
 `memory/skills/_strata.yaml`, `_staging.yaml` and `_failed_tasks.yaml` are read in the middle
 of a training stream (when an episode is counted, when a batch commits). A person may edit

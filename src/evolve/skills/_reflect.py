@@ -1,4 +1,4 @@
-"""Reflect on one failed episode: a candidate lesson (seed 003, eq. 5; failures only).
+"""Reflect on one failed episode: a candidate lesson.
 
 One model call over the compressed trajectory and the verifier's own words; it does not see
 the library (the evolver decides what is new). The reply is hostile input: a reply that is not

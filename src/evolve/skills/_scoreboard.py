@@ -1,4 +1,4 @@
-"""The skills scoreboard (issue 13, item 4): does a skill help when it is injected?
+"""The skills scoreboard: does a skill help when it is injected?
 
 Per skill, four counters kept in its shelf's counter sidecar
 (`memory/skills/general/_counters.yaml`, `memory/skills/topics/<t>/_counters.yaml`), moved

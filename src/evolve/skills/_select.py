@@ -1,4 +1,4 @@
-"""Selecting and injecting skills (issue 13, item 3).
+"""Selecting and injecting skills.
 
 For each task, at most `b` (`skills.max_injected`) active skills whose trigger matches the task
 are picked and rendered in the agent prompt's own `<skills>` section, one line each

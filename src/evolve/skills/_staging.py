@@ -1,6 +1,6 @@
 """The staging area: failure shapes seen under too few topics to be general yet.
 
-Seed 003 promotes a lesson to the general shelf when its failure shape shows up under two or
+Skill compilation promotes a lesson to the general shelf when its failure shape shows up under two or
 more topics *in one batch*; with small batches that almost never happens. So each shape seen
 in a batch and not promoted is counted in `memory/skills/_staging.yaml` (written by the
 applier with the batch, so a revert of the batch takes its sightings back too)::

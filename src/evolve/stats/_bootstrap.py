@@ -1,7 +1,7 @@
 """Percentile bootstraps over tasks: the unit resampled is the task, with all of its runs or
 episodes, so the dependence between a task's runs is kept.
 
-- `paired_gain` (the gate, seed 001 §3.3): each task is scored `runs` times on both sides with
+- `paired_gain` (the gate): each task is scored `runs` times on both sides with
   the same seeds, so the runs pair up; the interval of the mean paired gain is read from the
   bootstrap percentiles.
 - `draws`, `rate_interval` (experiments, `evolve.compare`): rates are pooled ratios

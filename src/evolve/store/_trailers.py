@@ -1,4 +1,4 @@
-"""Git trailers of evolve commits (DESIGN.md §8, contract): the names and the message format
+"""Git trailers of evolve commits: the names and the message format
 are :mod:`evolve._format._message` (one definition, shared with the reading commands); the
 store re-exports what its callers use."""
 

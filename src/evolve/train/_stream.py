@@ -15,7 +15,7 @@ STREAMS_DIGEST = "1"  # the version of what `_fold_streams` keeps
 
 
 def stream_tasks(env: Environment, seed: int, episodes: int) -> list[Task]:
-    """Tasks sampled with replacement from the train split (as seed 000's Q3 stream does).
+    """Tasks sampled with replacement from the train split (as the Q3 experiment's stream does).
 
     The sequence for a seed is prefix-stable: asking for more episodes extends it.
     """

@@ -643,7 +643,7 @@ class _EpisodeLoop:
         # the log itself is refused by name before the first episode, never appended through.
         confined.make_folders(ws.root, RUNS)
         confined.check(ws.root, self.log_rel)
-        # skills (issue 13): failed episodes feed a batch; the batch, not the episode, commits.
+        # skills: failed episodes feed a batch; the batch, not the episode, commits.
         self.batches: SkillsBatches | None = None
         if request.recipe == "skills":  # the batch writer (and the skill library) loads here
             from evolve.train._batch import skills_batches
@@ -731,7 +731,7 @@ class _EpisodeLoop:
                 recipe=name,
                 strata=load_strata(ws.root) if self.failed is not None else None,
                 task=task.id,
-            ),  # issue 13: the scoreboard's hold-out, balanced within the task
+            ),  # the scoreboard's hold-out, balanced within the task
             harness=load_harness(ws.root),  # prompts/harness.yaml, read as each episode starts
         )
 

@@ -1,6 +1,6 @@
 """Update recipes: each turns a complaint into proposed memory operations.
 
-Supersession (issue 8): every recipe's prompt shows the units in force with their ids, and its
+Supersession: every recipe's prompt shows the units in force with their ids, and its
 reply schema lets the updater name the unit(s) a proposal replaces (`replaces`; ACE `modify`)
 or retires (`retire`). A named unit is revoked (`revoked_by` the new one, which `supersedes`
 it) whatever the wording; a name the prompt did not show refuses that proposal. Only when the

@@ -1,11 +1,11 @@
-"""`ace`: a playbook of bullets (seed 000 §5–7), with the owed fixes.
+"""`ace`: a playbook of bullets, with the owed fixes.
 
 - Supersession is named: an `add` may list the bullets it `replaces`, a `modify` names the
   bullet it corrects, and `retire` names a bullet to revoke with no successor. Named bullets
   are revoked (`revoked_by` the new one, which `supersedes` the first of them) whatever the
   textual similarity: "Payments should be public." -> "...private." is a replacement because
   the updater says so, not because trigrams agree.
-- Subjects (issue 22): an operation may give its statement's `subject` (kept in the bullet's
+- Subjects: an operation may give its statement's `subject` (kept in the bullet's
   `key`, shown to the updater as `[id] [subject] text`); an active bullet on the same subject
   that says something else is revoked in favour of the new one, with no name given.
 - Safety net, only when the updater names nothing: similar bullets are found by surface

@@ -297,7 +297,7 @@ def named_units(
 
 def copied_name(ref: str) -> bool:
     """Whether a name in a reply is a copied placeholder (`<bullet id>`, `...`, `BULLET`) rather
-    than an id: ids are never in capitals (issue 22)."""
+    than an id: ids are never in capitals."""
     return is_placeholder(ref) or (ref.isupper() and ref.replace("_", "").isalpha())
 
 

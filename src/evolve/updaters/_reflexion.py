@@ -1,4 +1,4 @@
-"""`reflexion`: one or two sentences per rejected episode; the last three are kept (seed 000 §4).
+"""`reflexion`: one or two sentences per rejected episode; the last three are kept.
 
 The prompt shows the kept reflections with their ids; a reflection may name those it makes
 wrong or out of date (`replaces`), which are revoked in its favour whatever their wording,

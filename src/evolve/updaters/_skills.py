@@ -1,4 +1,4 @@
-"""`skills`: skill compilation (seed 003; issue 13), the per-episode half.
+"""`skills`: skill compilation, the per-episode half.
 
 A failed episode is reflected on at once (one call over the compressed trajectory and the
 verifier's words; the library is not shown) and the candidate is screened by the mechanical

@@ -1,4 +1,4 @@
-"""Supersession that does not need the updater to name what it replaces (issue 22).
+"""Supersession that does not need the updater to name what it replaces.
 
 Real models often name nothing (`replaces`, `retire`, ACE's `modify`). Two things then keep a
 stale statement from winning:

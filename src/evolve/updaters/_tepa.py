@@ -1,8 +1,8 @@
-"""`tepa`: precedents keyed by attribute (seed 000 §7).
+"""`tepa`: precedents keyed by attribute.
 
 One active precedent per key; a new one revokes it (kept with `revoked_at` / `revoked_by`);
 writing an archived text again under its key re-activates it, writing the active one again
-re-affirms it (it counts as learned now; issue 22); only active precedents render.
+re-affirms it (it counts as learned now); only active precedents render.
 A precedent may also name (`replaces`, by id or key) precedents under *other* keys that it
 supersedes, and `retire` revokes precedents with no successor: so a preference written once
 under an off-vocabulary key (`other.*`) is replaced when it changes, whatever the wording.

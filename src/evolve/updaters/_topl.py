@@ -1,8 +1,8 @@
-"""`topl`: the top L assertions of a pool, ranked by a Beta posterior (seed 000 §2, Q1).
+"""`topl`: the top L assertions of a pool, ranked by a Beta posterior.
 
 Each complaint line is induced into an assertion. Support raises `alpha` of the matching pool
 entry and re-affirms it (a `reaffirm` op: it counts as learned now, so it renders as the
-newest; issue 22), or adds a new one at Beta(1, 1) plus this support. The parameters move in
+newest), or adds a new one at Beta(1, 1) plus this support. The parameters move in
 the counter sidecar; an assertion's file changes with its text, status or `valid_from`.
 
 The prompt shows the pool with ids. An assertion may name (`replaces`) the entries it

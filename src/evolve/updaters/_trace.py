@@ -1,4 +1,4 @@
-"""`trace`: compiled checks on API arguments, enforced by retrying the episode (seed 000 §7).
+"""`trace`: compiled checks on API arguments, enforced by retrying the episode.
 
 A check is (api, argument, predicate, value). Values over 24 characters are refused except
 with `equals`. After each attempt the active checks are evaluated on the recorded calls; a
@@ -11,7 +11,7 @@ successor, by the ids the prompt shows, whatever they say. Safety net when the u
 nothing: a new check on the same api, argument and predicate whose value cannot hold together
 with an active one (`equals` another value; `startswith`/`endswith` a value that is not a
 prefix/suffix of the other) revokes it. A check proposed again is re-affirmed (it counts as
-learned now, and the FIFO cap counts it as new; issue 22).
+learned now, and the FIFO cap counts it as new).
 
 A check's provenance (`complaint`) is the complaint line that produced it, found by what the
 line says about the check's app, argument, predicate and value (`source_line`), one line per

@@ -102,7 +102,7 @@ class ModelRoles(_Section):
     # The `skills` recipe's reflection on a failed episode is the updater's job (its model).
     updater: Name = "sim"
     reflector: Name = "sim"
-    # skills (issue 13): the batch evolver (ADD/MERGE/REVISE/SKIP), and the selector that picks
+    # skills: the batch evolver (ADD/MERGE/REVISE/SKIP), and the selector that picks
     # the skills injected into a task (`lexical`: the offline trigger matcher).
     evolver: Name = "sim"
     selector: Name = "lexical"
@@ -179,7 +179,7 @@ def _env_names(value: tuple[str, ...]) -> tuple[str, ...]:
 
 
 class AgentConfig(_Section):
-    """Who plays each episode (DESIGN.md §12), and its turn limit.
+    """Who plays each episode, and its turn limit.
 
     `name` is an agent of the `agents` registry (`evolve plugins` lists them): `model`, evolve's
     own function-call loop over the agent role's model (the default), an installed package's
@@ -230,7 +230,7 @@ class TrainConfig(_Section):
 
 
 class GateConfig(_Section):
-    """The accept rule of the evolve loop (DESIGN.md §7)."""
+    """The accept rule of the evolve loop."""
 
     runs: int = Field(default=3, ge=1, le=20)
     min_gain: float = Field(default=0.0, ge=-1.0, le=1.0)
@@ -260,7 +260,7 @@ class GateConfig(_Section):
 
 
 class RenderConfig(_Section):
-    """What the agent is shown of memory/ (DESIGN.md §4, "Memory over time")."""
+    """What the agent is shown of memory/."""
 
     recipes: tuple[Name, ...] = Field(
         default=(),
@@ -288,7 +288,7 @@ class ShelfCaps(_Section):
 
 
 class SkillsConfig(_Section):
-    """Skill compilation (issue 13; seed 003): shelves, batches, promotion, the scoreboard."""
+    """Skill compilation: shelves, batches, promotion, the scoreboard."""
 
     enabled: bool = Field(
         default=False, description="Select and inject skills (also on with recipe: skills)."

@@ -1,4 +1,4 @@
-"""Registering evolve's merge drivers with git (issue 25): `.gitattributes` and the config.
+"""Registering evolve's merge drivers with git: `.gitattributes` and the config.
 
 Counter sidecars merge three-way (`evolve.merge._drivers`); git runs a driver only when a
 file's attributes name it (`merge=evolve-counters`) AND the repository's config says what to

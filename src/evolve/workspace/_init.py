@@ -104,7 +104,7 @@ def init_workspace(
 
     `env` picks the environment: persona_world (the default), appworld, or files (a minimal
     evalset of tasks, checkers and tools to edit into your own). `skills` sets the
-    workspace up for skill compilation (issue 13): `train.recipe: skills` (which turns
+    workspace up for skill compilation: `train.recipe: skills` (which turns
     selection and injection on) and, for persona_world, the procedure-shaped tasks in
     `evalset/procedures.yaml`, the failures skills are for.
 
@@ -188,7 +188,7 @@ def init_workspace(
         atomic_write(target / ".gitignore", GITIGNORE)
         atomic_write(target / ".gitattributes", attributes_text())
         store = GitStore.init(target)
-        install_merge_drivers(target)  # the config git never carries (issue 25)
+        install_merge_drivers(target)  # the config git never carries
         paths = sorted(
             str(p.relative_to(target))
             for p in target.rglob("*")

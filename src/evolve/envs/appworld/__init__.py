@@ -1,4 +1,4 @@
-"""The `appworld` environment (issue 12): AppWorld's engine in a venv of its own, reached
+"""The `appworld` environment: AppWorld's engine in a venv of its own, reached
 through a worker subprocess; nothing of AppWorld is imported here or written to a workspace.
 
 The names are imported on first use (PEP 562), so that registering the environment (which

@@ -1,4 +1,4 @@
-"""`persona_world`: the embedded, deterministic, offline environment (DESIGN.md §5)."""
+"""`persona_world`: the embedded, deterministic, offline environment."""
 
 from __future__ import annotations
 

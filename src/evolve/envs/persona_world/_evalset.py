@@ -131,7 +131,7 @@ def _validated_specs(evalset: Path, files: Files) -> tuple[list[Spec], dict[str,
             f"{evalset} has a malformed tasks.yaml or splits.yaml: {_first_problem(exc)}."
         ) from exc
     split_of: dict[str, Split] = {}
-    try:  # procedure-shaped tasks (issue 13), only when evalset/procedures.yaml exists
+    try:  # procedure-shaped tasks, only when evalset/procedures.yaml exists
         raw = files.get(PROCEDURES_FILE)
         entries = procedure_specs(raw, evalset / PROCEDURES_FILE)
         extra = [_ProcedureSpec.model_validate(t) for t in entries]

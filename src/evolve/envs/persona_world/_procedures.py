@@ -1,4 +1,4 @@
-"""Procedure-shaped failures (issue 13, item 6): tasks that fail unless the agent follows a
+"""Procedure-shaped failures: tasks that fail unless the agent follows a
 procedure, spread over the four apps so that a lesson can be promoted across topics.
 
 Two procedures, each required by some task instances (`procedure:` in the task's params):
@@ -199,7 +199,7 @@ PROCEDURE_TASKS: tuple[dict[str, Any], ...] = _build()
 def write_procedures(evalset: Path) -> Path:
     """Write the default procedure tasks to `evalset/procedures.yaml` (returns the path)."""
     path = evalset / PROCEDURES_FILE
-    text = "# Procedure-shaped tasks (issue 13): see evolve.envs.persona_world._procedures.\n"
+    text = "# Procedure-shaped tasks: see evolve.envs.persona_world._procedures.\n"
     import yaml  # PyYAML: only where the file is written or read
 
     text += yaml.safe_dump(list(PROCEDURE_TASKS), sort_keys=False, allow_unicode=True)

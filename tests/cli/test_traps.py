@@ -101,8 +101,8 @@ def test_show_gives_a_hand_note_its_real_provenance(
     note.write_text("I prefer very short emails.\n")
     run_git(ws.root, "commit", "-qam", "shorter")
     changed = run_git(ws.root, "rev-parse", "HEAD").strip()
-    for show in (lambda: run_cli(capsys, "show", "my-note")[1], lambda: _click_out(capsys)):
-        out = show()
+    outputs = [run_cli(capsys, "show", "my-note")[1], _click_out(capsys)]
+    for out in outputs:
         head = "\n".join(out.splitlines()[:3])
         assert "?" not in head and "None" not in head and "episode" not in head, head
         assert "written by hand; added " in head and added[:10] in head, head

@@ -40,7 +40,7 @@ def _record(ws: Workspace, number: int, verdict: str, candidate: str, **kw: obje
             number=number, started="2026-01-01T00:00:00+00:00",
             finished="2026-01-01T00:01:00+00:00", base=base, candidate=candidate, final=base,
             protected_hash="x", protected_hash_candidate="x", tests_passed=True,
-            verdict=verdict, reason=verdict, **kw,  # type: ignore[arg-type]
+            verdict=verdict, reason=verdict, **kw,
         ),
     )  # fmt: skip
 

@@ -3,9 +3,10 @@
 A small model copies what a prompt shows: `"..."`, `<the lesson>`, `"ADD|MERGE|REVISE|SKIP"`,
 `{...}`. The applier refuses such text (`evolve.applier._copied`) but every copy wastes the
 model's call, so no prompt may show one. This scans every prompt evolve sends a model: the
-template files of each package's `prompts/` folder, the default harness's `prompts/`, and the
-prompts written inline (the agent's correction, the skill selector's request), for the shapes
-the copy check refuses, wherever a model could take them as a value:
+template files of each package's `prompts/` folder, the default harness's `prompts/` as the
+agent gets them (with `persona_world`'s API documentation), and the prompts written inline (the
+agent's correction and its reply schema's description, the skill selector's request), for the
+shapes the copy check refuses, wherever a model could take them as a value:
 
 - a `<...>` token that is not a section the same prompt opens and closes (`<kept id>`,
   `<the lesson>`, `<an API name ...>`);
@@ -13,13 +14,15 @@ the copy check refuses, wherever a model could take them as a value:
   names the prompts give a reply's fields, alternatives (`"general|topic"`), an ellipsis or a
   template token or variable (`"<the app, e.g. $topic>"`);
 - an ellipsis anywhere but as "more of the same" at the end of a list (`[ LINE, ... ]`, not
-  valid JSON if copied): `{...}`, `- ...`, `c1, c2, ...)`.
+  valid JSON if copied): `{...}`, `- ...`, `c1, c2, ...)`;
+- an API name no environment has (`app__api`): a copied one wastes the agent's turn.
 
 A real worked example is allowed: echoed, the copy check recognises it as prompt text.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from importlib import resources
@@ -28,9 +31,10 @@ from importlib.resources.abc import Traversable
 import pytest
 
 from evolve._text import is_placeholder
-from evolve.agent._agent import BadReply, correction
+from evolve.agent._agent import ACTION_SCHEMA, BadReply, correction
 from evolve.agent._prompt import build_system_prompt, read_prompt_files
 from evolve.applier import _copied
+from evolve.envs.persona_world._world import api_docs, tool_names
 from evolve.skills._select import selection_prompt
 from evolve.skills._skill import Skill
 from evolve.workspace._init import harness_root
@@ -39,6 +43,8 @@ _QUOTED = re.compile(r'"([^"\n]*)"(\s*:)?')  # a quoted text, and the colon of a
 _LIST_END = re.compile(r",\s*(?:\.{3}|…)\s*[\]}]")  # `[ LINE, ... ]`: more of the same
 _ELLIPSIS = re.compile(r"\.{3}|…")
 _BRACKETED = re.compile(r":[ \t]*([\[{<]\s*[A-Za-z ]+\s*[\]}>])")  # `"skills": [ids]`
+_API = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*__[a-z0-9_]+\b")  # app__api
+TOOLS = tool_names()  # persona_world's APIs (AppWorld's names have the same shape)
 _ALTERNATIVES = re.compile(r"^\s*[A-Za-z_-]+(?:\s*\|\s*[A-Za-z_-]+)+\s*$")
 
 
@@ -55,12 +61,13 @@ def shipped_prompts() -> list[tuple[str, str]]:
     found = list(_files(resources.files("evolve"), "evolve"))
     # The default harness's prompt files, as the agent gets them (its sections added).
     files = read_prompt_files(harness_root() / "prompts")
-    sent = build_system_prompt(
-        files, api_docs="venmo__send_payment: pay a contact.", memory="", stats=["n"], skills="s"
-    )
+    sent = build_system_prompt(files, api_docs=api_docs(), memory="", stats=["n"], skills="s")
     found.append(("harness prompts (" + ", ".join(f.path for f in files) + ")", sent))
-    tools = ["supervisor__complete_task", "venmo__send_payment"]
-    found.append(("agent correction", correction(BadReply("the reply is not JSON"), tools)))
+    found.append(("agent correction", correction(BadReply("the reply is not JSON"), TOOLS)))
+    found.append(("agent correction, no tools", correction(BadReply("no JSON"), [])))
+    for key, value in ACTION_SCHEMA.schema["properties"].items():
+        if "description" in value:  # the schema is shown to the model (or in its prompt)
+            found.append((f"agent schema: {key}", json.dumps(value["description"])))
     skill = Skill(id="skill-1a2b3c4d5e", trigger="a venmo payment", text="Look up the payee.")
     for m in selection_prompt("Pay Bob $5 on venmo.", [skill], 3):
         found.append((f"skill selector ({m.role})", m.content))
@@ -70,6 +77,9 @@ def shipped_prompts() -> list[tuple[str, str]]:
 def copyable(text: str) -> list[str]:
     """What in `text` a model could copy as a value, each with why."""
     found: list[str] = []
+    for name in _API.findall(text):
+        if name not in TOOLS:  # `app__api`: the shape of a name, not an API anyone has
+            found.append(f"API name {name} that no environment has")
     fields = _copied.corpus().fields
     tags = {t.lower()[2:-1] for t in _copied._ANGLE.findall(text) if t.startswith("</")}
     for token in _copied._ANGLE.findall(text):
@@ -117,7 +127,7 @@ def test_no_prompt_shows_a_copyable_placeholder(name: str, text: str) -> None:
     ['{"lesson": "<the lesson>"}', '{"lesson": "..."}', '"verdict": "ADD|MERGE|REVISE|SKIP"',
      '{"tool": "x", "arguments": {...}}', "- ...", '"ids": ["<kept id>", ...]',
      '"topic": "<the app, e.g. $topic>"', '{"lesson": LESSON, "why": "TODO"}',
-     '{"skills": [ids]}'],
+     '{"skills": [ids]}', '"tool": "app__api"', '"app__api name of the API to call"'],
 )  # fmt: skip
 def test_the_scan_finds_each_shape_main_showed(shape: str) -> None:
     assert copyable(shape), shape

@@ -32,7 +32,10 @@ ACTION_SCHEMA = JsonSchema(
         "type": "object",
         "properties": {
             "thought": {"type": "string"},
-            "tool": {"type": "string", "description": "app__api name of the API to call"},
+            "tool": {
+                "type": "string",
+                "description": "the name of the API to call, as the API documentation writes it",
+            },
             "arguments": {"type": "object"},
         },
         "required": ["tool", "arguments"],

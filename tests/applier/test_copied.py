@@ -173,7 +173,7 @@ def test_the_prompts_evolve_sends_show_no_copyable_placeholder_value(
         train(workspace, recipe=recipe, episodes=1, updater_llm=_model(server))
         prompts += [line for p in server.prompts for line in _instructions(p)]
     root = resources.files("evolve")
-    for folder in ("updaters", "reflector"):  # skills' prompts: not yet (sim draws, issue 22)
+    for folder in ("updaters", "reflector", "skills"):
         for entry in root.joinpath(folder, "prompts").iterdir():
             if entry.name.endswith(".md"):
                 prompts.append(entry.read_text("utf-8"))

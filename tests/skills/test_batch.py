@@ -33,13 +33,21 @@ def _shelves(units: list) -> dict[str, tuple[str | None, str]]:  # type: ignore[
     return {u.id: (u.topic, u.text) for u in live_skills(units).values()}
 
 
+# The stream's seed: one whose last batch adds a skill (the revert test needs a batch that
+# taught something). The sim's skills roles draw from their prompt's text, so a reworded
+# prompt moves the draws: with the prompts of issue 22, seed 0's last batch only merges into
+# skills whose lesson it keeps and re-promotes a general skill (it teaches nothing); seed 1's
+# adds one.
+SEED = 1
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A workspace trained with the skills recipe (sim) for 12 episodes: 3 batches of 4."""
     from evolve.workspace import init_workspace
 
     ws = init_workspace(tmp_path_factory.mktemp("skills") / "ws")
-    report = train(ws, recipe="skills", episodes=12)
+    report = train(ws, recipe="skills", episodes=12, seed=SEED)
     assert len(report.outcomes) == 12
     return ws.root
 
@@ -68,7 +76,7 @@ def test_one_commit_per_batch_with_the_verdict_trailers(trained: Path) -> None:
         assert int(t["Evolve-Batch"]) == episodes[0] // 4
         seen_batches.add(t["Evolve-Batch"])
         assert t["Evolve-Recipe"] == "skills" and t["Evolve-Persona"] == "alex"
-        assert t["Evolve-Stream"] == "alex/skills/0/instance"
+        assert t["Evolve-Stream"] == f"alex/skills/{SEED}/instance"
         ops = parse_ops(t["Evolve-Ops"])
         assert ops and {op for op, _ in ops} <= VERBS
         body = info.body
@@ -138,11 +146,13 @@ def test_an_interrupted_batch_leaves_no_half_written_files(
 
     monkeypatch.setattr(GitStore, "commit", die)
     with pytest.raises(Killed):
-        train(ws, recipe="skills", episodes=24)
+        train(ws, recipe="skills", episodes=24, seed=SEED)
     monkeypatch.undo()
     written = ws.store.dirty_paths(["memory"])
     assert written, "the batch should have written files before the (failed) commit"
-    report = train(Workspace(ws.root), recipe="skills", episodes=24)  # recovers, then resumes
+    report = train(
+        Workspace(ws.root), recipe="skills", episodes=24, seed=SEED
+    )  # recovers, then resumes
     assert report.start == 12
     assert ws.store.git("rev-parse", "HEAD~0") != head
     assert not ws.store.dirty_paths(["memory"])

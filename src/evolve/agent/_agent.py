@@ -32,7 +32,10 @@ ACTION_SCHEMA = JsonSchema(
         "type": "object",
         "properties": {
             "thought": {"type": "string"},
-            "tool": {"type": "string", "description": "app__api name of the API to call"},
+            "tool": {
+                "type": "string",
+                "description": "the name of the API to call, as the API documentation writes it",
+            },
             "arguments": {"type": "object"},
         },
         "required": ["tool", "arguments"],
@@ -108,10 +111,12 @@ class Trace:
 
 def correction(exc: BadReply, tools: Sequence[str]) -> str:
     """What the model is told after a reply that could not be used; it names a real tool."""
-    example = tools[0] if tools else "app__api"
+    # A real call as the example (never a placeholder such as `app__api`: issue 22).
+    example = f', such as {{"tool": "{tools[0]}", "arguments": {{}}}}' if tools else ""
     return (
-        f"Your reply could not be used: {exc}. Reply with one JSON object "
-        f'{{"tool": "<an API name from <api_docs>, e.g. {example}>", "arguments": {{...}}}}.'
+        f"Your reply could not be used: {exc}. Reply with one JSON object that names one API "
+        'of the API documentation under "tool" and gives its arguments as an object under '
+        f'"arguments"{example}.'
     )
 
 

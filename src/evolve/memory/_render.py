@@ -58,4 +58,6 @@ def fixed_block(length: int) -> str:
     if length <= 0:
         return ""
     text = (_FILLER * (length // len(_FILLER) + 1))[:length]
-    return text.rstrip()
+    # Exactly `length` characters: a cut that ends on a space (stripped where the block is
+    # rendered) ends on a full stop instead, so the control is never a character short.
+    return text[:-1] + "." if text[-1].isspace() else text

@@ -131,8 +131,9 @@ def selection_prompt(task_text: str, skills: Sequence[Skill], b: int) -> list[Me
         Message(
             "system",
             "You pick which skills apply to a task. A skill applies when its trigger "
-            f'describes the task. Reply with JSON {{"skills": [ids]}}, at most {b} ids, best '
-            "first; an empty list when none applies.",
+            'describes the task. Reply with one JSON object whose "skills" list holds the ids '
+            f"(as shown between square brackets) of the skills that apply, at most {b} ids, "
+            "best first; an empty list when none applies.",
         ),
         Message("user", f"<task>\n{task_text}\n</task>\n<triggers>\n{lines}\n</triggers>"),
     ]

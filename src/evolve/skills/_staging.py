@@ -135,8 +135,11 @@ def take_back(before: bytes | None, after: bytes | None, now: bytes | None) -> b
             moved = left.by_topic.get(topic, 0) - was.by_topic.get(topic, 0)
             by_topic[topic] = max(0, cur.by_topic.get(topic, 0) - moved)
         new_ev = [e for e in left.evidence if e not in was.evidence]
-        evidence = [e for e in cur.evidence if e not in new_ev]
-        evidence += [e for e in was.evidence if e not in left.evidence and e not in evidence]
+        # In the order they were seen: the sightings before the commit where they stood (those
+        # it pushed out of the capped list come back in place, those a later commit pushed out
+        # stay out), then the later commits' own.
+        evidence = [e for e in was.evidence if e in cur.evidence or e not in left.evidence]
+        evidence += [e for e in cur.evidence if e not in new_ev and e not in evidence]
         kept = Sighting({t: k for t, k in by_topic.items() if k > 0}, evidence[-MAX_EVIDENCE:])
         if kept.count > 0:
             out[shape] = kept

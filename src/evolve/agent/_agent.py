@@ -111,7 +111,7 @@ class Trace:
 
 def correction(exc: BadReply, tools: Sequence[str]) -> str:
     """What the model is told after a reply that could not be used; it names a real tool."""
-    # A real call as the example (never a placeholder such as `app__api`: issue 22).
+    # A real call as the example (never a placeholder such as `app__api`).
     example = f', such as {{"tool": "{tools[0]}", "arguments": {{}}}}' if tools else ""
     return (
         f"Your reply could not be used: {exc}. Reply with one JSON object that names one API "

@@ -191,3 +191,30 @@ def test_dash_c_without_a_folder_is_one_sentence(
 def test_dash_c_is_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "--help")
     assert code == 0 and "-C DIR" in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--split", "dev", "--persona", "zed"],
+        ["train", "--episodes", "1", "--persona", "zed"],
+        ["run", "--split", "dev", "--persona", "zed", "--json"],
+    ],
+)
+def test_an_error_after_the_progress_bar_comes_without_a_blank_line(
+    ws: Workspace, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    code, _, err = run_cli(capsys, *args)
+    assert code != 0
+    assert err.startswith("error: "), repr(err)  # nothing before it: no stray empty line
+    assert err.count("\n") == 1, repr(err)
+
+
+def test_a_run_writes_nothing_on_a_stderr_that_is_no_terminal(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(capsys, "run", "--split", "dev")
+    assert code == 0 and out.strip()
+    assert err == "", repr(err)
+    assert run_click(["run", "--split", "dev"]) == 0  # the full command alike
+    assert capsys.readouterr().err == ""

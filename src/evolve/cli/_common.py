@@ -210,16 +210,10 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Callable[[int, in
     """A progress bar on stderr; yields a `progress(done, total)` callback.
 
     Where stderr is no terminal (and no variable makes rich treat it as one) the bar draws
-    nothing but the one empty line rich's ends with there, so rich is not even imported."""
-    if not enabled:
+    nothing at all (rich's would leave an empty line there, before any error that follows),
+    so rich is not even imported."""
+    if not enabled or not _terminal(sys.stderr):
         yield lambda done, total: None
-        return
-    if not _terminal(sys.stderr):
-        try:
-            yield lambda done, total: None
-        finally:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
         return
     from rich.progress import (
         BarColumn,

@@ -194,12 +194,12 @@ def _score(
     if not _utf(sys.stderr, err) or (text is not None and not _utf(sys.stdout, text)):
         raise Unhandled("a stream that is not UTF-8")
     write_log(root, report)
-    # rich's progress bar, on a stderr that is not a terminal, ends with one empty line.
+    # No progress bar on a stderr that is not a terminal, as the full command draws none.
     if text is None:
         out = emit_json({**report.to_json(), "uncommitted": dirty})
     else:
         out = text + (f"episode logs: {report.log_dir}\n" if report.log_dir else "")
-    return [(sys.stderr, err + "\n"), (sys.stdout, out)]
+    return [(sys.stderr, err), (sys.stdout, out)]
 
 
 def _utf(stream: object, text: str) -> bool:

@@ -240,33 +240,54 @@ def _tear_down(ray: Any, temp: str | None) -> None:
 
 
 def _remove(temp: str) -> None:
-    """Remove the session folder, again while a process still writes into it (one that left
-    this process's tree, reparented, naming the folder on its command line: stopped too)."""
+    """Remove the session folder and keep it removed: every process still holding it (naming
+    it on its command line, working in it, or with a file open in it: a worker the raylet
+    started that was reparented when the raylet died, still writing its log) is stopped, and
+    the folder removed again, until no process holds it and it is gone."""
     import time
 
     deadline = time.monotonic() + REMOVE_WAIT_S
     while True:
+        holders = _holding(temp)
+        if holders:
+            _stop(holders)
         shutil.rmtree(temp, ignore_errors=True)
-        if not os.path.exists(temp) or time.monotonic() > deadline:
+        if (not holders and not os.path.exists(temp)) or time.monotonic() > deadline:
             return
-        _stop(_naming(temp))
         time.sleep(0.1)
 
 
-def _naming(temp: str) -> list[tuple[int, int]]:
-    """Every process whose command line names `temp` (a unique folder of this session)."""
+def _holding(temp: str) -> list[tuple[int, int]]:
+    """Every process (but this one) that holds `temp`, a folder unique to this session: on
+    its command line, as its working folder, or through an open file in it."""
+    inside = temp.rstrip("/") + "/"
     found = []
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit():
+        if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
             line = open(f"/proc/{entry}/cmdline", "rb").read()  # noqa: SIM115
         except OSError:
             continue
+        held = temp.encode() in line or _opens(entry, inside)
         stat = _proc_stat(int(entry))
-        if stat is not None and temp.encode() in line:
+        if held and stat is not None:
             found.append((int(entry), stat[1]))
     return found
+
+
+def _opens(pid: str, inside: str) -> bool:
+    """Whether process `pid` works in, or has a file open in, the folder `inside`."""
+    try:
+        if (os.readlink(f"/proc/{pid}/cwd") + "/").startswith(inside):
+            return True
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with suppress(OSError):
+                if os.readlink(f"/proc/{pid}/fd/{fd}").startswith(inside):
+                    return True
+    except OSError:
+        return False
+    return False
 
 
 # --- the processes of a local cluster --------------------------------------------------------

@@ -16,6 +16,9 @@ import os
 COMMITTED_ENV = {
     "GIT_NO_REPLACE_OBJECTS": "1",
     "GIT_GRAFT_FILE": os.path.join(os.devnull, "no-grafts"),
+    # No optional lock: a `git status` evolve stops early (a reading command handing over to
+    # the full one) never leaves an `index.lock` behind for the next git command to trip on.
+    "GIT_OPTIONAL_LOCKS": "0",
 }
 
 

@@ -84,8 +84,11 @@ def test_http_episodes_in_flight_never_exceed_the_concurrency(
             workspace, "dev", model="openai/stub", concurrency=concurrency, log=False
         )
     assert len(report.episodes) == 20 and stub.requests == 20
-    # Bounded, and the bound is reached (the episodes do overlap when they may).
-    assert stub.max_in_flight == concurrency
+    # Bounded, and the episodes do overlap when they may. That the bound itself is reached is
+    # shown without timing by test_jobs_in_flight_are_bounded (a barrier); here a loaded
+    # machine may start 14 of 16 requests before the first reply comes back.
+    assert stub.max_in_flight <= concurrency
+    assert stub.max_in_flight >= min(concurrency, 2)
     assert stub.formats == {"json_schema"}
 
 

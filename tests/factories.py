@@ -8,7 +8,16 @@ unit field.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import os
+import subprocess
+import sys
+import sysconfig
+import venv
+import zipfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -150,3 +159,63 @@ def count_full_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(evolve.memory, "parse_unit", counting)
     return calls
+
+
+def plugin_wheel(folder: Path, package: str, source: str, entry_points: str) -> Path:
+    """A wheel of the one-module package `package` (a wheel is a zip with its metadata: no
+    build backend is needed), holding `source` as its `__init__.py` and `entry_points`."""
+    dist = f"{package}-0.1.dist-info"
+    files = {
+        f"{package}/__init__.py": source,
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {package.replace('_', '-')}\n"
+        "Version: 0.1\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+        f"{dist}/entry_points.txt": entry_points,
+    }
+    record = []
+    for name, text in files.items():
+        data = text.encode()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append(f"{dist}/RECORD,,")
+    path = folder / f"{package}-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as wheel:
+        for name, text in files.items():
+            wheel.writestr(name, text)
+        wheel.writestr(f"{dist}/RECORD", "\n".join(record) + "\n")
+    return path
+
+
+def venv_with_plugin(root: Path, wheel: Path) -> Path:
+    """The python of a new venv under `root` that sees this evolve (and its dependencies)
+    through a .pth file, with `wheel` installed by pip, offline."""
+    import evolve
+
+    venv.create(root / "venv", with_pip=False)
+    python = root / "venv" / "bin" / "python"
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    deps = sysconfig.get_paths()["purelib"]  # evolve's dependencies (and evolve, installed)
+    ours = str(Path(evolve.__file__).parent.parent)  # the evolve under test, first
+    Path(site, "evolve_here.pth").write_text(
+        f"import sys, site; site.addsitedir({deps!r}); sys.path.insert(0, {ours!r})\n",
+        encoding="utf-8",
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
+         "--no-deps", "--no-index", "--no-build-isolation", str(wheel)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return python
+
+
+def evolve_with(python: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m evolve ARGS` in `cwd`, with no EVOLVE_* or COLUMNS setting and no API key."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EVOLVE_", "COLUMNS"))}
+    env.pop("OPENAI_API_KEY", None)
+    return subprocess.run(
+        [python, "-m", "evolve", *args], cwd=cwd, capture_output=True, text=True, env=env
+    )

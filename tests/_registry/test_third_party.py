@@ -5,24 +5,16 @@ them as subprocesses of that environment's python."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-import os
 import subprocess
-import sys
-import sysconfig
-import venv
-import zipfile
 from pathlib import Path
 
 import pytest
 
-import evolve
+from factories import evolve_with, plugin_wheel, venv_with_plugin
 
 pytestmark = pytest.mark.slow
 
-DIST = "evolve_toy-0.1.dist-info"
 
 # The package's code: only evolve's public names. The recipe writes the first line of each
 # complaint as a note; the environment is persona_world under another name (the sim model
@@ -71,59 +63,14 @@ toydesk = evolve_toy:ToyDesk
 """
 
 
-def _wheel(folder: Path) -> Path:
-    """A wheel of `evolve_toy` (a wheel is a zip with its metadata: no build backend)."""
-    files = {
-        "evolve_toy/__init__.py": PACKAGE,
-        f"{DIST}/METADATA": "Metadata-Version: 2.1\nName: evolve-toy\nVersion: 0.1\n",
-        f"{DIST}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-        "Tag: py3-none-any\n",
-        f"{DIST}/entry_points.txt": ENTRY_POINTS,
-    }
-    record = []
-    for name, text in files.items():
-        data = text.encode()
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record.append(f"{name},sha256={digest},{len(data)}")
-    record.append(f"{DIST}/RECORD,,")
-    path = folder / "evolve_toy-0.1-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as wheel:
-        for name, text in files.items():
-            wheel.writestr(name, text)
-        wheel.writestr(f"{DIST}/RECORD", "\n".join(record) + "\n")
-    return path
-
-
 @pytest.fixture(scope="module")
 def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The python of a new venv that sees this evolve (and its dependencies) through a .pth
-    file, with `evolve-toy` installed by pip from a wheel, offline."""
+    """The python of a new venv that sees this evolve, with `evolve_toy` installed offline."""
     root = tmp_path_factory.mktemp("third_party")
-    venv.create(root / "venv", with_pip=False)
-    python = root / "venv" / "bin" / "python"
-    site = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    deps = sysconfig.get_paths()["purelib"]  # evolve's dependencies (and evolve, installed)
-    ours = str(Path(evolve.__file__).parent.parent)  # the evolve under test, first
-    Path(site, "evolve_here.pth").write_text(
-        f"import sys, site; site.addsitedir({deps!r}); sys.path.insert(0, {ours!r})\n",
-        encoding="utf-8",
-    )
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-         "--no-deps", "--no-index", "--no-build-isolation", str(_wheel(root))],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    return python
+    return venv_with_plugin(root, plugin_wheel(root, "evolve_toy", PACKAGE, ENTRY_POINTS))
 
 
-def _evolve(python: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("EVOLVE_", "COLUMNS"))}
-    return subprocess.run(
-        [python, "-m", "evolve", *args], cwd=cwd, capture_output=True, text=True, env=env
-    )
+_evolve = evolve_with
 
 
 def _git(cwd: Path, *args: str) -> str:

@@ -11,9 +11,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Sequence
+import subprocess
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from evolve.envs import Environment
 from evolve.envs.persona_world import PersonaWorldEnv
@@ -93,3 +96,115 @@ class EchoSim:
 
 def echo_sim(model: str, /, *, env: Environment | None = None, **options: Any) -> EchoSim:
     return EchoSim(env)
+
+
+NOTE = "memory/alex/hand-note.md"  # the hand note the person wrote a secret into
+PLANTED = frozenset({"evolve.yaml", NOTE})  # the two files that may hold the secrets
+
+
+def plant(root: Path, extra: Callable[[Path, dict[str, Any]], None]) -> None:
+    """A new workspace at `root` with the secrets planted: this module's environment and echo
+    models, `redact.values`/`redact.env` listing them, a hand note holding one; `extra` edits
+    the config (and may write files) before it is all committed."""
+    from evolve.workspace import init_workspace
+
+    init_workspace(root)
+    config = yaml.safe_load((root / "evolve.yaml").read_text(encoding="utf-8"))
+    echo = "_secret_plants:echo_sim"
+    config["environment"] = "_secret_plants:SecretWorld"
+    config["models"].update(
+        agent=echo, updater=echo, reflector=echo, evolver=echo, selector=echo, cache="write"
+    )
+    config["redact"] = {"values": [IN_VALUES, IN_TASK, IN_NOTE], "env": [ENV_NAME]}
+    extra(root, config)
+    (root / "evolve.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (root / NOTE).parent.mkdir(parents=True, exist_ok=True)
+    (root / NOTE).write_text(
+        f"Always pay from the visa card; the gate code is {IN_NOTE}.\n", encoding="utf-8"
+    )
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qm", "person: plant"], cwd=root, check=True)
+
+
+def git_objects(root: Path, skip: set[str]) -> dict[str, bytes]:
+    """Every object of the repository, decompressed, by id (ids in `skip` left out)."""
+    ids = subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"],
+        cwd=root, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    ids = [i for i in ids if i not in skip]
+    raw = subprocess.run(
+        ["git", "cat-file", "--batch"], cwd=root, input="\n".join(ids).encode() + b"\n",
+        capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    found: dict[str, bytes] = {}
+    pos = 0
+    while pos < len(raw):
+        header_end = raw.index(b"\n", pos)
+        sha, _kind, size = raw[pos:header_end].split()
+        start = header_end + 1
+        found[sha.decode()] = raw[start : start + int(size)]
+        pos = start + int(size) + 1
+    return found
+
+
+@dataclasses.dataclass
+class Sweep:
+    """Where the secrets were found, and how much was scanned."""
+
+    found: list[str]
+    files: int  # workspace files (the planted two left out)
+    git_files: int  # files under .git/ (refs, logs, journals, caches)
+    objects: int  # git objects, decompressed
+    cached: int  # request cache files
+    outputs: int  # command outputs
+    requests: int
+    roles: set[str]  # the schemas of the requests sent
+
+
+def sweep(root: Path, cache: Path, report: Path, capture: Path, outputs: Sequence[str]) -> Sweep:
+    """Grep for every secret: each workspace file, each file under .git/, every git object
+    decompressed, the request cache, the report, each command's output and each request sent
+    to a model other than the agent's own task turn (its system prompt is scanned)."""
+    found: list[str] = []
+
+    def scan(where: str, data: bytes) -> None:
+        found.extend(f"{s} in {where}" for s in SECRETS if s.encode() in data)
+
+    files = [p for p in root.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts]
+    for path in files:
+        if path.relative_to(root).as_posix() not in PLANTED:
+            scan(str(path.relative_to(root)), path.read_bytes())
+    git_files = [p for p in (root / ".git").rglob("*") if p.is_file()]
+    for path in git_files:  # objects are compressed: see below
+        data = path.read_bytes()
+        if path.name == "evolve-config.cache":  # what is read of evolve.yaml, by its bytes:
+            for value in (IN_VALUES, IN_TASK, IN_NOTE):  # as evolve.yaml lists them
+                data = data.replace(value.encode(), b"")
+        scan(str(path.relative_to(root)), data)  # never a value from the environment
+    skip = {
+        subprocess.run(
+            ["git", "rev-parse", f"HEAD:{p}"], cwd=root, capture_output=True, text=True,
+            check=True,
+        ).stdout.strip()
+        for p in PLANTED
+    }  # fmt: skip
+    objects = git_objects(root, skip)
+    for sha, body in objects.items():
+        scan(f"git object {sha}", body)
+    cached = [p for p in cache.rglob("*") if p.is_file()]
+    for path in cached:
+        scan(str(path), path.read_bytes())
+    scan("report.html", (report / "report.html").read_bytes())
+    for i, text in enumerate(outputs):
+        scan(f"command output {i}", text.encode())
+    requests = [json.loads(line) for line in capture.read_text(encoding="utf-8").splitlines()]
+    for i, request in enumerate(requests):
+        for role, content in request["messages"]:
+            if request["schema"] == "agent_action" and role != "system":
+                continue  # the agent's own task turn: it needs the task's arguments
+            scan(f"request {i} ({request['schema']}, {role})", content.encode())
+    return Sweep(
+        found, len(files) - len(PLANTED), len(git_files), len(objects), len(cached),
+        len(outputs), len(requests), {r["schema"] for r in requests},
+    )  # fmt: skip

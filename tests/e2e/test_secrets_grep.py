@@ -15,54 +15,15 @@ prompt too). Only the two files the person wrote the secrets into are exempt: ev
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
-import yaml
 
 from conftest import run_cli
 
 PLANTS = Path(__file__).resolve().parent
 pytestmark = pytest.mark.slow
-
-
-def _git_objects(root: Path, skip: set[str]) -> dict[str, bytes]:
-    """Every object of the repository, decompressed, by id (ids in `skip` left out)."""
-    ids = subprocess.run(
-        ["git", "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    ids = [i for i in ids if i not in skip]
-    raw = subprocess.run(
-        ["git", "cat-file", "--batch"],
-        cwd=root,
-        input="\n".join(ids).encode() + b"\n",
-        capture_output=True,
-        check=True,
-    ).stdout
-    found: dict[str, bytes] = {}
-    pos = 0
-    while pos < len(raw):
-        header_end = raw.index(b"\n", pos)
-        sha, _kind, size = raw[pos:header_end].split()
-        start = header_end + 1
-        found[sha.decode()] = raw[start : start + int(size)]
-        pos = start + int(size) + 1
-    return found
-
-
-def _blob_id(root: Path, path: str) -> str:
-    return subprocess.run(
-        ["git", "rev-parse", f"HEAD:{path}"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
 
 
 def test_no_secret_reaches_any_file_object_cache_output_or_request(
@@ -74,31 +35,15 @@ def test_no_secret_reaches_any_file_object_cache_output_or_request(
     import _secret_plants as plants  # noqa: PLC0415  (found through the path set below)
 
     from evolve._format._units import hand_id
-    from evolve.workspace import init_workspace
+
+    def extra(root: Path, config: dict[str, Any]) -> None:
+        config["train"]["episodes"] = 6
+        config["gate"].update(runs=1, bootstrap_samples=100, train_episodes=2, generations=1)
+        config["skills"]["batch_size"] = 2
 
     root = tmp_path / "ws"
-    init_workspace(root)
-    config = yaml.safe_load((root / "evolve.yaml").read_text(encoding="utf-8"))
-    echo = "_secret_plants:echo_sim"
-    config["environment"] = "_secret_plants:SecretWorld"
-    config["models"].update(
-        agent=echo, updater=echo, reflector=echo, evolver=echo, selector=echo, cache="write"
-    )
-    config["redact"] = {
-        "values": [plants.IN_VALUES, plants.IN_TASK, plants.IN_NOTE],
-        "env": [plants.ENV_NAME],
-    }
-    config["train"]["episodes"] = 6
-    config["gate"].update(runs=1, bootstrap_samples=100, train_episodes=2, generations=1)
-    config["skills"]["batch_size"] = 2
-    (root / "evolve.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    note = "memory/alex/hand-note.md"
-    (root / note).parent.mkdir(parents=True, exist_ok=True)
-    (root / note).write_text(
-        f"Always pay from the visa card; the gate code is {plants.IN_NOTE}.\n", encoding="utf-8"
-    )
-    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
-    subprocess.run(["git", "commit", "-qm", "person: plant"], cwd=root, check=True)
+    plants.plant(root, extra)
+    note = plants.NOTE
 
     capture = tmp_path / "requests.jsonl"
     cache = tmp_path / "cache"
@@ -142,51 +87,15 @@ def test_no_secret_reaches_any_file_object_cache_output_or_request(
     evolve("show", hand_id(note))
     evolve("show", hand_id(note), "--json")
 
-    planted = {"evolve.yaml", note}
-    found: list[str] = []
-
-    def scan(where: str, data: bytes) -> None:
-        for secret in plants.SECRETS:
-            if secret.encode() in data:
-                found.append(f"{secret} in {where}")
-
-    files = [p for p in root.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts]
-    for path in files:
-        if path.relative_to(root).as_posix() not in planted:
-            scan(str(path.relative_to(root)), path.read_bytes())
-    git_files = [p for p in (root / ".git").rglob("*") if p.is_file()]
-    for path in git_files:  # refs, logs, journals, caches: objects are compressed, see below
-        if path.name == "evolve-config.cache":  # what is read of evolve.yaml, by its bytes:
-            listed = (plants.IN_VALUES, plants.IN_TASK, plants.IN_NOTE)  # as evolve.yaml
-            data = path.read_bytes()
-            for value in listed:
-                data = data.replace(value.encode(), b"")
-            scan(str(path.relative_to(root)), data)  # never a value from the environment
-        else:
-            scan(str(path.relative_to(root)), path.read_bytes())
-    objects = _git_objects(root, {_blob_id(root, p) for p in planted})
-    for sha, body in objects.items():
-        scan(f"git object {sha}", body)
-    cached = [p for p in cache.rglob("*") if p.is_file()]
-    for path in cached:
-        scan(str(path), path.read_bytes())
-    scan("report.html", (tmp_path / "report" / "report.html").read_bytes())
-    for i, text in enumerate(outputs):
-        scan(f"command output {i}", text.encode())
-    requests = [json.loads(line) for line in capture.read_text(encoding="utf-8").splitlines()]
-    roles = {r["schema"] for r in requests}
-    for i, request in enumerate(requests):
-        for role, content in request["messages"]:
-            if request["schema"] == "agent_action" and role != "system":
-                continue  # the agent's own task turn: it needs the task's arguments
-            scan(f"request {i} ({request['schema']}, {role})", content.encode())
-
+    swept = plants.sweep(root, cache, tmp_path / "report", capture, outputs)
+    found, roles = swept.found, swept.roles
     print(
-        f"secrets found: {len(found)}; scanned {len(files)} workspace files, {len(git_files)} "
-        f"files under .git/, {len(objects)} git objects, {len(cached)} cache files, the "
-        f"report, {len(outputs)} outputs, {len(requests)} requests ({sorted(roles)})"
+        f"secrets found: {len(found)}; scanned {swept.files} workspace files, "
+        f"{swept.git_files} files under .git/, {swept.objects} git objects, {swept.cached} "
+        f"cache files, the report, {swept.outputs} outputs, {swept.requests} requests "
+        f"({sorted(roles)})"
     )
     assert {"agent_action", "ace_deltas", "reflector_edits", "skill_evolve"} <= roles
     assert {"skill_reflection", "skill_selection"} <= roles
-    assert len(cached) > 50
+    assert swept.cached > 50
     assert not found, f"{len(found)} secrets found, e.g. {found[:12]}"

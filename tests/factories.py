@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 
 from evolve.memory import MemoryUnit
+from evolve.ops import Op
 from evolve.skills import Candidate, Maker, specifics
+from evolve.workspace import Workspace
 
 ALEX = "user:alex"  # the default persona's scope
 APPS = ("venmo", "phone", "gmail", "simple_note")
@@ -218,4 +220,44 @@ def evolve_with(python: Path, cwd: Path, *args: str) -> subprocess.CompletedProc
     env.pop("OPENAI_API_KEY", None)
     return subprocess.run(
         [python, "-m", "evolve", *args], cwd=cwd, capture_output=True, text=True, env=env
+    )
+
+
+def commit_episode(ws: Workspace, k: int, ops: Sequence[Op], recipe: str = "reflexion") -> str:
+    """Training episode `k` of alex that applies `ops` through the applier and commits them
+    with a training episode's trailers; its commit."""
+    from evolve.applier import MemoryApplier
+    from evolve.memory import load_units
+    from evolve.store import EPISODE, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
+
+    applier = MemoryApplier(ws, "user:alex")
+    result = applier.apply(ops, load_units(ws.root))
+    assert not result.refused, result.refused
+    sha = ws.store.commit(
+        result.paths,
+        f"{recipe}: episode {k} (pay_back-1)",
+        body="Complaint:\n  a complaint",
+        trailers=[
+            (EPISODE, str(k)),
+            (RECIPE, recipe),
+            (TASK, "pay_back-1"),
+            (OPS, format_ops((op.op, op.id) for op in result.applied)),
+            (PERSONA, "alex"),
+            (KIND, "train"),
+        ],
+    )
+    applier.done()
+    assert sha is not None
+    return sha
+
+
+def reflection(i: int) -> MemoryUnit:
+    """Reflexion unit `reflexion-r<i>`, learned at second `i` of the first of January."""
+    return memory_unit(
+        f"reflexion-r{i}",
+        f"Reflection number {i} about a different preference.",
+        recipe="reflexion",
+        kind="reflection",
+        created_episode=0,
+        valid_from=f"2026-01-01T00:00:{i:02d}.000000+00:00",
     )

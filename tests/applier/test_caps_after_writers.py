@@ -5,61 +5,32 @@ cap and what resolves it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 import pytest
 
-from evolve.applier import MemoryApplier, Op, overflows
+from evolve.applier import Op, overflows
 from evolve.errors import EvolveError
 from evolve.history import revert
-from evolve.memory import MemoryUnit, load_units
-from evolve.store import EPISODE, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
+from evolve.memory import load_units
 from evolve.workspace import Workspace
-from factories import memory_unit
+from factories import commit_episode, memory_unit, reflection
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
 _refl = partial(memory_unit, recipe="reflexion", kind="reflection", created_episode=0)
 
 
-def _episode(ws: Workspace, k: int, ops: Sequence[Op], recipe: str = "reflexion") -> str:
-    applier = MemoryApplier(ws, ALEX)
-    result = applier.apply(ops, load_units(ws.root))
-    assert not result.refused, result.refused
-    sha = ws.store.commit(
-        result.paths,
-        f"{recipe}: episode {k} (pay_back-1)",
-        body="Complaint:\n  a complaint",
-        trailers=[
-            (EPISODE, str(k)),
-            (RECIPE, recipe),
-            (TASK, "pay_back-1"),
-            (OPS, format_ops((op.op, op.id) for op in result.applied)),
-            (PERSONA, "alex"),
-            (KIND, "train"),
-        ],
-    )
-    applier.done()
-    assert sha is not None
-    return sha
-
-
-def _r(i: int) -> MemoryUnit:
-    return _refl(
-        f"reflexion-r{i}",
-        f"Reflection number {i} about a different preference.",
-        valid_from=f"2026-01-01T00:00:{i:02d}.000000+00:00",
-    )
-
-
 def _window(ws: Workspace) -> list[str]:
     """Reflections 0-2, then 3-6 each evicting the oldest (keep the last 3); the commits."""
-    shas = [_episode(ws, 0, [Op(op="add", unit=_r(i)) for i in range(3)])]
+    shas = [commit_episode(ws, 0, [Op(op="add", unit=reflection(i)) for i in range(3)])]
     for i in range(3, 7):
-        evict = Op(op="evict", unit=_r(i - 3), reason="keep last 3", room_for=f"reflexion-r{i}")
-        shas.append(_episode(ws, i, [Op(op="add", unit=_r(i)), evict]))
+        evict = Op(
+            op="evict", unit=reflection(i - 3), reason="keep last 3", room_for=f"reflexion-r{i}"
+        )
+        shas.append(commit_episode(ws, i, [Op(op="add", unit=reflection(i)), evict]))
     return shas
 
 
@@ -94,9 +65,9 @@ def test_a_revert_of_a_revoke_evicts_the_oldest_active_reflection(
     workspace: Workspace, run_git: RunGit
 ) -> None:
     ws = workspace
-    _episode(ws, 0, [Op(op="add", unit=_r(i)) for i in range(3)])
-    retire = _episode(ws, 1, [Op(op="revoke", unit=_r(2).with_(status="revoked"))])
-    _episode(ws, 2, [Op(op="add", unit=_r(3))])
+    commit_episode(ws, 0, [Op(op="add", unit=reflection(i)) for i in range(3)])
+    retire = commit_episode(ws, 1, [Op(op="revoke", unit=reflection(2).with_(status="revoked"))])
+    commit_episode(ws, 2, [Op(op="add", unit=reflection(3))])
     # Undoing the retirement makes r2 active again beside r0, r1 and r3: the oldest, r0, goes.
     result = revert(ws, retire)
     assert _active(ws) == {"reflexion-r1", "reflexion-r2", "reflexion-r3"}
@@ -120,10 +91,10 @@ def test_a_revert_over_a_cap_with_no_eviction_rule_is_refused_naming_the_cap(
     ws = Workspace(root)
     tepa = partial(memory_unit, recipe="tepa", kind="precedent", created_episode=0)
     card = tepa("tepa-card", "Pay with the usual card.", key="payment.card")
-    _episode(ws, 0, [Op(op="add", unit=card)], "tepa")
-    retire = _episode(ws, 1, [Op(op="revoke", unit=card.with_(status="revoked"))], "tepa")
+    commit_episode(ws, 0, [Op(op="add", unit=card)], "tepa")
+    retire = commit_episode(ws, 1, [Op(op="revoke", unit=card.with_(status="revoked"))], "tepa")
     note = tepa("tepa-note", "Put the running total in the note.", key="payment.note")
-    _episode(ws, 2, [Op(op="add", unit=note)], "tepa")
+    commit_episode(ws, 2, [Op(op="add", unit=note)], "tepa")
     head = run_git(root, "rev-parse", "HEAD")
     with pytest.raises(EvolveError) as err:
         revert(ws, retire)
@@ -136,7 +107,7 @@ def test_a_revert_over_a_cap_with_no_eviction_rule_is_refused_naming_the_cap(
 
 
 def test_overflows_names_each_scope_and_cap(workspace: Workspace) -> None:
-    units = [_r(i) for i in range(4)]
+    units = [reflection(i) for i in range(4)]
     (over,) = overflows(workspace, units)
     assert (over.scope, over.recipe, over.cap, over.limit, over.size) == (
         ALEX,

@@ -5,52 +5,21 @@ in one sentence naming the cap."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 
 import pytest
 
-from evolve.applier import MemoryApplier, Op, overflows
+from evolve.applier import Op, overflows
 from evolve.errors import EvolveError
 from evolve.history import tombstone_git_reverts
-from evolve.memory import MemoryUnit, load_units
-from evolve.store import EPISODE, KIND, OPS, PERSONA, RECIPE, TASK, format_ops
+from evolve.memory import load_units
 from evolve.workspace import Workspace
-from factories import memory_unit
+from factories import commit_episode, memory_unit, reflection
 
 RunGit = Callable[..., str]
 ALEX = "user:alex"
 _refl = partial(memory_unit, recipe="reflexion", kind="reflection", created_episode=0)
-
-
-def _episode(ws: Workspace, k: int, ops: Sequence[Op], recipe: str = "reflexion") -> str:
-    applier = MemoryApplier(ws, ALEX)
-    result = applier.apply(ops, load_units(ws.root))
-    assert not result.refused, result.refused
-    sha = ws.store.commit(
-        result.paths,
-        f"{recipe}: episode {k} (pay_back-1)",
-        body="Complaint:\n  a complaint",
-        trailers=[
-            (EPISODE, str(k)),
-            (RECIPE, recipe),
-            (TASK, "pay_back-1"),
-            (OPS, format_ops((op.op, op.id) for op in result.applied)),
-            (PERSONA, "alex"),
-            (KIND, "train"),
-        ],
-    )
-    applier.done()
-    assert sha is not None
-    return sha
-
-
-def _r(i: int) -> MemoryUnit:
-    return _refl(
-        f"reflexion-r{i}",
-        f"Reflection number {i} about a different preference.",
-        valid_from=f"2026-01-01T00:00:{i:02d}.000000+00:00",
-    )
 
 
 def _active(ws: Workspace) -> set[str]:
@@ -61,9 +30,9 @@ def test_a_git_revert_over_a_cap_is_answered_with_the_recipes_eviction(
     workspace: Workspace, run_git: RunGit
 ) -> None:
     ws = workspace
-    _episode(ws, 0, [Op(op="add", unit=_r(i)) for i in range(3)])
-    retire = _episode(ws, 1, [Op(op="revoke", unit=_r(2).with_(status="revoked"))])
-    _episode(ws, 2, [Op(op="add", unit=_r(3))])
+    commit_episode(ws, 0, [Op(op="add", unit=reflection(i)) for i in range(3)])
+    retire = commit_episode(ws, 1, [Op(op="revoke", unit=reflection(2).with_(status="revoked"))])
+    commit_episode(ws, 2, [Op(op="add", unit=reflection(3))])
     run_git(ws.root, "revert", "--no-edit", retire)
     # git brought r2 back beside r0, r1 and r3: four reflections against a window of three.
     assert [o.line() for o in overflows(ws, load_units(ws.root))] == [
@@ -96,10 +65,10 @@ def test_a_git_revert_over_a_cap_no_rule_meets_is_refused_naming_the_cap(
     ws = Workspace(root)
     tepa = partial(memory_unit, recipe="tepa", kind="precedent", created_episode=0)
     card = tepa("tepa-card", "Pay with the usual card.", key="payment.card")
-    _episode(ws, 0, [Op(op="add", unit=card)], "tepa")
-    retire = _episode(ws, 1, [Op(op="revoke", unit=card.with_(status="revoked"))], "tepa")
+    commit_episode(ws, 0, [Op(op="add", unit=card)], "tepa")
+    retire = commit_episode(ws, 1, [Op(op="revoke", unit=card.with_(status="revoked"))], "tepa")
     note = tepa("tepa-note", "Put the running total in the note.", key="payment.note")
-    _episode(ws, 2, [Op(op="add", unit=note)], "tepa")
+    commit_episode(ws, 2, [Op(op="add", unit=note)], "tepa")
     run_git(root, "revert", "--no-edit", retire)
     head = run_git(root, "rev-parse", "HEAD")
 

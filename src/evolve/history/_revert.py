@@ -27,7 +27,7 @@ takes only the later commits that keep the line-level undo from applying (`_line
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from evolve._format._units import valid_id
@@ -595,15 +595,22 @@ def revert(
         _check_shelves(ws, info, head, changes)
         capped = fit_files(ws, head, changes, f"reverting {info.short}")  # caps hold after
         capped.apply(changes)
-        shape = _Shape(
+        undo = _Undo(
+            info,
+            targets,
+            plan,
+            changes,
+            counts,
+            [u.id for u in back],
+            ended,
             cascade=len(targets) - len(answers) > 1,
             units=sorted(linked or ()),
             answers=[a.sha for a in answers],
             capped=capped,
         )
         if dry_run:
-            return _preview(tx, info, targets, plan, changes, counts, [u.id for u in back], shape)
-        return _commit(tx, info, targets, plan, changes, counts, [u.id for u in back], ended, shape)
+            return _preview(tx, undo)
+        return _commit(tx, undo)
 
 
 def _broken_sidecars(store: GitStore, info: CommitInfo) -> list[str]:
@@ -678,9 +685,18 @@ def _revert_as_text(
 
 
 @dataclass(frozen=True)
-class _Shape:
-    """What kind of revert a commit records: a cascade, and the units of a per-unit revert."""
+class _Undo:
+    """One revert, worked out: the commit asked for, every commit it takes back, the files it
+    writes, the counters it moves back, and what kind of revert the commit records (a
+    cascade, the units of a per-unit revert, what it evicts to keep memory within its caps)."""
 
+    info: CommitInfo
+    targets: list[CommitInfo]
+    plan: _Plan
+    changes: dict[str, bytes | None]
+    counts: CountBack
+    restarted: list[str]
+    ended: list[str]
     cascade: bool = False
     units: list[str] = field(default_factory=list)
     answers: list[str] = field(default_factory=list)
@@ -835,17 +851,11 @@ class _Message:
     trailers: list[tuple[str, str]]
 
 
-def _message(
-    store: GitStore,
-    info: CommitInfo,
-    targets: list[CommitInfo],
-    plan: _Plan,
-    changes: dict[str, bytes | None],
-    counts: CountBack,
-    restarted: list[str],
-    ended: list[str],
-    shape: _Shape,
-) -> _Message:
+def _message(store: GitStore, shape: _Undo) -> _Message:
+    info, targets, plan, changes, counts = (
+        shape.info, shape.targets, shape.plan, shape.changes, shape.counts,
+    )  # fmt: skip
+    restarted, ended = shape.restarted, shape.ended
     short = info.short
     stones = [s for p, s in sorted(plan.stones.items()) if p in changes]
     stone_paths = {str(s.path()) for s in stones}
@@ -915,22 +925,15 @@ def _message(
     return _Message(ops, lifted, stones, f"{subject}: {info.subject}"[:200], body, trailers)
 
 
-def _preview(
-    tx: Transaction,
-    info: CommitInfo,
-    targets: list[CommitInfo],
-    plan: _Plan,
-    changes: dict[str, bytes | None],
-    counts: CountBack,
-    restarted: list[str],
-    shape: _Shape,
-) -> RevertResult:
+def _preview(tx: Transaction, shape: _Undo) -> RevertResult:
     """What the revert would do, written nowhere (`evolve revert --dry-run`)."""
     from evolve.history._gitrevert import unanswered
 
+    info, targets, changes, counts = shape.info, shape.targets, shape.changes, shape.counts
+    restarted = shape.restarted
     if not changes:
         raise _nothing_left(info.short)
-    msg = _message(tx.store, info, targets, plan, changes, counts, restarted, [], shape)
+    msg = _message(tx.store, replace(shape, ended=[]))  # nothing is dropped yet
     stone_paths = {str(s.path()) for s in msg.stones}
     return RevertResult(
         info.sha,
@@ -954,22 +957,14 @@ def _preview(
     )
 
 
-def _commit(
-    tx: Transaction,
-    info: CommitInfo,
-    targets: list[CommitInfo],
-    plan: _Plan,
-    changes: dict[str, bytes | None],
-    counts: CountBack,
-    restarted: list[str],
-    ended: list[str],
-    shape: _Shape,
-) -> RevertResult:
+def _commit(tx: Transaction, shape: _Undo) -> RevertResult:
     store = tx.store
+    info, targets, changes, counts = shape.info, shape.targets, shape.changes, shape.counts
+    restarted = shape.restarted
     short = info.short
     if not changes:
         raise _nothing_left(short)
-    msg = _message(store, info, targets, plan, changes, counts, restarted, ended, shape)
+    msg = _message(store, shape)
     stone_paths = {str(s.path()) for s in msg.stones}
     paths = tx.write(changes)
     commit = tx.commit(paths, msg.subject, body="\n".join(msg.body), trailers=msg.trailers)

@@ -10,6 +10,13 @@ Layer: below the harness (which reads cards to build variants), above the model 
 workspace. scikit-learn is imported only when topics or a pick are computed.
 """
 
+from evolve.research._add import (
+    AddPlan,
+    card_from_options,
+    default_provenance,
+    plan_add,
+    read_card_file,
+)
 from evolve.research._brief import GAPS, Brief, brief_of, capability_brief
 from evolve.research._card import (
     CARD_BYTES,
@@ -34,6 +41,7 @@ from evolve.research._pool import load_pool, starter_pool
 from evolve.research._topics import Topic, check_label, topics
 
 __all__ = [
+    "AddPlan",
     "CARD",
     "CARD_BYTES",
     "GAPS",
@@ -48,13 +56,17 @@ __all__ = [
     "Topic",
     "brief_of",
     "capability_brief",
+    "card_from_options",
     "check_label",
     "check_variants",
+    "default_provenance",
     "dump_card",
     "load_pool",
     "parse_card",
     "pick",
+    "plan_add",
     "pool_version",
+    "read_card_file",
     "read_cards",
     "research_commits",
     "starter_pool",

@@ -9,7 +9,7 @@ is one sentence naming the file; nothing is half-read.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,33 @@ KEYS = (
 REQUIRED = ("title", "authors", "year", "identifier", "summary", "module", "mechanism")
 
 
+class Params(Mapping[str, int]):
+    """A card's parameters: a read-only mapping that hashes, so a card can key a dict."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, int] | None = None) -> None:
+        self._items: dict[str, int] = dict(sorted((items or {}).items()))
+
+    def __getitem__(self, key: str) -> int:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._items.items()))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and dict(self._items) == dict(other)
+
+    def __repr__(self) -> str:
+        return repr(self._items)
+
+
 @dataclass(frozen=True)
 class Card:
     """One published mechanism, in our own words, and the harness module it targets.
@@ -70,8 +97,15 @@ class Card:
     module: str
     mechanism: str
     variant: str | None = None
-    params: Mapping[str, int] = field(default_factory=dict)
+    params: Mapping[str, int] = field(default_factory=Params)
     provenance: str = ""
+
+    def __post_init__(self) -> None:
+        # Hashable and read-only whatever mapping was given; authors a tuple likewise.
+        if not isinstance(self.params, Params):
+            object.__setattr__(self, "params", Params(self.params))
+        if not isinstance(self.authors, tuple):
+            object.__setattr__(self, "authors", tuple(self.authors))
 
     @property
     def text(self) -> str:

@@ -96,12 +96,19 @@ def cluster(matrix: Any, seed: int) -> list[int]:
     n = matrix.shape[0]
     if n <= 2:
         return list(range(n))
+    import warnings
+
+    import numpy as np
     from sklearn.cluster import KMeans
     from sklearn.metrics import silhouette_score
 
+    # Cards whose words are the same are one point: no more clusters than distinct points.
+    distinct = int(np.unique(matrix.toarray(), axis=0).shape[0])
     best: tuple[float, list[int]] | None = None
-    for k in range(2, min(n - 1, MAX_K) + 1):
-        found = KMeans(n_clusters=k, random_state=seed, n_init=10).fit_predict(matrix)
+    for k in range(2, min(n - 1, distinct, MAX_K) + 1):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            found = KMeans(n_clusters=k, random_state=seed, n_init=10).fit_predict(matrix)
         if len(set(found)) < 2:
             continue
         score = float(silhouette_score(matrix, found, metric="cosine"))
@@ -124,11 +131,27 @@ def topics(
     mine = module_cards(cards, module)
     if not mine:
         return []
+    made = list(_term_topics(tuple(mine), module, seed))
+    if llm is not None:
+        made = _model_labels(made, module, llm, seed)
+    return made
+
+
+_CACHE: dict[tuple[tuple[Card, ...], str, int], tuple[Topic, ...]] = {}
+_CACHE_SIZE = 64
+
+
+def _term_topics(mine: tuple[Card, ...], module: str, seed: int) -> tuple[Topic, ...]:
+    """The topics of `mine` (one module's cards) with term labels; remembered per process,
+    since a search picks from the same pool many times."""
+    key = (mine, module, seed)
+    if key in _CACHE:
+        return _CACHE[key]
     vec = vectorizer()
     try:
         matrix = vec.fit_transform([c.text for c in mine])
     except ValueError:  # no word left after the stop words: one topic, labelled by module
-        return [Topic(module, tuple(mine))]
+        return (Topic(module, mine),)
     groups: dict[int, list[int]] = {}
     for row, number in enumerate(cluster(matrix, seed)):
         groups.setdefault(number, []).append(row)
@@ -139,22 +162,32 @@ def topics(
     used: set[str] = set()
     for rows in ordered:
         weights = matrix[rows].mean(axis=0).A1 - overall
-        ranked = [str(terms[i]) for i in weights.argsort()[::-1] if matrix[rows, i].sum() > 0]
+        present = matrix[rows].sum(axis=0).A1 > 0
+        ranked = [str(terms[i]) for i in weights.argsort(kind="stable")[::-1] if present[i]]
         top = _distinct(ranked, 4)
         label = _term_label(top, used)
         used.add(label)
         made.append(Topic(label, tuple(mine[r] for r in rows), tuple(top)))
-    if llm is not None:
-        made = _model_labels(made, module, llm, seed)
-    return made
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = tuple(made)
+    return _CACHE[key]
+
+
+def _stem(word: str) -> str:
+    for end in ("ies", "es", "s", "ing", "ed"):
+        if word.endswith(end) and len(word) - len(end) >= 4:
+            return word[: -len(end)]
+    return word
 
 
 def _distinct(ranked: list[str], n: int) -> list[str]:
-    """The first `n` terms of `ranked`, leaving out a term that repeats one kept."""
+    """The first `n` terms of `ranked`, leaving out a term that repeats one kept (a word of
+    it, or the same word in another form)."""
     kept: list[str] = []
     for term in ranked:
-        words = set(term.split())
-        if any(words <= set(k.split()) or set(k.split()) <= words for k in kept):
+        words = {_stem(w) for w in term.split()}
+        if any(words & {_stem(w) for w in k.split()} for k in kept):
             continue
         kept.append(term)
         if len(kept) == n:

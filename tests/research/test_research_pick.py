@@ -78,8 +78,8 @@ def test_exclude_leaves_out_cards_tried_and_keeps_the_topics() -> None:
 def test_pick_is_deterministic_and_bounded() -> None:
     pool = starter_pool()
     for strategy in ("topics", "relevance"):
-        a = pick(pool, "memory", 3, strategy=strategy, brief=BRIEF, seed=1)  # type: ignore[arg-type]
-        b = pick(list(reversed(pool)), "memory", 3, strategy=strategy, brief=BRIEF, seed=1)  # type: ignore[arg-type]
+        a = pick(pool, "memory", 3, strategy=strategy, brief=BRIEF, seed=1)
+        b = pick(list(reversed(pool)), "memory", 3, strategy=strategy, brief=BRIEF, seed=1)
         assert a == b and len(a) == 3 and all(c.module == "memory" for c in a)
     assert pick(pool, "memory", 0, strategy="topics") == []
     assert len(pick(pool, "memory", 100, strategy="topics")) == sum(

@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -102,7 +102,7 @@ def capability_brief(ws: Workspace) -> Brief:
     return brief_of(records, skipped)
 
 
-def brief_of(records: list[Mapping[str, Any]], skipped: int = 0) -> Brief:
+def brief_of(records: Sequence[Mapping[str, Any]], skipped: int = 0) -> Brief:
     """The brief of training episode records (dicts as `evolve train` writes them)."""
     n = len(records)
     rule_episodes: Counter[str] = Counter()

@@ -54,6 +54,10 @@ def test_recurring_violations_point_at_memory_then_context() -> None:
     assert brief.module_order[:2] == ["memory", "context"]
     assert brief.scores["memory"] == pytest.approx(3 / 4)  # once_only does not recur
     assert "habitual_card (3)" in brief.reasons["memory"][0]
+    # Broken again after its first time: two lapses, at half weight, for the workflow.
+    assert brief.module_order[2] == "workflow"
+    assert brief.scores["workflow"] == pytest.approx(0.5 * 2 / 4)
+    assert brief.reasons["workflow"][0].startswith("2 violations of a rule already broken")
     assert brief.text.startswith(GAPS["memory"])
 
 

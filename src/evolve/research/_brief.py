@@ -13,10 +13,12 @@ in an episode, by a rule broken in two                whether a known preference
 or more episodes
 the same violations, at half weight        context    what survives the prompt's budget decides
                                                       whether a recalled preference is seen
-a failed tool call, or a reply the agent   tools      how tools are described and errors
-could not use                                         recovered
+a rule broken again after its first        workflow   the agent was corrected once already: a
+violation (a lapse), at half weight                   check before acting would catch it
 a task left unfinished (not completed,     workflow   the loop: plan, act, check before
 the turn limit hit, or a failure named)               finishing
+a failed tool call, or a reply the agent   tools      how tools are described and errors
+could not use                                         recovered
 a task family failed in two or more        skills     a procedure the agent keeps missing
 episodes                                              could be written down once
 =========================================  =========  ==========================================
@@ -62,6 +64,7 @@ GAPS: Mapping[str, str] = {
     "from past episodes",
 }
 WEIGHT_CONTEXT = 0.5
+WEIGHT_LAPSE = 0.5
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ def brief_of(records: Sequence[Mapping[str, Any]], skipped: int = 0) -> Brief:
             family_failed[r["family"]] += 1
     recurring = {rule for rule, k in rule_episodes.items() if k >= 2}
     violations = sum(len(set(r["violations"]) & recurring) for r in records)
+    lapses = violations - len(recurring)  # each recurring rule's violations after its first
     failed_calls = sum(_failed_calls(r) for r in records)
     bad_replies = sum(_bad_replies(r) for r in records)
     unfinished = sum(1 for r in records if _unfinished(r))
@@ -121,7 +125,7 @@ def brief_of(records: Sequence[Mapping[str, Any]], skipped: int = 0) -> Brief:
         "memory": float(violations),
         "context": WEIGHT_CONTEXT * violations,
         "tools": float(failed_calls + bad_replies),
-        "workflow": float(unfinished),
+        "workflow": unfinished + WEIGHT_LAPSE * lapses,
         "skills": float(sum(repeated.values())),
     }
     reasons: dict[str, tuple[str, ...]] = {m: () for m in MODULES}
@@ -137,10 +141,17 @@ def brief_of(records: Sequence[Mapping[str, Any]], skipped: int = 0) -> Brief:
             f"{failed_calls} failed tool calls, {bad_replies} unusable replies "
             f"(failed calls -> tools)",
         )
+    workflow: list[str] = []
     if unfinished:
-        reasons["workflow"] = (
-            f"{unfinished} of {n} episodes left the task unfinished (unfinished tasks -> workflow)",
+        workflow.append(
+            f"{unfinished} of {n} episodes left the task unfinished (unfinished tasks -> workflow)"
         )
+    if lapses:
+        workflow.append(
+            f"{lapses} violations of a rule already broken before (at half weight: lapses a "
+            f"check before acting would catch)"
+        )
+    reasons["workflow"] = tuple(workflow)
     if repeated:
         fams = ", ".join(
             f"{f} ({repeated[f]})" for f in sorted(repeated, key=lambda f: (-repeated[f], f))[:5]

@@ -191,3 +191,15 @@ def test_a_card_built_in_code_is_hashable_and_read_only() -> None:
     assert {card: 1}[card] == 1
     with pytest.raises(TypeError):
         card.params["k"] = 4  # type: ignore[index]
+
+
+def test_the_docs_table_lists_every_starter_card_with_its_variant() -> None:
+    page = Path(__file__).resolve().parents[2] / "docs" / "research.md"
+    rows = [line for line in page.read_text(encoding="utf-8").splitlines() if "| `" in line]
+    table = {row.split("`")[1]: row for row in rows}
+    pool = starter_pool()
+    assert sorted(table) == sorted(c.id for c in pool)
+    for c in pool:
+        cells = [cell.strip() for cell in table[c.id].strip("|").split("|")]
+        assert cells[0] == c.module and cells[2] == c.mechanism and c.identifier in cells[3]
+        assert cells[4].split(" ")[0] == (c.variant or "—")

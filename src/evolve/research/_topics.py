@@ -101,19 +101,23 @@ def cluster(matrix: Any, seed: int) -> list[int]:
     import numpy as np
     from sklearn.cluster import KMeans
     from sklearn.metrics import silhouette_score
+    from threadpoolctl import threadpool_limits
 
+    dense = matrix.toarray()  # a pool is small: dense rows cluster faster than sparse ones
     # Cards whose words are the same are one point: no more clusters than distinct points.
-    distinct = int(np.unique(matrix.toarray(), axis=0).shape[0])
+    distinct = int(np.unique(dense, axis=0).shape[0])
     best: tuple[float, list[int]] | None = None
-    for k in range(2, min(n - 1, distinct, MAX_K) + 1):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            found = KMeans(n_clusters=k, random_state=seed, n_init=10).fit_predict(matrix)
-        if len(set(found)) < 2:
-            continue
-        score = float(silhouette_score(matrix, found, metric="cosine"))
-        if best is None or score > best[0] + 1e-9:
-            best = (score, [int(x) for x in found])
+    # One thread: a few dozen points gain nothing from more, and on a loaded machine
+    # OpenMP's waiting threads cost several times the work itself.
+    with threadpool_limits(1), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in range(2, min(n - 1, distinct, MAX_K) + 1):
+            found = KMeans(n_clusters=k, random_state=seed, n_init=10).fit_predict(dense)
+            if len(set(found)) < 2:
+                continue
+            score = float(silhouette_score(dense, found, metric="cosine"))
+            if best is None or score > best[0] + 1e-9:
+                best = (score, [int(x) for x in found])
     return best[1] if best is not None else [0] * n
 
 
@@ -175,8 +179,11 @@ def _term_topics(mine: tuple[Card, ...], module: str, seed: int) -> tuple[Topic,
 
 
 def _stem(word: str) -> str:
-    for end in ("ies", "es", "s", "ing", "ed"):
-        if word.endswith(end) and len(word) - len(end) >= 4:
+    """A crude stem, enough to tell `notes` from `note` and `memories` from `memory`."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    for end in ("ing", "ed", "s"):
+        if word.endswith(end) and not word.endswith("ss") and len(word) - len(end) >= 3:
             return word[: -len(end)]
     return word
 
@@ -196,7 +203,7 @@ def _distinct(ranked: list[str], n: int) -> list[str]:
 
 
 def _term_label(top: list[str], used: set[str]) -> str:
-    for size in (2, 3, 4):
+    for size in (3, 4):
         label = ", ".join(top[:size])
         if label and label not in used:
             return label

@@ -101,6 +101,18 @@ def test_another_card_of_the_same_id_needs_replace(
     assert "replace card cove" in run_git(ws.root, "log", "-1", "--format=%s")
 
 
+def test_a_card_that_repeats_one_of_the_pool_is_refused(
+    ws: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str], run_git: GitRunner
+) -> None:
+    same = CARD.replace("arXiv:2309.11495", "arXiv:2303.17651").replace(
+        "chain of verification", "Self-Refine"
+    )
+    before = workspace_state(ws.root, run_git)
+    code, _, err = run_cli(capsys, "research", "add", str(_card(tmp_path, same)))
+    assert code != 0 and "as self_refine" in one_sentence(err)
+    assert workspace_state(ws.root, run_git) == before
+
+
 def test_a_starter_id_is_replaced_in_the_workspace(
     ws: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

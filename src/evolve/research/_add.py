@@ -88,6 +88,24 @@ def _with_provenance(card: Card) -> Card:
     return replace(card, provenance=default_provenance())
 
 
+def _key(card: Card) -> tuple[str, str, str]:
+    return (card.module, card.identifier.lower(), " ".join(card.mechanism.lower().split()))
+
+
+def _check_duplicate(ws: Workspace, card: Card) -> None:
+    """Refuse a card that repeats another of the pool: the same paper, module and mechanism
+    under another id (a pool is deduplicated per module; the same paper may serve two
+    modules, or two mechanisms)."""
+    from evolve.research._pool import load_pool
+
+    for other in load_pool(ws.root):
+        if other.id != card.id and _key(other) == _key(card):
+            raise ConfigError(
+                f"the pool already has this paper's {card.mechanism!r} for {card.module} as "
+                f"{other.id}; replace that card (--id {other.id} --replace) instead."
+            )
+
+
 @dataclass(frozen=True)
 class AddPlan:
     """What adding a card writes: `path` with `text` (None: the file already holds it)."""
@@ -112,6 +130,7 @@ def plan_add(ws: Workspace, card: Card, known: Known, *, replace: bool = False) 
     from evolve._format import _limits as limits
 
     check_variants([card], known)
+    _check_duplicate(ws, card)
     rel = f"{RESEARCH_DIR}/{card.id}.yaml"
     text = dump_card(card)
     parse_card(text, card.id, rel)  # what is written reads back

@@ -101,6 +101,19 @@ def test_another_card_of_the_same_id_needs_replace(
     assert "replace card cove" in run_git(ws.root, "log", "-1", "--format=%s")
 
 
+def test_a_card_written_in_place_by_hand_is_committed_in_canonical_form(
+    ws: Workspace, capsys: pytest.CaptureFixture[str], run_git: GitRunner
+) -> None:
+    (ws.root / "research").mkdir()
+    mine = ws.root / "research" / "cove.yaml"
+    mine.write_text("# my notes\n" + CARD, encoding="utf-8")
+    done = cli_json(capsys, "research", "add", "research/cove.yaml")
+    assert done["commit"] and done["card"] == "cove"
+    assert run_git(ws.root, "status", "--porcelain") == ""
+    assert "# my notes" not in mine.read_text(encoding="utf-8")  # the canonical form
+    assert "add card cove" in run_git(ws.root, "log", "-1", "--format=%s")
+
+
 def test_a_card_that_repeats_one_of_the_pool_is_refused(
     ws: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str], run_git: GitRunner
 ) -> None:

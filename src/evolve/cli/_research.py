@@ -333,7 +333,7 @@ def research_add(
         if card_id is None:
             raise EvolveError("Give the card's --id (or a card FILE).")
         card = card_from_options(card_id, given, _params(params))
-    done = _commit_card(ws, card, replace)
+    done = _commit_card(ws, card, replace, file)
     if as_json:
         emit_json(
             {
@@ -363,13 +363,13 @@ class _Added:
     replaced_starter: bool
 
 
-def _commit_card(ws: Workspace, card: Card, replace: bool) -> _Added:
+def _commit_card(ws: Workspace, card: Card, replace: bool, source: Path | None) -> _Added:
     """Plan the card's file under the writer lock, write it and commit it (or nothing)."""
     from evolve.research import plan_add, pool_version
     from evolve.txn import writer
 
     with writer(ws, "research add") as tx:
-        plan = plan_add(ws, card, _known(), replace=replace)
+        plan = plan_add(ws, card, _known(), replace=replace, source=source)
         sha = None
         if plan.text is not None:
             paths = tx.write({plan.path: plan.text.encode("utf-8")}, allowed=("research/",))

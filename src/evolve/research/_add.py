@@ -106,6 +106,13 @@ def _check_duplicate(ws: Workspace, card: Card) -> None:
             )
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 @dataclass(frozen=True)
 class AddPlan:
     """What adding a card writes: `path` with `text` (None: the file already holds it)."""
@@ -118,9 +125,13 @@ class AddPlan:
     replaced_starter: bool
 
 
-def plan_add(ws: Workspace, card: Card, known: Known, *, replace: bool = False) -> AddPlan:
+def plan_add(
+    ws: Workspace, card: Card, known: Known, *, replace: bool = False, source: Path | None = None
+) -> AddPlan:
     """Check `card` against the harness's built-ins (`known`) and the workspace's cards, and
-    say what adding it writes.
+    say what adding it writes. `source` is the file the card was read from: when it is the
+    card's own place in the workspace (a card written there by hand), it is committed in
+    canonical form without `replace`.
 
     Raises:
         ConfigError: the variant or a parameter is unknown, or the workspace has another
@@ -141,14 +152,16 @@ def plan_add(ws: Workspace, card: Card, known: Known, *, replace: bool = False) 
             existing = limits.read_text(ws.root, rel)
         except (OSError, UnicodeDecodeError, EvolveError):
             existing = ""  # unreadable: only --replace may overwrite it
-    if existing == text:
-        return AddPlan(card, rel, None, "", (), False)
-    if existing is not None and not replace:
+    own = source is not None and existing is not None and _same_file(source, ws.root / rel)
+    committed = existing is not None and not ws.store.dirty_paths([rel])
+    starter = any(c.id == card.id for c in starter_pool())
+    if existing == text and committed:
+        return AddPlan(card, rel, None, "", (), starter)
+    if existing is not None and existing != text and not (replace or own):
         raise ConfigError(
             f"{rel} exists with another card; give --replace to replace it, or another --id."
         )
-    verb = "replace" if existing is not None else "add"
+    verb = "replace" if committed else "add"
     subject = f"research: {verb} card {card.id} ({card.module}: {card.mechanism})"
-    starter = any(c.id == card.id for c in starter_pool())
     trailers = ((KIND, RESEARCH_KIND), (CARD, card.id))
     return AddPlan(card, rel, text, subject, trailers, starter)

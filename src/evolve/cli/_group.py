@@ -38,6 +38,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "push": ("evolve.cli._remote:push_cmd", "Send the branch and records, never forced."),
     "compare": ("evolve.cli._compare:compare_cmd", "Run an experiment: arms on their own refs."),
     "harness": ("evolve.cli._harness:harness_group", "The agent's modules: show or switch one."),
+    "research": (
+        "evolve.cli._research:research_group",
+        "Research cards: list, topics, pick, brief, add.",
+    ),
     "merge": (
         "evolve.cli._merge:merge_cmd",
         "Merge a branch as one merge commit; --fix a git merge.",

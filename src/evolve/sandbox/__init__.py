@@ -4,11 +4,14 @@ Standard library only; it knows nothing of the rest of evolve.
 """
 
 from evolve.sandbox._backends import BACKENDS, Backend, bwrap_works, choose, unshare_works
+from evolve.sandbox._session import Session, SessionError
 from evolve.sandbox._run import SAFE_PATH, WEAK_WARNING, Limit, Limits, Outcome, environment, run
 
 __all__ = [
     "BACKENDS",
     "SAFE_PATH",
+    "Session",
+    "SessionError",
     "WEAK_WARNING",
     "Backend",
     "Limit",

@@ -1,0 +1,102 @@
+"""The worker that runs a model-written harness variant inside the sandbox.
+
+Standard library only, and it imports nothing of evolve: this file is copied beside the
+variant into the sandbox's folder and started there as `python -I -S -B _shim.py` (no site
+packages, no user paths), so the only code in the process is this shim, the variant and the
+standard library. It answers one JSON object per line on standard input:
+
+- `{"op": "load", "module": M, "path": P}`: import the variant file P (again: a fresh module
+  each time) and report the contract methods it defines for module M;
+- `{"op": "call", "method": NAME, "args": [...]}`: call that method of the loaded variant
+  with the arguments (the task and the prompt's parts as the small views below) and return
+  its value.
+
+Each answer is `{"ok": true, "value": ...}` or `{"ok": false, "error": "..."}`. What the
+variant prints goes to standard error; only the shim writes the protocol's lines.
+"""
+
+import importlib.util
+import json
+import os
+import sys
+import traceback
+from collections import namedtuple
+
+# The contracts' views, field for field (evolve.harness.TaskView and PromptParts).
+TaskView = namedtuple("TaskView", ["task_id", "instruction"])
+PromptParts = namedtuple("PromptParts", ["prompt_files", "api_docs", "memory", "skills", "stats"])
+
+# The method(s) a variant file defines for each module (docs/harness.md, variant files).
+METHODS = {
+    "tools": ("describe",),
+    "context": ("assemble",),
+    "skills": ("inject",),
+    "memory": ("retrieve",),
+    "workflow": ("review",),
+}
+
+_LOADED = {}
+
+
+def _view(method, args):
+    if method == "assemble":
+        parts, task = args
+        parts = dict(parts)
+        parts["prompt_files"] = tuple(parts["prompt_files"])
+        parts["stats"] = tuple(parts["stats"])
+        return [PromptParts(**parts), TaskView(**task)]
+    if method in ("inject", "retrieve"):
+        return [args[0], TaskView(**args[1])]
+    if method == "describe":
+        return [args[0], tuple(args[1])]
+    return list(args)
+
+
+def _load(module, path):
+    if module not in METHODS:
+        raise ValueError("no such module: %r" % (module,))
+    spec = importlib.util.spec_from_file_location("evolve_variant", os.path.abspath(path))
+    if spec is None or spec.loader is None:
+        raise ImportError("the variant file cannot be loaded")
+    made = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(made)
+    missing = [m for m in METHODS[module] if not callable(getattr(made, m, None))]
+    if missing:
+        raise TypeError("it defines no function %s() for the %s module" % (missing[0], module))
+    _LOADED["module"] = made
+    return list(METHODS[module])
+
+
+def _answer(message):
+    op = message.get("op")
+    if op == "load":
+        return _load(message["module"], message["path"])
+    if op == "call":
+        made = _LOADED.get("module")
+        if made is None:
+            raise RuntimeError("no variant loaded")
+        method = message["method"]
+        return getattr(made, method)(*_view(method, message.get("args", [])))
+    raise ValueError("unknown request %r" % (op,))
+
+
+def main():
+    # The protocol's own channel: the original standard output, kept on a private descriptor;
+    # descriptor 1 (and print) now go to standard error.
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        try:
+            reply = {"ok": True, "value": _answer(json.loads(line))}
+            text = json.dumps(reply, ensure_ascii=True)
+        except BaseException as exc:  # noqa: BLE001 - every failure of the variant is an answer
+            traceback.print_exc()
+            detail = ("%s: %s" % (type(exc).__name__, exc))[:300]
+            text = json.dumps({"ok": False, "error": detail}, ensure_ascii=True)
+        channel.write(text + "\n")
+        channel.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -62,7 +62,9 @@ def _attack(ws: Workspace, body: str, module: str = "memory", call_s: float = 10
 def test_a_well_behaved_variant_passes_its_probe(ws: Workspace) -> None:
     path = ws.root / "harness" / "memory" / "newest.py"
     path.parent.mkdir(parents=True)
-    path.write_text("def retrieve(memory, task):\n    return '\\n'.join(memory.splitlines()[::-1])\n")
+    path.write_text(
+        "def retrieve(memory, task):\n    return '\\n'.join(memory.splitlines()[::-1])\n"
+    )
     result = probe_workspace_variant(ws.root, "memory", "newest")
     assert result.ok, result.reason
     assert result.backend == "bwrap"
@@ -190,8 +192,8 @@ def test_printing_does_not_forge_an_answer(ws: Workspace) -> None:
         ws,
         "import os\n"
         "def retrieve(memory, task):\n"
-        "    print('{\"ok\": true, \"value\": \"forged\"}')\n"
-        "    os.write(1, b'{\"ok\": true, \"value\": \"forged\"}\\n')\n"
+        '    print(\'{"ok": true, "value": "forged"}\')\n'
+        '    os.write(1, b\'{"ok": true, "value": "forged"}\\n\')\n'
         "    return 42\n",
     )
     assert reason == "it returned int, not text"

@@ -10,6 +10,7 @@ the sandbox (`evolve.harness._sandboxed`; docs/harness.md, variant files).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,6 +25,7 @@ HARNESS_FILE = "prompts/harness.yaml"
 VARIANTS_DIR = "harness"  # where workspace variant files will live: harness/<module>/<name>.py
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 VARIANT_MAX_BYTES = 64 * 1024  # a variant file at most
+APPROVED_FILE = f"{VARIANTS_DIR}/approved.yaml"  # module/name -> SHA-256 a person approved
 
 Choice = Mapping[str, tuple[str, Mapping[str, int]]]
 
@@ -157,6 +159,30 @@ def read_variant(root: Path, module: str, name: str) -> bytes:
     return data
 
 
+def approved_variants(root: Path) -> dict[str, str]:
+    """module/name -> the SHA-256 of the text a person approved (`harness/approved.yaml`).
+
+    Raises:
+        ConfigError: the file is not a mapping of such entries.
+    """
+    if not (root / APPROVED_FILE).exists():
+        return {}
+    import yaml
+
+    from evolve import _yaml
+
+    try:
+        data = _yaml.load(limits.read_text(root, APPROVED_FILE), APPROVED_FILE, error=ConfigError)
+    except (yaml.YAMLError, OSError, ValueError):
+        raise ConfigError(f"{APPROVED_FILE} could not be read; fix or remove it.") from None
+    data = data or {}
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+    ):
+        raise ConfigError(f"{APPROVED_FILE} must map module/name to a SHA-256.")
+    return dict(data)
+
+
 def build_harness(choice: Choice, root: Path | None = None) -> Harness:
     """The harness of checked choices (:func:`parse_choice`); a workspace variant file (read
     from `root`) becomes its module run in the sandbox.
@@ -174,7 +200,13 @@ def build_harness(choice: Choice, root: Path | None = None) -> Harness:
             raise ConfigError(f"{HARNESS_FILE}: {module}: {name} is no built-in variant.")
         from evolve.harness._sandboxed import sandboxed
 
-        made[module] = sandboxed(module, name, read_variant(root, module, name))
+        source = read_variant(root, module, name)
+        if approved_variants(root).get(f"{module}/{name}") != hashlib.sha256(source).hexdigest():
+            raise ConfigError(
+                f"{variant_path(module, name)} awaits review: a person approves a model-written "
+                f"variant file before it first runs (evolve.review.approve_variant)."
+            )
+        made[module] = sandboxed(module, name, source)
     full = {m: choice.get(m, (DEFAULTS[m], {})) for m in MODULES}
     return Harness(**made, choice={m: (n, dict(p)) for m, (n, p) in full.items()})
 

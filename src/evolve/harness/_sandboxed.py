@@ -151,7 +151,9 @@ class Worker:
 
 def _text(worker: Worker, value: Any, method: str) -> str:
     if not isinstance(value, str):
-        raise VariantFailed(f"{worker.label}: {method}() returned {type(value).__name__}, not text.")
+        raise VariantFailed(
+            f"{worker.label}: {method}() returned {type(value).__name__}, not text."
+        )
     if len(value) > TEXT_CAP:
         raise VariantFailed(f"{worker.label}: {method}() returned more than {TEXT_CAP} characters.")
     return value

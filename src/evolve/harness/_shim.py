@@ -15,12 +15,15 @@ Each answer is `{"ok": true, "value": ...}` or `{"ok": false, "error": "..."}`. 
 variant prints goes to standard error; only the shim writes the protocol's lines.
 """
 
+from __future__ import annotations
+
 import importlib.util
 import json
 import os
 import sys
 import traceback
 from collections import namedtuple
+from typing import Any
 
 # The contracts' views, field for field (evolve.harness.TaskView and PromptParts).
 TaskView = namedtuple("TaskView", ["task_id", "instruction"])
@@ -35,10 +38,10 @@ METHODS = {
     "workflow": ("review",),
 }
 
-_LOADED = {}
+_LOADED: dict[str, Any] = {}
 
 
-def _view(method, args):
+def _view(method: str, args: list[Any]) -> list[Any]:
     if method == "assemble":
         parts, task = args
         parts = dict(parts)
@@ -52,9 +55,9 @@ def _view(method, args):
     return list(args)
 
 
-def _load(module, path):
+def _load(module: str, path: str) -> list[str]:
     if module not in METHODS:
-        raise ValueError("no such module: %r" % (module,))
+        raise ValueError(f"no such module: {module!r}")
     spec = importlib.util.spec_from_file_location("evolve_variant", os.path.abspath(path))
     if spec is None or spec.loader is None:
         raise ImportError("the variant file cannot be loaded")
@@ -62,12 +65,12 @@ def _load(module, path):
     spec.loader.exec_module(made)
     missing = [m for m in METHODS[module] if not callable(getattr(made, m, None))]
     if missing:
-        raise TypeError("it defines no function %s() for the %s module" % (missing[0], module))
+        raise TypeError(f"it defines no function {missing[0]}() for the {module} module")
     _LOADED["module"] = made
     return list(METHODS[module])
 
 
-def _answer(message):
+def _answer(message: dict[str, Any]) -> Any:
     op = message.get("op")
     if op == "load":
         return _load(message["module"], message["path"])
@@ -77,10 +80,10 @@ def _answer(message):
             raise RuntimeError("no variant loaded")
         method = message["method"]
         return getattr(made, method)(*_view(method, message.get("args", [])))
-    raise ValueError("unknown request %r" % (op,))
+    raise ValueError(f"unknown request {op!r}")
 
 
-def main():
+def main() -> None:
     # The protocol's own channel: the original standard output, kept on a private descriptor;
     # descriptor 1 (and print) now go to standard error.
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
@@ -92,7 +95,7 @@ def main():
             text = json.dumps(reply, ensure_ascii=True)
         except BaseException as exc:  # noqa: BLE001 - every failure of the variant is an answer
             traceback.print_exc()
-            detail = ("%s: %s" % (type(exc).__name__, exc))[:300]
+            detail = f"{type(exc).__name__}: {exc}"[:300]
             text = json.dumps({"ok": False, "error": detail}, ensure_ascii=True)
         channel.write(text + "\n")
         channel.flush()

@@ -164,8 +164,9 @@ class Session:
     def _drain(self) -> None:
         """Keep the last part of standard error (what a failed import prints)."""
         assert self.proc.stderr is not None
+        fd = self.proc.stderr.fileno()
         with contextlib.suppress(OSError, ValueError):
-            while chunk := self.proc.stderr.read1(65536):
+            while chunk := os.read(fd, 65536):
                 self._stderr += chunk
                 if len(self._stderr) > self.limits.stderr_bytes:
                     del self._stderr[: len(self._stderr) - self.limits.stderr_bytes]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,8 +16,8 @@ import pytest
 from evolve import sandbox
 from evolve.agent import AgentRequest
 from evolve.envs import ApiCall
-from evolve.errors import ConfigError
-from evolve.harness import TaskView, load_harness
+from evolve.errors import ConfigError, EvolveError
+from evolve.harness import TaskView, _sandboxed, load_harness
 from evolve.harness._model_variant import (
     ModelMutator,
     ReplyRefused,
@@ -32,6 +33,14 @@ needs_bwrap = pytest.mark.skipif(
     not sandbox.bwrap_works(),
     reason="bubblewrap is not installed or may not create namespaces here (CI installs it)",
 )
+
+
+@pytest.fixture(autouse=True)
+def _no_workers_left() -> Iterator[None]:
+    close_workers()
+    yield
+    close_workers()
+
 
 NEWEST = "def retrieve(memory, task):\n    return '\\n'.join(memory.splitlines()[::-1])\n"
 MEMORY = "[a-1] first\n[a-2] second"
@@ -232,3 +241,36 @@ def test_a_mutator_cycle_commits_an_accepted_candidate_to_wait_for_review(ws: Wo
     approve_variant(ws, "memory", "m_newest_first_recency")
     assert pending_variants(ws) == []
     assert _git(ws.root, "status", "--porcelain") == ""
+
+
+def _strip(x: object) -> object:
+    if isinstance(x, dict):
+        return {k: _strip(v) for k, v in x.items() if k not in ("duration_s", "log_dir")}
+    if isinstance(x, list):
+        return [_strip(v) for v in x]
+    return x
+
+
+@needs_bwrap
+def test_a_run_with_the_sandboxed_variant_equals_the_built_in_it_copies(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conftest import cli_json
+    from evolve.generations._harness import switch_harness
+    from evolve.review._variants import approve_variant, propose_variant
+
+    cli_json(capsys, "train", "--episodes", "8", "--json")
+    assert len(list(ws.memory_dir.rglob("*.md"))) >= 2  # lines whose order the variant turns
+    code = "def retrieve(memory, task):\n    return '\\n'.join([l for l in memory.splitlines() if l.strip()][::-1])\n"
+    propose_variant(ws, "memory", "newest", code.encode())
+    with pytest.raises(EvolveError, match="awaits review"):
+        switch_harness(ws, {"memory": "newest"})
+    approve_variant(ws, "memory", "newest")
+    switch_harness(ws, {"memory": "newest"})
+    sandboxed = cli_json(capsys, "run", "--split", "dev", "--runs", "2", "--json")
+    workers = list(_sandboxed._WORKERS.values())
+    assert len(workers) == 1 and workers[0].calls == sandboxed["episodes"]  # one per run
+    switch_harness(ws, {"memory": "newest_first"})
+    builtin = cli_json(capsys, "run", "--split", "dev", "--runs", "2", "--json")
+    assert _strip(sandboxed) == _strip(builtin)
+    close_workers()

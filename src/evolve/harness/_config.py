@@ -183,6 +183,19 @@ def approved_variants(root: Path) -> dict[str, str]:
     return dict(data)
 
 
+def is_approved(root: Path, module: str, name: str, source: bytes) -> bool:
+    """Whether a person approved this very text of the variant file (`harness/approved.yaml`)."""
+    return approved_variants(root).get(f"{module}/{name}") == hashlib.sha256(source).hexdigest()
+
+
+def awaits_review(module: str, name: str) -> str:
+    """The sentence that refuses to run a variant file no person approved."""
+    return (
+        f"{variant_path(module, name)} awaits review: a person approves a model-written "
+        f"variant file before it first runs (evolve.review.approve_variant)."
+    )
+
+
 def build_harness(choice: Choice, root: Path | None = None) -> Harness:
     """The harness of checked choices (:func:`parse_choice`); a workspace variant file (read
     from `root`) becomes its module run in the sandbox.
@@ -201,11 +214,8 @@ def build_harness(choice: Choice, root: Path | None = None) -> Harness:
         from evolve.harness._sandboxed import sandboxed
 
         source = read_variant(root, module, name)
-        if approved_variants(root).get(f"{module}/{name}") != hashlib.sha256(source).hexdigest():
-            raise ConfigError(
-                f"{variant_path(module, name)} awaits review: a person approves a model-written "
-                f"variant file before it first runs (evolve.review.approve_variant)."
-            )
+        if not is_approved(root, module, name, source):
+            raise ConfigError(awaits_review(module, name))
         made[module] = sandboxed(module, name, source)
     full = {m: choice.get(m, (DEFAULTS[m], {})) for m in MODULES}
     return Harness(**made, choice={m: (n, dict(p)) for m, (n, p) in full.items()})

@@ -192,7 +192,7 @@ def awaits_review(module: str, name: str) -> str:
     """The sentence that refuses to run a variant file no person approved."""
     return (
         f"{variant_path(module, name)} awaits review: a person approves a model-written "
-        f"variant file before it first runs (evolve.review.approve_variant)."
+        f"variant file before it first runs (evolve review approve-variant {module} {name})."
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,8 @@ from evolve.llm import LLM
 from evolve.store import KIND
 from evolve.txn import writer
 from evolve.workspace import Workspace
+
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ def approve_variant(ws: Workspace, module: str, name: str) -> str | None:
     """
     if module not in MODULES:
         raise EvolveError(f"there is no harness module {module[:40]!r}.")
+    if not _NAME.fullmatch(name):
+        raise EvolveError("a variant's name is lower-case letters, digits and _ (64 at most).")
     digest = hashlib.sha256(read_variant(ws.root, module, name)).hexdigest()
     approved = approved_variants(ws.root)
     if approved.get(f"{module}/{name}") == digest:

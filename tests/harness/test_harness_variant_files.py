@@ -274,3 +274,14 @@ def test_a_run_with_the_sandboxed_variant_equals_the_built_in_it_copies(
     builtin = cli_json(capsys, "run", "--split", "dev", "--runs", "2", "--json")
     assert _strip(sandboxed) == _strip(builtin)
     close_workers()
+
+
+@needs_bwrap
+def test_a_sandboxed_harness_pickles_to_a_worker_of_its_own(ws: Workspace) -> None:
+    import pickle
+
+    _variant(ws, "memory", "newest", NEWEST, approve=True)
+    harness = load_harness(ws.root)
+    assert harness.memory.retrieve(MEMORY, TaskView("t", "i")) == "[a-2] second\n[a-1] first"
+    copy = pickle.loads(pickle.dumps(harness))
+    assert copy.memory.retrieve(MEMORY, TaskView("t", "i")) == "[a-2] second\n[a-1] first"

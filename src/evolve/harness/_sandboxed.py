@@ -148,6 +148,11 @@ class Worker:
             if self._session is not None:
                 self._session.close()
 
+    def __reduce__(self) -> tuple[Any, tuple[str, str, bytes]]:
+        """Sent to another process (a Ray worker), it becomes that process's own worker for
+        the same file: a process never shares a sandboxed worker."""
+        return worker_for, (self.module, self.name, self.source)
+
 
 def _text(worker: Worker, value: Any, method: str) -> str:
     if not isinstance(value, str):

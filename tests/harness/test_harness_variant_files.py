@@ -285,3 +285,69 @@ def test_a_sandboxed_harness_pickles_to_a_worker_of_its_own(ws: Workspace) -> No
     assert harness.memory.retrieve(MEMORY, TaskView("t", "i")) == "[a-2] second\n[a-1] first"
     copy = pickle.loads(pickle.dumps(harness))
     assert copy.memory.retrieve(MEMORY, TaskView("t", "i")) == "[a-2] second\n[a-1] first"
+
+
+LOOP = (
+    "import json\n"
+    "def run(llm, world, request):\n"
+    "    messages = [{'role': 'system', 'content': request.system_prompt},\n"
+    "                {'role': 'user', 'content': request.task_message}]\n"
+    "    for _ in range(request.max_turns):\n"
+    "        reply = llm.complete(messages)\n"
+    "        messages.append({'role': 'assistant', 'content': reply})\n"
+    "        action = json.loads(reply)\n"
+    "        result = world.call(action['tool'], action['arguments'])\n"
+    "        messages.append({'role': 'user', 'content': json.dumps(result)})\n"
+    "        if world.completed:\n"
+    "            return 'done'\n"
+    "    return 'out of turns'\n"
+)
+
+
+def _loop(code: str, replies: list[str], max_turns: int = 6) -> tuple[_World, object, Worker]:
+    from evolve.harness._tools import PlainTools
+
+    worker = Worker("workflow", "own_loop", code.encode())
+    llm = MockLLM(replies)
+    world = _World()
+    request = AgentRequest(
+        "t", "i", "Task: i", "system", ("a__write", "supervisor__complete_task"), max_turns, 0, {}
+    )
+    try:
+        trace = SandboxedWorkflow(worker).run(llm, world, request, PlainTools().hooks(request))  # type: ignore[arg-type]
+    finally:
+        worker.close()
+    return world, trace, worker
+
+
+@needs_bwrap
+def test_a_workflow_file_plays_its_own_loop_through_the_parents_model_and_world() -> None:
+    world, trace, _ = _loop(LOOP, [_act("a__write", x=1), _act("supervisor__complete_task")])
+    assert world.calls == [("a__write", {"x": 1}), ("supervisor__complete_task", {})]
+    assert [c.tool for c in trace.calls] == ["a__write", "supervisor__complete_task"]  # type: ignore[attr-defined]
+    assert trace.turns[0].reply == _act("a__write", x=1)  # type: ignore[attr-defined]
+
+
+@needs_bwrap
+def test_a_workflow_loop_cannot_break_the_loops_rules() -> None:
+    from evolve.harness._sandboxed import VariantFailed
+
+    greedy = (
+        "def run(llm, world, request):\n"
+        "    for _ in range(50):\n"
+        "        world.call('a__write', {'x': 1})\n"
+    )
+    with pytest.raises(VariantFailed, match="RuntimeError: the episode is over"):
+        _loop(greedy, [], max_turns=3)
+    sneaky = "def run(llm, world, request):\n    world.call('bank__transfer_all', {})\n"
+    with pytest.raises(VariantFailed, match="there is no API named 'bank__transfer_all'"):
+        _loop(sneaky, [])
+
+
+@needs_bwrap
+def test_the_probe_plays_a_workflow_loop_on_the_probe_task() -> None:
+    assert probe_variant("workflow", "own_loop", LOOP.encode()).ok
+    idle = b"def run(llm, world, request):\n    return None\n"
+    assert (
+        probe_variant("workflow", "idle", idle).reason == "its loop made no call on the probe task"
+    )

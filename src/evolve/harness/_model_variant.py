@@ -123,7 +123,8 @@ def parse_variant_reply(text: str, module: str) -> bytes:
         raise ReplyRefused(f"the code is not valid Python ({type(exc).__name__})") from None
     method = SIGNATURES[module].split("(")[0].removeprefix("def ")
     wanted = 3 if module == "workflow" else 2
-    found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == method]
+    names = (method, "run") if module == "workflow" else (method,)
+    found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
     if not found:
         raise ReplyRefused(f"the code defines no top-level function {method}()")
     if len(found[-1].args.args) != wanted:

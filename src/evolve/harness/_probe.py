@@ -14,16 +14,20 @@ action either nothing (it runs) or a review note.
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from evolve.agent import AgentRequest
+from evolve.envs import ApiCall
 from evolve.errors import ConfigError
 from evolve.harness._config import read_variant
 from evolve.harness._contracts import MODULES, PromptParts, TaskView
-from evolve.harness._sandboxed import TEXT_CAP, VariantFailed, Worker
+from evolve.harness._sandboxed import LOOP, TEXT_CAP, VariantFailed, Worker, _Loop
+from evolve.llm import Completion, Message
 from evolve.sandbox import Backend, Limits
 
 PROBE_TASK = TaskView("probe", "Send Alice a message that the meeting moved to 3pm.")
@@ -69,6 +73,40 @@ class ProbeResult:
         return asdict(self)
 
 
+class _ProbeLLM:
+    """The probe's model: it proposes one message, then to finish."""
+
+    name = "probe"
+
+    def __init__(self) -> None:
+        self.replies = [json.dumps({"tool": t, "arguments": a}) for t, a in PROBE_ACTIONS]
+
+    def complete(self, messages: Sequence[Message], **_: Any) -> Completion:
+        return Completion(self.replies.pop(0) if len(self.replies) > 1 else self.replies[0])
+
+
+class _ProbeWorld:
+    """The probe's world: every call succeeds; the finish completes it."""
+
+    def __init__(self) -> None:
+        self.completed = False
+
+    def call(self, tool: str, arguments: Mapping[str, Any]) -> ApiCall:
+        self.completed = self.completed or tool == PROBE_TOOLS[-1]
+        app, _, api = tool.partition("__")
+        return ApiCall(app, api, dict(arguments), True, {"ok": True})
+
+
+def _loop_answer(worker: Worker) -> list[Any]:
+    request = AgentRequest(
+        PROBE_TASK.task_id, PROBE_TASK.instruction, f"Task: {PROBE_TASK.instruction}",
+        "You are a careful assistant.", PROBE_TOOLS, 4, 0,
+    )  # fmt: skip
+    world = _ProbeWorld()
+    trace = _Loop(worker, _ProbeLLM(), world, request).play()  # type: ignore[arg-type]
+    return [[call.tool for call in trace.calls]]
+
+
 def _answers(worker: Worker, module: str) -> list[Any]:
     if module == "tools":
         return [worker.call("describe", PROBE_DOCS, list(PROBE_TOOLS))]
@@ -78,11 +116,19 @@ def _answers(worker: Worker, module: str) -> list[Any]:
         return [worker.call("inject", PROBE_PARTS.skills, asdict(PROBE_TASK))]
     if module == "memory":
         return [worker.call("retrieve", PROBE_MEMORY, asdict(PROBE_TASK))]
+    if LOOP in worker.methods:
+        return _loop_answer(worker)
     return [worker.call("review", tool, args, 0) for tool, args in PROBE_ACTIONS]
 
 
 def _invalid(module: str, answers: list[Any]) -> str:
     """Why the answers break the module's contract ('' when they do not)."""
+    if module == "workflow" and answers and isinstance(answers[0], list):
+        if not answers[0]:
+            return "its loop made no call on the probe task"
+        if answers[0][-1] != PROBE_TOOLS[-1]:
+            return "its loop did not finish the probe task"
+        return ""
     for value in answers:
         if module == "workflow" and value is None:
             continue

@@ -16,21 +16,23 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import json
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from evolve.agent import Action, AgentRequest, LoopHooks, Review, Trace
+from evolve._text import printable
+from evolve.agent import ACTION_SCHEMA, Action, AgentRequest, LoopHooks, Review, Trace, Turn
 from evolve.envs import World
 from evolve.errors import EvolveError
 from evolve.harness._contracts import PromptParts, TaskView
 from evolve.harness._tools import PlainTools
 from evolve.harness._workflow import _play
-from evolve.llm import LLM
+from evolve.llm import LLM, Message, ReplyMalformed, RequestFailed
 from evolve.sandbox import Backend, Limits, Session, SessionError
 
 SHIM = Path(__file__).with_name("_shim.py")
@@ -63,6 +65,13 @@ class VariantFailed(EvolveError):
     """A sandboxed variant could not be loaded or did not answer within its contract."""
 
 
+class Refused(Exception):
+    """A request of the variant's (a model or world call) that the parent refuses."""
+
+
+RELAYED = ("llm", "world")  # what a workflow loop in the worker may ask of the parent
+
+
 @dataclass
 class Worker:
     """One sandboxed worker for one variant file, started on its first call."""
@@ -74,6 +83,7 @@ class Worker:
     backend: Backend | Literal["auto"] = "auto"
     call_s: float = CALL_S
     startup_s: float = 0.0
+    methods: tuple[str, ...] = ()
     calls: int = 0
     call_time_s: float = 0.0
     _session: Session | None = field(default=None, repr=False)
@@ -108,16 +118,25 @@ class Worker:
             )
         except (OSError, RuntimeError, ValueError) as exc:
             raise VariantFailed(f"{self.label}: the sandbox could not start ({exc}).") from None
-        self._ask({"op": "load", "module": self.module, "path": VARIANT_FILE})
+        loaded = self._ask({"op": "load", "module": self.module, "path": VARIANT_FILE})
+        self.methods = tuple(str(m) for m in loaded) if isinstance(loaded, list) else ()
         self.startup_s = round(time.monotonic() - started, 6)
         return self._session
 
-    def _ask(self, message: Mapping[str, Any]) -> Any:
+    def _ask(
+        self, message: Mapping[str, Any], answer: Callable[[dict[str, Any]], Any] | None = None
+    ) -> Any:
         session = self._session
         assert session is not None
         try:
             session.send(message)
             reply = session.receive(self.call_s)
+            while answer is not None and reply.get("op") in RELAYED:
+                try:
+                    session.send({"ok": True, "value": answer(reply)})
+                except Refused as exc:
+                    session.send({"ok": False, "error": str(exc)})
+                reply = session.receive(self.call_s)
         except SessionError as exc:
             tail = session.stderr_tail(300).strip().splitlines()
             hint = f" (last: {tail[-1][:200]})" if tail and exc.limit is None else ""
@@ -128,8 +147,12 @@ class Worker:
             raise VariantFailed(f"{self.label}: {what}: {error}")
         return reply.get("value")
 
-    def call(self, method: str, *args: Any) -> Any:
+    def call(
+        self, method: str, *args: Any, answer: Callable[[dict[str, Any]], Any] | None = None
+    ) -> Any:
         """Call `method` of the variant in the worker; returns the value it answered.
+        `answer` answers the requests the variant sends back meanwhile (a workflow's model
+        and world calls; :class:`Refused` refuses one with its reason).
 
         Raises:
             VariantFailed: the worker failed, broke a limit, or the variant raised.
@@ -138,7 +161,7 @@ class Worker:
             self.start()
             started = time.monotonic()
             try:
-                return self._ask({"op": "call", "method": method, "args": list(args)})
+                return self._ask({"op": "call", "method": method, "args": list(args)}, answer)
             finally:
                 self.calls += 1
                 self.call_time_s += time.monotonic() - started
@@ -225,7 +248,91 @@ class SandboxedWorkflow:
         return Review(_text(self.worker, value, "review"))
 
     def run(self, llm: LLM, world: World, request: AgentRequest, hooks: LoopHooks) -> Trace:
+        self.worker.start()
+        if LOOP in self.worker.methods:
+            return _Loop(self.worker, llm, world, request).play()
         return _play(llm, world, request, replace(hooks, review=self.review))
+
+
+LOOP = "run"
+_ROLES = ("system", "user", "assistant")
+
+
+@dataclass
+class _Loop:
+    """A workflow file's own loop, `run(llm, world, request)`, in the worker: each model and
+    world call it makes comes here and is checked against the loop's rules (at most
+    `max_turns` world calls, none after the world is completed, only the request's tools, at
+    most two model calls a turn, none after a failed request) before evolve makes it."""
+
+    worker: Worker
+    llm: LLM
+    world: World
+    request: AgentRequest
+    trace: Trace = field(default_factory=Trace)
+    last: str = ""
+    model_calls: int = 0
+
+    def play(self) -> Trace:
+        req = self.request
+        view = {
+            "task_message": req.task_message,
+            "system_prompt": req.system_prompt,
+            "tools": list(req.tools),
+            "max_turns": req.max_turns,
+        }
+        self.worker.call(LOOP, view, answer=self.answer)
+        turns = len(self.trace.calls)
+        self.trace.hit_turn_limit = not self.world.completed and turns >= req.max_turns
+        return self.trace
+
+    def answer(self, message: dict[str, Any]) -> Any:
+        if message.get("op") == "llm":
+            return self._complete(message.get("messages"))
+        return self._call(message.get("tool"), message.get("arguments"))
+
+    def _complete(self, raw: Any) -> str:
+        if self.trace.model_error is not None:
+            raise Refused("the model request failed; the episode is over")
+        if self.model_calls >= 2 * self.request.max_turns:
+            raise Refused("no more model calls in this episode")
+        if not isinstance(raw, list) or not raw or len(raw) > 400:
+            raise Refused("messages must be a list of {role, content}")
+        messages: list[Message] = []
+        for item in raw:
+            if not (isinstance(item, dict) and item.get("role") in _ROLES):
+                raise Refused("each message needs a role: system, user or assistant")
+            content = item.get("content")
+            if not isinstance(content, str) or len(content) > TEXT_CAP:
+                raise Refused("each message needs a content of text")
+            messages.append(Message(item["role"], content))
+        self.model_calls += 1
+        try:
+            completion = self.llm.complete(
+                messages, json_schema=ACTION_SCHEMA, temperature=0.0, seed=self.request.seed
+            )
+        except ReplyMalformed as exc:
+            self.trace.turns.append(Turn(bad_reply=printable(str(exc), 300)))
+            raise Refused("the model's reply was malformed") from None
+        except RequestFailed as exc:
+            self.trace.model_error = printable(str(exc), 300)
+            raise Refused("the model request failed; the episode is over") from None
+        self.trace.usage = self.trace.usage + completion.usage
+        self.last = completion.text
+        return completion.text
+
+    def _call(self, tool: Any, arguments: Any) -> dict[str, Any]:
+        if self.world.completed or len(self.trace.calls) >= self.request.max_turns:
+            raise Refused("the episode is over")
+        if not isinstance(tool, str) or tool not in self.request.tools:
+            raise Refused(f"there is no API named {printable(str(tool), 80)!r}")
+        if not isinstance(arguments, dict):
+            raise Refused("arguments must be a JSON object")
+        call = self.world.call(tool, arguments)
+        self.trace.turns.append(Turn(call=call, reply=self.last))
+        result = json.loads(json.dumps(call.result, default=str))
+        return {"ok": call.ok, "result": result, "error": call.error,
+                "completed": self.world.completed}  # fmt: skip
 
 
 _PROXIES: Mapping[str, Any] = {

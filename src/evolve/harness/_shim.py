@@ -9,7 +9,10 @@ standard library. It answers one JSON object per line on standard input:
   each time) and report the contract methods it defines for module M;
 - `{"op": "call", "method": NAME, "args": [...]}`: call that method of the loaded variant
   with the arguments (the task and the prompt's parts as the small views below) and return
-  its value.
+  its value. A workflow file that defines `run(llm, world, request)` plays its own loop: while
+  it runs, each `llm.complete(messages)` and `world.call(tool, arguments)` is one line to the
+  parent (`{"op": "llm", ...}`, `{"op": "world", ...}`), which checks it, makes the call and
+  answers on standard input; the model, its key and the world never enter this process.
 
 Each answer is `{"ok": true, "value": ...}` or `{"ok": false, "error": "..."}`. What the
 variant prints goes to standard error; only the shim writes the protocol's lines.
@@ -37,6 +40,8 @@ METHODS = {
     "memory": ("retrieve",),
     "workflow": ("review",),
 }
+# A workflow file may instead play the whole loop: run(llm, world, request).
+LOOP = "run"
 
 _LOADED: dict[str, Any] = {}
 
@@ -63,11 +68,59 @@ def _load(module: str, path: str) -> list[str]:
         raise ImportError("the variant file cannot be loaded")
     made = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(made)
+    if module == "workflow" and callable(getattr(made, LOOP, None)):
+        _LOADED["module"] = made
+        return [LOOP]
     missing = [m for m in METHODS[module] if not callable(getattr(made, m, None))]
     if missing:
         raise TypeError(f"it defines no function {missing[0]}() for the {module} module")
     _LOADED["module"] = made
     return list(METHODS[module])
+
+
+class _Remote:
+    """A request to the parent in the middle of a call: one line out, its answer back."""
+
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
+
+    def ask(self, message: dict[str, Any]) -> Any:
+        self.channel.write(json.dumps(message, ensure_ascii=True) + "\n")
+        self.channel.flush()
+        line = sys.stdin.readline()
+        if not line:
+            raise SystemExit(0)
+        answer = json.loads(line)
+        if not answer.get("ok"):
+            raise RuntimeError(str(answer.get("error", "refused")))
+        return answer.get("value")
+
+
+class LLM:
+    """The parent's model, behind the pipe: complete(messages) -> the reply's text."""
+
+    def __init__(self, remote: _Remote) -> None:
+        self._remote = remote
+
+    def complete(self, messages: list[dict[str, str]]) -> str:
+        return str(self._remote.ask({"op": "llm", "messages": list(messages)}))
+
+
+class World:
+    """The parent's world, behind the pipe: call(tool, arguments) -> {ok, result, error}."""
+
+    def __init__(self, remote: _Remote) -> None:
+        self._remote = remote
+        self.completed = False
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        value = self._remote.ask({"op": "world", "tool": tool, "arguments": arguments})
+        self.completed = bool(value.get("completed"))
+        return dict(value)
+
+
+Request = namedtuple("Request", ["task_message", "system_prompt", "tools", "max_turns"])
+_CHANNEL: dict[str, Any] = {}
 
 
 def _answer(message: dict[str, Any]) -> Any:
@@ -79,6 +132,10 @@ def _answer(message: dict[str, Any]) -> Any:
         if made is None:
             raise RuntimeError("no variant loaded")
         method = message["method"]
+        if method == LOOP:
+            remote = _Remote(_CHANNEL["out"])
+            request = Request(**message["args"][0])
+            return getattr(made, LOOP)(LLM(remote), World(remote), request)
         return getattr(made, method)(*_view(method, message.get("args", [])))
     raise ValueError(f"unknown request {op!r}")
 
@@ -87,9 +144,10 @@ def main() -> None:
     # The protocol's own channel: the original standard output, kept on a private descriptor;
     # descriptor 1 (and print) now go to standard error.
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    _CHANNEL["out"] = channel
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    for line in sys.stdin:
+    while line := sys.stdin.readline():
         try:
             reply = {"ok": True, "value": _answer(json.loads(line))}
             text = json.dumps(reply, ensure_ascii=True)

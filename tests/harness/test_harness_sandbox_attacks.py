@@ -197,3 +197,19 @@ def test_printing_does_not_forge_an_answer(ws: Workspace) -> None:
         "    return 42\n",
     )
     assert reason == "it returned int, not text"
+
+
+def test_the_worker_shim_imports_the_standard_library_only() -> None:
+    import ast
+    import sys
+
+    from evolve.harness import _sandboxed
+
+    tree = ast.parse(_sandboxed.SHIM.read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names.add((node.module or "").split(".")[0])
+    assert names and names <= set(sys.stdlib_module_names) | {"__future__"}, names

@@ -79,12 +79,12 @@ def test_a_refused_switch_writes_nothing(
     assert workspace_state(ws.root, run_git) == state
 
 
-def test_a_workspace_variant_file_is_refused_with_the_sandbox_named(
+def test_an_unreviewed_workspace_variant_file_is_refused(
     ws: Workspace, capsys: pytest.CaptureFixture[str], run_git: GitRunner
 ) -> None:
     own = Path(ws.root, "harness", "workflow")
     own.mkdir(parents=True)
     (own / "mine.py").write_text("import os\n", encoding="utf-8")
     code, _, err = run_cli(capsys, "harness", "set", "workflow", "mine")
-    assert code != 0 and "needs the sandbox" in one_sentence(err)
+    assert code != 0 and "harness/workflow/mine.py awaits review" in one_sentence(err)
     assert not (ws.root / HARNESS_FILE).exists()

@@ -174,13 +174,13 @@ def test_a_bad_harness_file_is_one_sentence(tmp_path: Path, text: str, says: str
     assert str(err.value).count(". ") <= 1
 
 
-def test_a_workspace_variant_file_is_refused_until_the_sandbox_exists(tmp_path: Path) -> None:
+def test_a_workspace_variant_file_is_refused_until_a_person_approves_it(tmp_path: Path) -> None:
     (tmp_path / "harness" / "workflow").mkdir(parents=True)
     (tmp_path / "harness" / "workflow" / "mine.py").write_text("raise SystemExit(1)\n")
     with pytest.raises(ConfigError) as err:
         load_harness(_write(tmp_path, "workflow: mine\n"))
     assert "harness/workflow/mine.py" in str(err.value)
-    assert "needs the sandbox, which is not built yet" in str(err.value)
+    assert "awaits review" in str(err.value)
 
 
 def test_a_harness_file_that_links_out_of_the_workspace_is_refused(tmp_path: Path) -> None:

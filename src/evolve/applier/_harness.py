@@ -3,7 +3,8 @@
 A proposal maps modules to built-in variants (a name, or `{variant: NAME, PARAM: N}`); each
 is checked as the file's own entries are (evolve.harness), applied over the file as it stands,
 and the whole file written in its canonical form. A refused module is logged with its reason
-and changes nothing; a workspace variant file is refused (it needs the sandbox).
+and changes nothing; a workspace variant file is refused until a person approved its text
+(evolve.review; it runs only in the sandbox).
 """
 
 from __future__ import annotations
@@ -13,8 +14,16 @@ from typing import Any
 
 from evolve._format import _limits as limits
 from evolve.errors import ConfigError, PathRefused
-from evolve.harness import DEFAULTS, HARNESS_FILE, MODULES, choose, dump_choice, parse_choice
-from evolve.harness._config import Choice
+from evolve.harness import (
+    BUILTINS,
+    DEFAULTS,
+    HARNESS_FILE,
+    MODULES,
+    choose,
+    dump_choice,
+    parse_choice,
+)
+from evolve.harness._config import Choice, awaits_review, is_approved, read_variant
 from evolve.ops import Refusal
 from evolve.workspace import Workspace
 
@@ -44,6 +53,11 @@ def plan_harness(ws: Workspace, changes: Mapping[Any, Any]) -> tuple[bytes | Non
     for module, value in changes.items():
         try:
             choice = choose(choice, module, value, ws.root)
+            name = choice[str(module)][0]
+            if name not in BUILTINS[str(module)]:
+                source = read_variant(ws.root, str(module), name)
+                if not is_approved(ws.root, str(module), name, source):
+                    raise ConfigError(awaits_review(str(module), name))
         except ConfigError as exc:
             refused.append(Refusal(op="harness", what=str(module)[:80], reason=str(exc)))
     if choice == before:

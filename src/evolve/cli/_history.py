@@ -203,6 +203,41 @@ def review_reject(unit_id: str, reason: str | None, workspace: Path | None) -> N
     stdout.print(f"rejected {unit_id} in {sha[:10]}")
 
 
+@review_group.command("variants")
+@json_option
+@workspace_option
+def review_variants(as_json: bool, workspace: Path | None) -> None:
+    """Model-written harness variant files that wait for a person's approval before they
+    first run (docs/harness.md)."""
+    from evolve.harness._config import variant_path
+    from evolve.review._variants import pending_variants
+
+    waiting = pending_variants(open_workspace(workspace))
+    if as_json:
+        emit_json([{"module": m, "name": n, "path": variant_path(m, n)} for m, n in waiting])
+        return
+    if not waiting:
+        stdout.print("no variant file is waiting for review.")
+    for module, name in waiting:
+        stdout.print(f"[bold]{module}/{name}[/bold] {variant_path(module, name)}")
+
+
+@review_group.command("approve-variant")
+@click.argument("module")
+@click.argument("name")
+@workspace_option
+def review_approve_variant(module: str, name: str, workspace: Path | None) -> None:
+    """Approve the variant file harness/MODULE/NAME.py as it stands (one commit); it still
+    runs only in the sandbox, and a later change to it waits again."""
+    from evolve.review._variants import approve_variant
+
+    sha = approve_variant(open_workspace(workspace), module, name)
+    if sha is None:
+        stdout.print(f"{module}/{name} is already approved as it stands.")
+    else:
+        stdout.print(f"approved {module}/{name} in {sha[:10]}")
+
+
 @click.command("report")
 @click.option(
     "--out",

@@ -3,12 +3,14 @@
 The file is evolvable (under `prompts/`, beside `parameters.yaml`), so it changes through the
 applier and `evolve revert` takes a change back like any prompt change. It maps a module to a
 built-in variant's name, or to `{variant: NAME, PARAM: N, ...}`; a module it leaves out keeps
-its default. Workspace variant files (`harness/<module>/<variant>.py`, written by a model) are
-refused: running them needs the sandbox, which is not built yet.
+its default. A name that is no built-in names a workspace variant file
+(`harness/<module>/<variant>.py`, model-written code): it takes no parameters and runs only in
+the sandbox (`evolve.harness._sandboxed`; docs/harness.md, variant files).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +24,8 @@ from evolve.harness._harness import BUILTINS, DEFAULT_HARNESS, DEFAULTS, Harness
 HARNESS_FILE = "prompts/harness.yaml"
 VARIANTS_DIR = "harness"  # where workspace variant files will live: harness/<module>/<name>.py
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+VARIANT_MAX_BYTES = 64 * 1024  # a variant file at most
+APPROVED_FILE = f"{VARIANTS_DIR}/approved.yaml"  # module/name -> SHA-256 a person approved
 
 Choice = Mapping[str, tuple[str, Mapping[str, int]]]
 
@@ -41,7 +45,7 @@ def load_harness(root: Path) -> Harness:
         raise
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{HARNESS_FILE} could not be read ({exc}); fix or remove it.") from None
-    return build_harness(parse_choice(text, root))
+    return build_harness(parse_choice(text, root), root)
 
 
 def parse_choice(text: str, root: Path | None = None) -> Choice:
@@ -87,13 +91,14 @@ def _variant(module: str, value: Any, root: Path | None) -> tuple[str, Mapping[s
     known = BUILTINS[module]
     if value not in known:
         builtins = ", ".join(known)
-        own = f"{VARIANTS_DIR}/{module}/{value}.py"
-        if root is not None and (root / own).exists():
-            raise ConfigError(
-                f"{HARNESS_FILE}: {module}: {value} is a workspace variant file ({own}); "
-                f"running model-written variants needs the sandbox, which is not built yet, "
-                f"so name a built-in one: {builtins}."
-            )
+        own = variant_path(module, value)
+        if root is not None and ((root / own).is_file() or (root / own).is_symlink()):
+            if params:
+                raise ConfigError(
+                    f"{HARNESS_FILE}: {module}: {value} is a workspace variant file ({own}); "
+                    f"it takes no parameters."
+                )
+            return value, {}
         raise ConfigError(
             f"{HARNESS_FILE}: {module} has no variant {value!r}; the built-ins are {builtins}."
         )
@@ -133,12 +138,85 @@ def choose(choice: Choice, module: Any, value: Any, root: Path | None = None) ->
     return {**choice, str(module): _variant(str(module), value, root)}
 
 
-def build_harness(choice: Choice) -> Harness:
-    """The harness of checked choices (:func:`parse_choice`)."""
+def variant_path(module: str, name: str) -> str:
+    """The workspace path of a variant file: `harness/<module>/<name>.py`."""
+    return f"{VARIANTS_DIR}/{module}/{name}.py"
+
+
+def read_variant(root: Path, module: str, name: str) -> bytes:
+    """The bytes of a workspace variant file, read without following a link out.
+
+    Raises:
+        ConfigError: it cannot be read, or is past the size a variant file may have.
+    """
+    own = variant_path(module, name)
+    try:
+        data = limits.read_bytes(root, own)
+    except (OSError, ValueError, PathRefused) as exc:
+        raise ConfigError(f"{own} could not be read ({exc}).") from None
+    if len(data) > VARIANT_MAX_BYTES:
+        raise ConfigError(f"{own} is larger than {VARIANT_MAX_BYTES} bytes.")
+    return data
+
+
+def approved_variants(root: Path) -> dict[str, str]:
+    """module/name -> the SHA-256 of the text a person approved (`harness/approved.yaml`).
+
+    Raises:
+        ConfigError: the file is not a mapping of such entries.
+    """
+    if not (root / APPROVED_FILE).exists():
+        return {}
+    import yaml
+
+    from evolve import _yaml
+
+    try:
+        data = _yaml.load(limits.read_text(root, APPROVED_FILE), APPROVED_FILE, error=ConfigError)
+    except (yaml.YAMLError, OSError, ValueError):
+        raise ConfigError(f"{APPROVED_FILE} could not be read; fix or remove it.") from None
+    data = data or {}
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+    ):
+        raise ConfigError(f"{APPROVED_FILE} must map module/name to a SHA-256.")
+    return dict(data)
+
+
+def is_approved(root: Path, module: str, name: str, source: bytes) -> bool:
+    """Whether a person approved this very text of the variant file (`harness/approved.yaml`)."""
+    return approved_variants(root).get(f"{module}/{name}") == hashlib.sha256(source).hexdigest()
+
+
+def awaits_review(module: str, name: str) -> str:
+    """The sentence that refuses to run a variant file no person approved."""
+    return (
+        f"{variant_path(module, name)} awaits review: a person approves a model-written "
+        f"variant file before it first runs (evolve review approve-variant {module} {name})."
+    )
+
+
+def build_harness(choice: Choice, root: Path | None = None) -> Harness:
+    """The harness of checked choices (:func:`parse_choice`); a workspace variant file (read
+    from `root`) becomes its module run in the sandbox.
+
+    Raises:
+        ConfigError: a choice names a variant file that cannot be read (or no `root`).
+    """
     made: dict[str, Any] = {}
     for module in MODULES:
         name, params = choice.get(module, (DEFAULTS[module], {}))
-        made[module] = BUILTINS[module][name].make(**params)
+        if name in BUILTINS[module]:
+            made[module] = BUILTINS[module][name].make(**params)
+            continue
+        if root is None:
+            raise ConfigError(f"{HARNESS_FILE}: {module}: {name} is no built-in variant.")
+        from evolve.harness._sandboxed import sandboxed
+
+        source = read_variant(root, module, name)
+        if not is_approved(root, module, name, source):
+            raise ConfigError(awaits_review(module, name))
+        made[module] = sandboxed(module, name, source)
     full = {m: choice.get(m, (DEFAULTS[m], {})) for m in MODULES}
     return Harness(**made, choice={m: (n, dict(p)) for m, (n, p) in full.items()})
 

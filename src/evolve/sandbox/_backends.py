@@ -112,10 +112,13 @@ def _system_binds() -> list[str]:
     return out
 
 
-def _python_dirs() -> list[str]:
-    """The running interpreter's folders: a program run with evolve's own Python starts."""
+def _python_dirs(env: bool = True) -> list[str]:
+    """The running interpreter's folders: a program run with evolve's own Python starts.
+    Without `env`, only the base interpreter's (its standard library, no virtual
+    environment's packages: evolve itself is not visible)."""
     seen: list[str] = []
-    for path in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
+    both = (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
+    for path in both if env else (sys.base_prefix, sys.base_exec_prefix):
         real = os.path.realpath(path)
         for p in (path, real):
             if p not in seen:
@@ -134,8 +137,10 @@ def wrap(
     root: str,
     cwd: str,
     read_only: Sequence[str] = (),
+    python_env: bool = True,
 ) -> list[str]:
-    """The command line that runs `argv` in `backend`, with `root` the one writable folder."""
+    """The command line that runs `argv` in `backend`, with `root` the one writable folder
+    (`python_env` False: bubblewrap binds the base interpreter only, not evolve's environment)."""
     if backend == "rlimits":
         return list(argv)
     if backend == "unshare":
@@ -147,7 +152,7 @@ def wrap(
     out = [exe, "--unshare-all", "--die-with-parent", "--new-session", "--tmpfs", "/tmp"]
     out += _system_binds()
     bound: list[str] = [*SYSTEM_DIRS]
-    for path in (*_python_dirs(), *read_only):
+    for path in (*_python_dirs(python_env), *read_only):
         path = os.path.abspath(path)
         # Under a folder bound already it is visible, and no mount point can be made there.
         if os.path.exists(path) and not any(_under(path, b) for b in bound):

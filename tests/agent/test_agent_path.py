@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ AGENT = textwrap.dedent(
 @pytest.fixture
 def played(
     ws: Workspace, run_git: GitRunner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> Path:
+) -> Iterator[Path]:
     """The workspace names `<module>:make` kept in its folder `bots/`; the file each played
     episode is written to."""
     monkeypatch.setattr(sys, "path", list(sys.path))  # the folder added is taken off after

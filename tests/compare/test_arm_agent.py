@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,7 @@ def _compare(root: Path, text: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A workspace keeping an idle agent in its protected folder `bots/` (agent.path), its
     own agent still evolve's (the sim)."""
     for key, value in GIT_ENV.items():

@@ -200,7 +200,10 @@ class AgentConfig(_Section):
     name: Name | None = Field(
         default=None, description="The agent that plays episodes (default: model)."
     )
-    path: Annotated[tuple[str, ...], AfterValidator(_folders)] = ()
+    path: Annotated[tuple[str, ...], AfterValidator(_folders)] = Field(
+        default=(),
+        description="Workspace folders (each protected) on the import path for `name` and models.",
+    )
     max_turns: int = Field(default=12, ge=2, le=100)
     # Command mode (docs/command-agents.md): a program run per episode in the sandbox.
     command: Annotated[tuple[str, ...] | None, AfterValidator(_argv)] = None

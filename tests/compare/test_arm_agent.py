@@ -72,6 +72,10 @@ def test_an_arm_names_its_agent_and_plain_experiments_keep_their_digest() -> Non
     mine = _parse(GOOD.replace("  ace: {}", "  ace: {agent: 'pkg.bot:make'}"))
     assert mine.arms["ace"].agent == "pkg.bot:make" and mine.arms["none"].agent is None
     assert mine.digest() != exp.digest()
+    # the results show the plan as before, an arm's agent only where it names one
+    assert all("agent" not in arm for arm in exp.document()["arms"].values())
+    assert mine.document()["arms"]["ace"]["agent"] == "pkg.bot:make"
+    assert "agent" not in mine.document()["arms"]["none"]
 
 
 def _compare(root: Path, text: str) -> tuple[int, str, str]:

@@ -99,11 +99,18 @@ class Experiment(_Strict):
     def arm_names(self, *types: str) -> list[str]:
         return [n for n, a in self.arms.items() if not types or a.type in types]
 
-    def digest(self) -> str:
+    def _plain(self) -> dict[str, Any] | None:
         # An arm that names no agent is dumped without the key, so an experiment written
-        # before arms could name one keeps its digest (and its results).
+        # before arms could name one keeps its digest (its results) and its results' plan.
         plain = {name: {"agent"} for name, arm in self.arms.items() if arm.agent is None}
-        text = self.model_dump_json(exclude={"arms": plain} if plain else None)
+        return {"arms": plain} if plain else None
+
+    def document(self) -> dict[str, Any]:
+        """The experiment as the results show it (JSON types)."""
+        return self.model_dump(mode="json", exclude=self._plain())
+
+    def digest(self) -> str:
+        text = self.model_dump_json(exclude=self._plain())
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 

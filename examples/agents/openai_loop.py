@@ -8,9 +8,10 @@ evolve records and judges it), and returns the trace.
 
 Two ways to use it:
 
-- by name, in `evolve.yaml` (with this folder on `PYTHONPATH`)::
+- by name, in `evolve.yaml`, with this folder on `PYTHONPATH` or this file copied into a
+  protected folder of the workspace that ``agent.path`` names::
 
-      agent: {name: "openai_loop:make_agent"}
+      agent: {name: "openai_loop:make_agent", path: [agent]}
 
   `evolve run`, `train` and the gate of `evolve` then play it; it reaches the server at
   `OPENAI_BASE_URL` (with `OPENAI_API_KEY`) and asks the model of the agent role

@@ -8,7 +8,14 @@ followed wrongly; nothing else teaches it. So what training writes into memory, 
 revert takes out, is what changes its scores.
 
 :class:`ScriptedUpdater` plays the updater model for the ``ace`` recipe offline: each line of
-the complaint it is shown becomes a bullet, unless memory already holds it.
+the complaint it is shown becomes a bullet, unless memory already holds it. As the reflector
+of ``evolve evolve`` it proposes no prompt edit.
+
+A workspace names both by import path (the folder holding this file is on ``agent.path``)::
+
+    agent: {name: "desk_agent:make_agent", path: [agent]}
+    models: {agent: mock, updater: "desk_agent:scripted_updater",
+             reflector: "desk_agent:scripted_updater"}
 
 Neither is a claim about real models; they make the mechanics visible without a network.
 """
@@ -20,9 +27,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evolve.agent import AgentRequest, Trace, Turn
-from evolve.envs import ApiCall, World
-from evolve.llm import Completion, JsonSchema, Message, Usage
+from evolve.agent import Agent, AgentContext, AgentRequest, Trace, Turn
+from evolve.envs import ApiCall, Environment, World
+from evolve.llm import LLM, Completion, JsonSchema, Message, Usage
 
 _GREETING = re.compile(r"Start every reply with '([^'<]*)<first name>([^']*)'")
 _SIGN_OFF = re.compile(r"End every reply with '([^']+)'")
@@ -99,7 +106,8 @@ class ScriptedDeskAgent:
 
 
 class ScriptedUpdater:
-    """The ``ace`` recipe's updater model, offline: complaint lines become bullets."""
+    """The ``ace`` recipe's updater model, offline: complaint lines become bullets (and a
+    reflector that proposes no prompt edit)."""
 
     name = "scripted-updater"
 
@@ -122,5 +130,19 @@ class ScriptedUpdater:
                 line = line.strip("-* ").strip()
                 if line and line not in known:
                     operations.append({"op": "add", "text": line})
-        text = json.dumps({"operations": operations, "bullet_tags": []})
+        if json_schema is not None and json_schema.name == "reflector_edits":
+            text = json.dumps({"edits": []})  # as the reflector: no prompt edit to propose
+        else:
+            text = json.dumps({"operations": operations, "bullet_tags": []})
         return Completion(text=text, usage=Usage(len(prompt) // 4, len(text) // 4), model=self.name)
+
+
+def make_agent(context: AgentContext) -> Agent:
+    """The agent factory ``agent: {name: "desk_agent:make_agent"}`` names: the scripted clerk
+    (it asks no model, so it ignores ``context.llm``)."""
+    return ScriptedDeskAgent()
+
+
+def scripted_updater(model: str, /, *, env: Environment | None = None, **options: Any) -> LLM:
+    """The model factory ``models: {updater: "desk_agent:scripted_updater"}`` names."""
+    return ScriptedUpdater()

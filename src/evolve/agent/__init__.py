@@ -30,6 +30,7 @@ from evolve.agent._registry import (
     AgentFactory,
     agents,
     make_agent,
+    use_agent_path,
     workspace_agent,
 )
 from evolve.agent._seam import Agent, AgentRequest, ModelAgent
@@ -63,5 +64,6 @@ __all__ = [
     "section",
     "task_message",
     "without_sections",
+    "use_agent_path",
     "workspace_agent",
 ]

@@ -30,13 +30,15 @@ from typing import Any
 from evolve import _confine as confined
 from evolve._format._git import committed_env
 from evolve._io import canonical_json
+from evolve.agent import workspace_agent
+from evolve.agent._command import command_agent
 from evolve.compare._spec import ArmSpec, Experiment, Job
 from evolve.episode import EpisodeRecord, EpisodeSetup
 from evolve.errors import EvolveError
-from evolve.evaluate import episode_setup, open_env, score_tasks, with_agent
+from evolve.evaluate import episode_setup, open_env, score_tasks
 from evolve.llm import LLM, make_role_llm, usage_json, with_models
 from evolve.memory import fixed_block
-from evolve.workspace import EvolveConfig, Workspace, load_config
+from evolve.workspace import AgentConfig, EvolveConfig, Workspace, load_config
 
 CLONES = "evolve-compare"
 CELL_SCHEMA = 1
@@ -104,6 +106,13 @@ def _own_models(cfg: EvolveConfig, arm: ArmSpec) -> EvolveConfig:
     return with_models(cfg, agent=arm.models.agent, updater=arm.models.updater)
 
 
+def _own_agent(cfg: EvolveConfig, arm: ArmSpec) -> AgentConfig:
+    """The agent `arm` is played by: the one it names, else the workspace's."""
+    if arm.agent is None:
+        return cfg.agent
+    return cfg.agent.model_copy(update={"name": arm.agent, "command": None})
+
+
 def _arm_config(cfg: EvolveConfig, spec: JobSpec) -> EvolveConfig:
     """The configuration a recipe arm trains under: its recipe rendered, its parameters."""
     assert spec.job.arm is not None
@@ -115,9 +124,11 @@ def _arm_config(cfg: EvolveConfig, spec: JobSpec) -> EvolveConfig:
     caps = dict(cfg.caps)
     if arm.caps is not None:
         caps[arm.recipe] = arm.caps
+    agent = _own_agent(cfg, arm)
     cfg = _own_models(cfg, arm)
     return cfg.model_copy(
         update={
+            "agent": agent,
             "train": cfg.train.model_copy(update={"recipe": arm.recipe, "review": arm.review}),
             "render": cfg.render.model_copy(update={"recipes": ()}),
             "memory": memory,
@@ -140,11 +151,18 @@ def _episode(record: EpisodeRecord, seed: int) -> dict[str, Any]:
     }
 
 
-def _evaluate(ws: Workspace, llm: LLM, setup: EpisodeSetup, exp: Experiment) -> dict[str, Any]:
-    """Score every split of `exp`: each task once per evaluation seed, played by the agent the
-    arm's workspace names."""
+def _evaluate(
+    ws: Workspace, llm: LLM, setup: EpisodeSetup, exp: Experiment, agent: AgentConfig
+) -> dict[str, Any]:
+    """Score every split of `exp`: each task once per evaluation seed, played by `agent` (the
+    arm's own, else the workspace's)."""
     env = open_env(ws)
-    setup = with_agent(setup, ws, llm)
+    played = (
+        command_agent(agent, ws.root)
+        if agent.command
+        else workspace_agent(agent.agent_name, llm, ws.root)
+    )
+    setup = replace(setup, agent=played)  # None: evolve's own agent over `llm`
     out: dict[str, Any] = {}
     for split in exp.splits:
         tasks = env.tasks(split)
@@ -226,7 +244,8 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
                     )
                 else:
                     continue
-                results.append(_arm_result(name, spec, setup, _evaluate(ws, llm, setup, exp)))
+                scored = _evaluate(ws, llm, setup, exp, _own_agent(cfg, arm))
+                results.append(_arm_result(name, spec, setup, scored))
         else:
             assert job.arm is not None and job.tier is not None and job.order is not None
             arm_cfg = _arm_config(cfg, spec)
@@ -252,7 +271,8 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
             llm = make_role_llm(arm_cfg, "agent", env=env)
             setup = episode_setup(ws, env, job.persona, "recipe")
             chars = prompt_chars(ws, setup, exp)
-            result = _arm_result(job.arm, spec, setup, _evaluate(ws, llm, setup, exp), chars)
+            scored = _evaluate(ws, llm, setup, exp, arm_cfg.agent)
+            result = _arm_result(job.arm, spec, setup, scored, chars)
             used = report.usage
             result["train"] = {
                 "episodes": len(report.outcomes),
@@ -287,7 +307,8 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
                         if arm.models is None
                         else make_role_llm(_own_models(cfg, arm), "agent", env=env)
                     )
-                    results.append(_arm_result(name, spec, fixed, _evaluate(ws, own, fixed, exp)))
+                    scored = _evaluate(ws, own, fixed, exp, _own_agent(cfg, arm))
+                    results.append(_arm_result(name, spec, fixed, scored))
             ref, records_ref = job.ref(exp.name), job.records_ref(exp.name)
             assert ref is not None and records_ref is not None
             head = ws.store.head()

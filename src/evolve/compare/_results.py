@@ -219,7 +219,7 @@ def build_results(
         "success": "an episode succeeds when its task is done and no preference that applied "
         "to it was violated",
         "bootstrap": {"samples": samples, "confidence": confidence, "unit": "task"},
-        "plan": exp.model_dump(mode="json"),
+        "plan": exp.document(),
         "cells": len(cells),
         "duration_s": None if duration_s is None else round(duration_s, 1),
         "rows": rows,

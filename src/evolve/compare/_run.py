@@ -35,6 +35,7 @@ from typing import Any
 from evolve import _confine as confined
 from evolve._faults import fault
 from evolve._io import atomic_write
+from evolve.agent import agents
 from evolve.compare._cells import (
     JobSpec,
     clones_dir,
@@ -53,7 +54,7 @@ from evolve.compare._spec import (
     plan,
 )
 from evolve.envs import capabilities, personas_of
-from evolve.errors import EvolveError
+from evolve.errors import EvolveError, UnknownName
 from evolve.evaluate import open_env
 from evolve.generations._records import RECORDS_REF
 from evolve.llm import make_role_llm, with_models
@@ -125,7 +126,12 @@ def prepare(
         roles.append("evolver")  # the skills recipe's batch evolver (models.evolver)
     for role in roles:
         make_role_llm(cfg, role, env=env)  # an unknown model is refused before anything runs
-    for arm in exp.arms.values():  # and so is one an arm names for itself
+    for name, arm in exp.arms.items():  # and so is one an arm names for itself
+        if arm.agent is not None:
+            try:
+                agents.lookup(arm.agent)
+            except UnknownName as exc:
+                raise ExperimentError(f"{path}: arm {name!r}: {exc}") from None
         if arm.models is not None:
             own = with_models(cfg, agent=arm.models.agent, updater=arm.models.updater)
             for role in ("agent", "updater") if arm.type == "recipe" else ("agent",):

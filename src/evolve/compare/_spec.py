@@ -18,6 +18,8 @@ arms:
   ace: {recipe: ace}           # any recipe (skills too, once registered), with parameters:
   rewrite: {recipe: rewrite, max_memory_chars: 1200, caps: {units: 1}}
   small: {type: none, models: {agent: openai/qwen2.5-0.5b}}  # an arm's own models
+  mine: {recipe: ace, agent: "desk_agent:make_agent"}  # an arm's own agent (default: the
+                               # workspace's agent.name or agent.command), trained and scored
 ```
 
 Every mistake is one sentence (:class:`ExperimentError`) before anything runs.
@@ -73,6 +75,9 @@ class ArmSpec(_Strict):
     review: bool = False
     # This arm's own models over the experiment's (say another agent, scored beside none)
     models: ModelsSpec | None = None
+    # This arm's own agent, by registry name (`model`, an entry point, `module:factory`);
+    # None: the workspace's (`agent.name` or `agent.command` in evolve.yaml)
+    agent: str | None = Field(default=None, min_length=1, max_length=400)
 
 
 class Experiment(_Strict):
@@ -94,8 +99,19 @@ class Experiment(_Strict):
     def arm_names(self, *types: str) -> list[str]:
         return [n for n, a in self.arms.items() if not types or a.type in types]
 
+    def _plain(self) -> dict[str, Any] | None:
+        # An arm that names no agent is dumped without the key, so an experiment written
+        # before arms could name one keeps its digest (its results) and its results' plan.
+        plain = {name: {"agent"} for name, arm in self.arms.items() if arm.agent is None}
+        return {"arms": plain} if plain else None
+
+    def document(self) -> dict[str, Any]:
+        """The experiment as the results show it (JSON types)."""
+        return self.model_dump(mode="json", exclude=self._plain())
+
     def digest(self) -> str:
-        return hashlib.sha256(self.model_dump_json().encode("utf-8")).hexdigest()[:16]
+        text = self.model_dump_json(exclude=self._plain())
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _sentence(err: Any) -> str:

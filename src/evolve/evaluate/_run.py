@@ -49,8 +49,13 @@ def episode_seed(base: int, task_id: str, run: int) -> int:
 def open_env(ws: Workspace) -> Environment:
     """The workspace's environment over its evalset. A link out of the workspace in
     `evalset/` (or `evalset/` as one) is refused by name first: the environment reads the
-    evalset's files by path and knows no workspace (`evolve._confine`)."""
+    evalset's files by path and knows no workspace (`evolve._confine`). The folders of
+    ``agent.path`` join the import path first (`evolve.agent.use_agent_path`)."""
     confined.check_tree(ws.root, EVALSET)
+    if ws.config.agent.path:
+        from evolve.agent import use_agent_path
+
+        use_agent_path(ws.root, ws.config.agent.path, ws.is_protected)
     return make_env(ws.config.environment, ws.evalset_dir)
 
 

@@ -47,7 +47,7 @@ from evolve._format._message import SKILLS_SEEN
 from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve._io import canonical_json, derive_seed
 from evolve._text import printable
-from evolve.agent import Agent, read_prompt_files, workspace_agent
+from evolve.agent import Agent, read_prompt_files, use_agent_path, workspace_agent
 from evolve.agent._command import command_agent
 from evolve.applier import ApplyResult
 from evolve.envs import Environment, Task, Tier, environments, personas_of
@@ -359,6 +359,8 @@ def _open_env(ws: Workspace) -> Environment:
     (as `evolve run`'s fast path does: keyed by the evalset's bytes and the validating code),
     so a training process does not parse and validate an unchanged evalset again."""
     confined.check_tree(ws.root, EVALSET)  # first, as open_env: a link out, refused by name
+    if ws.config.agent.path:  # as open_env: the workspace's agent folders, importable
+        use_agent_path(ws.root, ws.config.agent.path, ws.is_protected)
     factory = environments.lookup(ws.config.environment)
     from evolve.envs.persona_world import PersonaWorldEnv
 

@@ -171,6 +171,15 @@ def _argv(value: tuple[str, ...] | None) -> tuple[str, ...] | None:
     return value
 
 
+def _folders(value: tuple[str, ...]) -> tuple[str, ...]:
+    """Folders of the workspace, relative to its root, in POSIX form (no ``..``)."""
+    for entry in value:
+        path = PurePosixPath(entry)
+        if not entry or path.is_absolute() or ".." in path.parts or "\\" in entry:
+            raise ValueError(f"{entry!r} is not a folder relative to the workspace")
+    return value
+
+
 def _env_names(value: tuple[str, ...]) -> tuple[str, ...]:
     bad = [n for n in value if not n or not n.replace("_", "A").isalnum() or n[0].isdigit()]
     if bad:
@@ -184,11 +193,16 @@ class AgentConfig(_Section):
     `name` is an agent of the `agents` registry (`evolve plugins` lists them): `model`, evolve's
     own function-call loop over the agent role's model (the default), an installed package's
     `evolve.agents` entry point, or an import path `module:factory`. At most one way of naming
-    the agent may be set.
+    the agent may be set. `path` lists workspace folders (each under a protected prefix) put
+    on the import path before the agent or a model is imported by name.
     """
 
     name: Name | None = Field(
         default=None, description="The agent that plays episodes (default: model)."
+    )
+    path: Annotated[tuple[str, ...], AfterValidator(_folders)] = Field(
+        default=(),
+        description="Workspace folders (each protected) on the import path for `name` and models.",
     )
     max_turns: int = Field(default=12, ge=2, le=100)
     # Command mode (docs/command-agents.md): a program run per episode in the sandbox.

@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "push": ("evolve.cli._remote:push_cmd", "Send the branch and records, never forced."),
     "compare": ("evolve.cli._compare:compare_cmd", "Run an experiment: arms on their own refs."),
     "harness": ("evolve.cli._harness:harness_group", "The agent's modules: show or switch one."),
+    "search": ("evolve.cli._search:search_cmd", "Search the harness module by module; gated."),
     "merge": (
         "evolve.cli._merge:merge_cmd",
         "Merge a branch as one merge commit; --fix a git merge.",

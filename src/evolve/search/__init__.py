@@ -9,7 +9,8 @@ from evolve.search._mutate import (
     Mutator,
     probe,
 )
-from evolve.search._score import Scorer
+from evolve.search._run import run_search
+from evolve.search._score import Scorer, probe_player
 from evolve.search._search import (
     CANDIDATES_PREFIX,
     SEARCH_REF,
@@ -36,5 +37,7 @@ __all__ = [
     "load_searches",
     "next_cycle",
     "probe",
+    "probe_player",
+    "run_search",
     "tried_cards",
 ]

@@ -80,9 +80,12 @@ _SAFE = re.compile(r"[^a-z0-9_-]+")
 
 
 def candidate_name(blueprints: Sequence[Blueprint]) -> str:
-    """A ref-safe name: `module-variant` joined by `+`, e.g. `workflow-verify_first`."""
-    parts = [f"{b.module}-{b.variant}" for b in sorted(blueprints, key=lambda b: b.module)]
-    return _SAFE.sub("_", "+".join(parts).lower())[:200].replace("+", "--")
+    """A ref-safe name: `module-variant` joined by `--`, e.g. `skills-checklist--workflow-verify_first`."""
+    parts = [
+        f"{b.module}-{b.variant}" + "".join(f"-{k}{v}" for k, v in sorted(b.params.items()))
+        for b in sorted(blueprints, key=lambda b: b.module)
+    ]
+    return "--".join(_SAFE.sub("_", p.lower()) for p in parts)[:200]
 
 
 def with_blueprints(champion: Choice, blueprints: Sequence[Blueprint]) -> Choice:

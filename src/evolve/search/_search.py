@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from evolve.applier._harness import current_choice
@@ -159,7 +159,7 @@ class Search:
         cycle: str,
         budget: int,
         patience: int = 1,
-        per_module: int = 2,
+        per_module: int = 4,
         shortlist: int = 4,
         strategy: Strategy = "topics",
         mode: Mode = "modules",
@@ -218,6 +218,8 @@ class Search:
     def _score(
         self, base: str, cand: Candidate, kind: str, generation: int, result: SearchResult
     ) -> Tried | None:
+        if cand.name in self.made:  # the same change on a later champion: its own ref
+            cand = replace(cand, name=f"{cand.name}-g{generation}")
         variants = {b.module: b.variant for b in cand.blueprints}
         tried = Tried(
             cand.name, kind, list(cand.modules), variants, list(cand.cards), None,
@@ -254,7 +256,11 @@ class Search:
         head = store.head()
         if head is None:
             raise EvolveError("the workspace has no commit yet; run `evolve init` first.")
-        champion = current_choice(self.ws)
+        committed = store.read(head, HARNESS_FILE)
+        champion = (
+            parse_choice(committed.decode("utf-8")) if committed is not None
+            else current_choice(self.ws)
+        )  # fmt: skip
         result = SearchResult(self.cycle, _names(champion), _names(champion), budget=self.budget)
         result.dry_run = not self.commit
         excluded: set[str] = set()
@@ -292,7 +298,7 @@ class Search:
                     "commit": None,
                 }
                 if self.commit:
-                    moved = self._move_champion(cand_choice, best)
+                    moved = self._move_champion(cand_choice, best, base)
                     move["commit"] = moved
                     base = moved or base
                 else:
@@ -486,8 +492,9 @@ class Search:
             return None
         return _gain(self.scorer.gain(base, commit, "holdout"))
 
-    def _move_champion(self, choice: Choice, t: Tried) -> str | None:
-        """One commit of the harness file through the applier, with trailers."""
+    def _move_champion(self, choice: Choice, t: Tried, base: str) -> str | None:
+        """One commit of the harness file through the applier, with trailers, on `base`
+        (the branch as the search found it: refused if anything else moved it)."""
         from evolve.applier._harness import plan_harness
 
         changes: dict[str, Any] = {}
@@ -505,6 +512,11 @@ class Search:
             f"(paired, tasks x runs); candidate {self._ref(t.name)}"
         )
         with writer(self.ws, "search") as tx:
+            if tx.store.head() != base:
+                raise EvolveError(
+                    "the branch moved while the search ran; the champion was not changed "
+                    f"(its candidate is {self._ref(t.name)})."
+                )
             paths = tx.write({HARNESS_FILE: text}, allowed=("prompts/",))
             return tx.commit(
                 paths,

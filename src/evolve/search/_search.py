@@ -232,6 +232,7 @@ class Search:
             self.say(f"{cand.name}: refused by the probe ({problem})")
             return None
         if not self._spend():
+            self.spent = True
             return None
         commit = self._candidate_commit(base, cand)
         tried.ref = self._ref(cand.name)
@@ -268,6 +269,7 @@ class Search:
         base = head
         self.commits: dict[str, str] = {}
         self.made: dict[str, Candidate] = {}
+        self.spent = False  # a candidate was left unscored for want of budget
         generation = 0
         while True:
             generation += 1
@@ -311,6 +313,9 @@ class Search:
                     f"[{best.gain[1]:+.3f}, {best.gain[2]:+.3f}]"
                 )
                 stale = 0
+            elif self.spent:
+                result.stopped = "the budget is spent"
+                break
             else:
                 stale += 1
                 self.say(f"generation {generation}: no confirmed gain ({stale}/{self.patience})")

@@ -192,6 +192,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             reports[arm["arm"]] = (dev, hold)
             arm["dev_success"] = round(dev.score, 4)
             arm["holdout_success"] = round(hold.score, 4)
+            arm["tokens_per_episode"] = round(dev.tokens_per_episode, 1)
             arm["dev_gain_over_defaults"] = _gain(base_dev, dev, args.seed)
             arm["holdout_gain_over_defaults"] = _gain(base_hold, hold, args.seed)
             arm["harmful_kept"] = [
@@ -218,7 +219,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "runs": args.runs,
         "seed": args.seed,
         "dev_episodes_per_scoring": len(base_dev.episodes),
-        "defaults": {"dev": round(base_dev.score, 4), "holdout": round(base_hold.score, 4)},
+        "defaults": {
+            "dev": round(base_dev.score, 4),
+            "holdout": round(base_hold.score, 4),
+            "tokens_per_episode": round(base_dev.tokens_per_episode, 1),
+        },
         "harmful_alone": harmful,
         "brute_force": brute,
         "found_the_best": found_best,
@@ -262,12 +267,14 @@ def main() -> None:
     best = ", ".join(f"{m}: {v}" for m, v in b["best"].items() if v != DEFAULTS[m])
     print(
         f"brute force over {b['harnesses']} harnesses: best dev {b['best_success']:.3f} "
-        f"({best}; fewest tokens among the best) in {b['wall_s']:.1f}s"
+        f"({best}; fewest tokens among the best) in {b['wall_s']:.1f}s; defaults "
+        f"{out['defaults']['tokens_per_episode']:.0f} tokens/episode"
     )
     print(f"harmful on their own: {', '.join(out['harmful_alone'])}")
     head = (
         f"{'arm':<10} {'budget':>6} {'played':>6} {'wall':>6} {'cands':>5}  "
-        f"{'dev':>5} {'gain over defaults':>24}  {'holdout':>7} {'gain over defaults':>24}  champion"
+        f"{'dev':>5} {'gain over defaults':>24}  {'holdout':>7} {'gain over defaults':>24}  "
+        f"{'tok/ep':>6}  champion"
     )
     print(head)
     for a in out["arms"]:
@@ -276,7 +283,7 @@ def main() -> None:
             f"{a['arm']:<10} {a['options']['budget']:>6} {a['episodes']:>6} {a['wall_s']:>5.1f}s "
             f"{a['candidates_scored']:>5}  {a['dev_success']:>5.3f} "
             f"{_g(a['dev_gain_over_defaults']):>24}  {a['holdout_success']:>7.3f} "
-            f"{_g(a['holdout_gain_over_defaults']):>24}  {changed}"
+            f"{_g(a['holdout_gain_over_defaults']):>24}  {a['tokens_per_episode']:>6.0f}  {changed}"
         )
     for ab in out["ablations"]:
         print(

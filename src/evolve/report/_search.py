@@ -21,6 +21,14 @@ def _num(x: Any) -> str:
     return f"{x:+.3f}" if isinstance(x, int | float) and not isinstance(x, bool) else ""
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
 def search_panel(ws: Workspace) -> list[dict[str, Any]]:
     """The panel's data (what `evolve report --json` prints): one entry per cycle, oldest
     first, read from the recorded cycles (hostile input: anything malformed is left out)."""
@@ -28,12 +36,13 @@ def search_panel(ws: Workspace) -> list[dict[str, Any]]:
 
     out = []
     for record in load_searches(ws):
-        tried = [t for t in record.get("tried", []) if isinstance(t, dict)]
+        tried = [t for t in _list(record.get("tried")) if isinstance(t, dict)]
         singles: dict[str, list[dict[str, Any]]] = {}
         for t in tried:
             if t.get("kind") == "single":
-                mods = t.get("modules") or ["?"]
-                singles.setdefault(str(mods[0]), []).append(
+                mods = t.get("modules")
+                module = str(mods[0]) if isinstance(mods, list) and mods else "?"
+                singles.setdefault(module, []).append(
                     {k: t.get(k) for k in ("name", "cards", "gain", "verdict", "ref")}
                 )
         out.append(
@@ -45,9 +54,9 @@ def search_panel(ws: Workspace) -> list[dict[str, Any]]:
                     for t in tried
                     if t.get("kind") in ("combination", "whole")
                 ],
-                "path": [p for p in record.get("path", []) if isinstance(p, dict)],
-                "champion_before": record.get("champion_before", {}),
-                "champion_after": record.get("champion_after", {}),
+                "path": [p for p in _list(record.get("path")) if isinstance(p, dict)],
+                "champion_before": _dict(record.get("champion_before")),
+                "champion_after": _dict(record.get("champion_after")),
                 "episodes": record.get("episodes"),
                 "budget": record.get("budget"),
                 "stopped": str(record.get("stopped", "")),

@@ -77,14 +77,15 @@ def test_compact_docs_leave_out_the_arguments_the_task_does_not_name() -> None:
         assert not {"visibility", "payment_card_id", "cc"} & set(compact)
 
 
-def test_docs_on_demand_look_the_write_up_then_make_the_same_call() -> None:
+def test_docs_on_demand_look_the_write_up_then_make_the_call_with_fewer_misses() -> None:
     for task in DEV:
         plain = _run("", task, 1)
         lookup = _run("tools: docs_on_demand", task, 1)
         tools = [c.tool for c in lookup.trace.calls]
         assert tools.index(DOC_TOOL) == tools.index(MAIN_TOOL[task.kind]) - 1
-        assert _main(lookup, task) == _main(plain, task)
-        assert _violations(lookup) == _violations(plain)
+        assert _violations(lookup) <= _violations(plain)
+        if task.kind != "payment":  # no computed value to miss
+            assert _main(lookup, task) == _main(plain, task)
 
 
 def test_a_checklist_skill_lowers_the_lapse() -> None:

@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "evolve.cli._research:research_group",
         "Research cards: list, topics, pick, brief, add.",
     ),
+    "search": ("evolve.cli._search:search_cmd", "Search the harness module by module; gated."),
     "merge": (
         "evolve.cli._merge:merge_cmd",
         "Merge a branch as one merge commit; --fix a git merge.",

@@ -245,9 +245,17 @@ def review_approve_variant(module: str, name: str, workspace: Path | None) -> No
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for report.html (default: generations/report/).",
 )
+@json_option
 @workspace_option
-def report_cmd(out_dir: Path | None, workspace: Path | None) -> None:
+def report_cmd(out_dir: Path | None, as_json: bool, workspace: Path | None) -> None:
     """Write a self-contained HTML report: violations per rule over training, dev and holdout
-    per generation, memory size over time, and recent memory commits with their diffs."""
-    path = write_report(open_workspace(workspace), out_dir)
+    per generation, memory size over time, recent memory commits with their diffs, and the
+    harness search's cycles. --json: the report's path and the search panel's data."""
+    ws = open_workspace(workspace)
+    path = write_report(ws, out_dir)
+    if as_json:
+        from evolve.report import search_panel
+
+        emit_json({"report": str(path), "search": search_panel(ws)})
+        return
     stdout.print(f"wrote {path}")

@@ -338,6 +338,9 @@ def build_report(ws: Workspace, *, commits: int = 10) -> str:
     from evolve.report._experiment import experiment_sections
 
     html += experiment_sections(ws)  # `evolve compare` results, from refs/evolve/records
+    from evolve.report._search import search_sections
+
+    html += search_sections(ws)  # `evolve search` cycles, from refs/evolve/search
     html.append("</body></html>")
     return "\n".join(html) + "\n"
 

@@ -195,6 +195,20 @@ def _documented(system: str, messages: Sequence[Message], tool: str) -> bool:
     )
 
 
+def _checklist(system: str) -> bool:
+    """Whether `<skills>` holds the checklist skill."""
+    return _CHECKLIST in system and _CHECKLIST in (section(system, "skills") or "")
+
+
+def _looked_up(messages: Sequence[Message], tool: str) -> bool:
+    """Whether the harness gave `tool`'s entry on demand in this episode."""
+    head = f"{RESULT_PREFIX}{DOC_TOOL}:"
+    return any(
+        m.role == "user" and m.content.startswith(head) and f"- {tool}(" in m.content
+        for m in messages
+    )
+
+
 def _plan(task: Task, need_history: bool) -> list[str]:
     steps = ["supervisor__show_profile"]
     if task.kind == "payment":
@@ -234,12 +248,13 @@ class SimAgent:
         # The turn counts the actions that ran: a lookup of the docs is none, and under
         # review the draft (the last assistant message) has not run yet.
         turn = sum(1 for m in messages if m.role == "assistant" and DOC_TOOL not in m.content)
-        turn -= 1 if review else 0
+        drafts = [m for m in messages if m.role == "assistant"][-1:]
+        turn -= 1 if review and drafts and DOC_TOOL not in drafts[0].content else 0
         if turn >= len(steps):
             return {"tool": "supervisor__complete_task", "arguments": {}}
         tool = steps[turn]
         results = _results(messages)
-        rates = self._rates(system, reviewed=review)
+        rates = self._rates(system, reviewed=review, looked_up=_looked_up(messages, tool))
         if tool == MAIN_TOOL[task.kind] and not _documented(system, messages, tool):
             if DOC_TOOL in system:
                 return {"tool": DOC_TOOL, "arguments": {"api": tool}}
@@ -247,22 +262,31 @@ class SimAgent:
             # Without the API's arguments in the docs it sends only those the task names.
             keep = set(reference_args(task)) | {"access_token"}
             return {"tool": tool, "arguments": {k: v for k, v in args.items() if k in keep}}
+        # A checklist skill catches the gross computed-value misses (docs/sim.md).
+        gross = self.rates.checklist_catch if _checklist(system) else 0.0
         return {
             "tool": tool,
-            "arguments": self._arguments(tool, task, results, directives, stats, seed, rates),
+            "arguments": self._arguments(
+                tool, task, results, directives, stats, seed, rates, gross=gross
+            ),
         }
 
-    def _rates(self, system: str, *, reviewed: bool) -> SimRates:
+    def _rates(self, system: str, *, reviewed: bool, looked_up: bool = False) -> SimRates:
         """The rates for this call: a checklist skill in `<skills>` lowers the lapse; a
-        review (Self-Refine) makes no lapse and catches a share of computed-value errors."""
+        review (Self-Refine) makes no lapse; a review and an API entry looked up on demand
+        each catch a share of the computed-value misses, the near ones (the same draws: the
+        two do not add up). The checklist's catch of the gross ones is in `_value`."""
         rates = self.rates
-        if _CHECKLIST in system and _CHECKLIST in (section(system, "skills") or ""):
+        if _checklist(system):
             rates = replace(rates, lapse=rates.checklist_lapse)
+        catch = rates.lookup_catch if looked_up else 0.0
         if reviewed:
-            keep = 1.0 - rates.review_catch
+            rates = replace(rates, lapse=0.0)
+            catch = max(catch, rates.review_catch)
+        if catch:
+            keep = 1.0 - catch
             rates = replace(
                 rates,
-                lapse=0.0,
                 habitual_card_stated=rates.habitual_card_stated * keep,
                 habitual_card_given=rates.habitual_card_given * keep,
                 running_total_stated=rates.running_total_stated * keep,
@@ -323,6 +347,8 @@ class SimAgent:
         seed: int,
         rates: SimRates | None = None,
         salt: str = "",
+        *,
+        gross: float = 0.0,
     ) -> dict[str, Any]:
         profile = results.get("supervisor__show_profile") or {}
         token = (results.get("venmo__login") or {}).get("access_token", "")
@@ -342,7 +368,7 @@ class SimAgent:
             if task.kind == "payment":
                 args["access_token"] = token
             self._apply_preferences(
-                task, args, results, directives, stats, seed, rates or self.rates, salt
+                task, args, results, directives, stats, seed, rates or self.rates, salt, gross
             )
             return args
         return {}
@@ -357,6 +383,7 @@ class SimAgent:
         seed: int,
         rates: SimRates,
         salt: str = "",
+        gross: float = 0.0,
     ) -> None:
         rng = random.Random(f"{seed}|agent|{task.id}")
         # A fresh draw of the computed values (the finish check's); the lapses stay as drawn.
@@ -376,7 +403,7 @@ class SimAgent:
             if directive.negated:
                 rule.render_negated(ctx, args, directive.value)
                 continue
-            value = self._value(rule, directive, ctx, stats, draw, rates)
+            value = self._value(rule, directive, ctx, stats, draw, rates, gross)
             if value:
                 rule.render(ctx, args, value)
 
@@ -412,6 +439,7 @@ class SimAgent:
         stats: Stats,
         draw: float,
         rates: SimRates,
+        gross: float = 0.0,
     ) -> str:
         value = directive.value
         if isinstance(value, Ref):
@@ -421,7 +449,9 @@ class SimAgent:
         stated, given = _COMPUTED_RATES[rule.slot]
         truth, have = self._computed_truth(rule, ctx, stats)
         fail = getattr(rates, given if have else stated)
-        if draw >= fail:
+        # A gross miss (a draw below `gross` x the unreviewed rate) is caught by a checklist
+        # skill; the review and a looked-up entry catch the near ones (the draws above).
+        if draw >= fail or draw < gross * getattr(self.rates, given if have else stated):
             return truth
         return self._computed_error(rule, ctx, truth, draw)
 

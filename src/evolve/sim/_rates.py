@@ -30,6 +30,11 @@ class SimRates:
     # the share of computed-value errors a review before the call (Self-Refine) catches.
     checklist_lapse: float = 0.01
     review_catch: float = 0.5
+    # The computed-value misses a checklist skill catches (the gross ones: a draw below
+    # `checklist_catch` x the rate, which the review never catches), and the share an API
+    # entry looked up on demand catches (the near ones, as the review: the same draws).
+    checklist_catch: float = 0.5
+    lookup_catch: float = 0.5
     # Instance tier: chance that an updater writes the vague statement ("Alex cares about how
     # emails are closed.") for a complaint line that shows no value (else it writes nothing).
     instance_vague: float = 0.5

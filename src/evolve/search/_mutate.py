@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from evolve.errors import EvolveError
@@ -88,12 +89,15 @@ def candidate_name(blueprints: Sequence[Blueprint]) -> str:
     return "--".join(_SAFE.sub("_", p.lower()) for p in parts)[:200]
 
 
-def with_blueprints(champion: Choice, blueprints: Sequence[Blueprint]) -> Choice:
-    """`champion` with each blueprint's module set (checked as a harness file is)."""
+def with_blueprints(
+    champion: Choice, blueprints: Sequence[Blueprint], root: Path | None = None
+) -> Choice:
+    """`champion` with each blueprint's module set (checked as a harness file is; with
+    `root`, a blueprint may name a workspace variant file there)."""
     choice = champion
     for b in blueprints:
         value: Any = {"variant": b.variant, **b.params} if b.params else b.variant
-        choice = choose(choice, b.module, value)
+        choice = choose(choice, b.module, value, root)
     return choice
 
 
@@ -124,12 +128,12 @@ class BuiltinMutator:
 Play = Callable[[Choice], str | None]
 
 
-def probe(candidate: Candidate, play: Play | None = None) -> str | None:
+def probe(candidate: Candidate, play: Play | None = None, root: Path | None = None) -> str | None:
     """Why `candidate` must not be scored (None: it is healthy): each changed module's
     variant resolves, implements its contract, the harness builds, and (with `play`) it
     produces a valid action on a probe task."""
     try:
-        harness = build_harness(candidate.choice)
+        harness = build_harness(candidate.choice, root)
     except Exception as exc:  # a built variant's own failure, whatever it is
         return f"the harness does not build: {type(exc).__name__}: {str(exc)[:200]}"
     for module in candidate.modules:

@@ -83,7 +83,7 @@ def probe_player(ws: Workspace, llm: LLM | None = None) -> Callable[[Choice], st
     def play(choice: Choice) -> str | None:
         if not tasks:
             return None
-        setup = replace(episode_setup(ws, env, persona), harness=build_harness(choice))
+        setup = replace(episode_setup(ws, env, persona), harness=build_harness(choice, ws.root))
         result = run_episode(
             env, model, tasks[0], setup, history=env.initial_history(persona), seed=0
         )

@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from evolve.applier._harness import current_choice
-from evolve.errors import EvolveError
+from evolve.errors import ConfigError, EvolveError
 from evolve.harness import DEFAULTS, HARNESS_FILE, MODULES, dump_choice, parse_choice
-from evolve.harness._config import Choice
+from evolve.harness._config import Choice, variant_path
 from evolve.search._mutate import (
     Blueprint,
     BuiltinMutator,
@@ -106,6 +106,11 @@ def _verdict(g: PairedGain) -> str:
     return "flat" if g.mean <= 0 else "promising"
 
 
+def file_card(module: str, name: str) -> str:
+    """The card id a model-written variant file is tried under (`file:<module>/<name>`)."""
+    return f"file:{module}/{name}"
+
+
 def next_cycle(ws: Workspace) -> str:
     """The next free cycle name: c1, c2, ..."""
     used = {
@@ -172,6 +177,7 @@ class Search:
         scorer: Scorer | None = None,
         commit: bool = True,
         progress: Callable[[str], None] | None = None,
+        files: Sequence[tuple[str, str]] = (),
     ) -> None:
         if cycle == "gen" or not cycle.replace("-", "").replace("_", "").isalnum():
             raise EvolveError(
@@ -190,6 +196,9 @@ class Search:
         self.commit = commit
         self.say = progress or (lambda _: None)
         self.min_gain = ws.config.gate.min_gain
+        # Approved model-written variant files (module, name) no earlier cycle tried: each is
+        # a single-module candidate, tried as a card is (its id `file:<module>/<name>`).
+        self.files = [f for f in files if f[0] in MODULES]
 
     # --- candidates as commits ---------------------------------------------------------
 
@@ -225,7 +234,7 @@ class Search:
             cand.name, kind, list(cand.modules), variants, list(cand.cards), None,
             generation=generation,
         )  # fmt: skip
-        problem = probe(cand, self.play)
+        problem = probe(cand, self.play, self.ws.root)
         if problem is not None:
             tried.verdict = f"refused: {problem}"
             result.tried.append(tried)
@@ -344,7 +353,9 @@ class Search:
             if cards:
                 per[module] = cards
                 excluded.update(c.id for c in cards)
-        if not per:
+        files = [f for f in self.files if file_card(*f) not in excluded]
+        excluded.update(file_card(*f) for f in files)
+        if not per and not files:
             return None
         scored: list[Tried] = []
         if self.mode == "whole":
@@ -378,6 +389,23 @@ class Search:
                 done = self._score(base, one, "single", generation, result)
                 if done is not None:
                     scored.append(done)
+        for module, name in files:
+            if champion.get(module, ("",))[0] == name:
+                continue
+            bp = Blueprint(module, name, {}, f"model-written {variant_path(module, name)}")
+            try:
+                choice = with_blueprints(champion, [bp], self.ws.root)
+            except ConfigError as exc:  # gone, or changed since it was approved
+                result.tried.append(
+                    Tried(candidate_name([bp]), "single", [module], {module: name},
+                          [file_card(module, name)], None, verdict=f"refused: {exc}",
+                          generation=generation)
+                )  # fmt: skip
+                continue
+            cand = Candidate(candidate_name([bp]), (bp,), choice, (file_card(module, name),))
+            done = self._score(base, cand, "single", generation, result)
+            if done is not None:
+                scored.append(done)
         return scored
 
     def _mutate(
@@ -487,7 +515,7 @@ class Search:
     def _choice_of(self, champion: Choice, t: Tried) -> Choice:
         commit = self.commits[t.name]
         data = self.ws.store.read(commit, HARNESS_FILE)
-        return parse_choice((data or b"").decode("utf-8"))
+        return parse_choice((data or b"").decode("utf-8"), self.ws.root)
 
     def _holdout(self, base: str, t: Tried) -> list[float] | None:
         """Holdout gain: reported beside dev, never deciding (None when it does not fit)."""

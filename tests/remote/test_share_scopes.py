@@ -26,6 +26,17 @@ RunGit = Callable[..., str]
 SHARE = "share:\n  scopes: [global, skills]\n"
 
 
+def _private_alex(ws: Workspace, tmp_path: Path, run_git: RunGit) -> Path:
+    """A bare remote as `origin`; `share.scopes` keeps alex's memory on this machine."""
+    bare = tmp_path / "origin.git"
+    run_git(tmp_path, "init", "--quiet", "--bare", "--initial-branch=main", str(bare))
+    run_git(ws.root, "remote", "add", "origin", f"file://{bare}")
+    config = ws.root / "evolve.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + SHARE, encoding="utf-8")
+    run_git(ws.root, "commit", "--quiet", "-am", "share global and skills only")
+    return bare
+
+
 def _global_unit(ident: str, text: str) -> str:
     return f"---\nid: {ident}\nrecipe: hand\nkind: bullet\nscope: global\n---\n{text}\n"
 
@@ -94,12 +105,7 @@ def test_a_private_persona_never_reaches_the_remote_while_the_team_learning_does
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    bare = tmp_path / "origin.git"
-    run_git(tmp_path, "init", "--quiet", "--bare", "--initial-branch=main", str(bare))
-    run_git(ws.root, "remote", "add", "origin", f"file://{bare}")
-    config = ws.root / "evolve.yaml"
-    config.write_text(config.read_text(encoding="utf-8") + SHARE, encoding="utf-8")
-    run_git(ws.root, "commit", "--quiet", "-am", "share global and skills only")
+    bare = _private_alex(ws, tmp_path, run_git)
     lesson = _commit_file(
         ws.root, run_git, "memory/hand-0000000001.md",
         _global_unit("hand-0000000001", "Confirm the recipient before sending anything."),
@@ -188,3 +194,36 @@ def test_a_private_persona_never_reaches_the_remote_while_the_team_learning_does
     _assert_nothing_private(bare, texts)
     fsck = subprocess.run(["git", "fsck", "--strict"], cwd=bare, capture_output=True)
     assert fsck.returncode == 0, fsck.stderr
+
+
+def test_a_plain_git_push_sends_the_projection_and_refuses_the_branch_itself(
+    ws: Workspace, tmp_path: Path, run_git: RunGit
+) -> None:
+    bare = _private_alex(ws, tmp_path, run_git)
+    assert push(Workspace(ws.root), "origin").pushed  # configures the remote and the hook
+    train(Workspace(ws.root), recipe="ace", episodes=5)
+    _commit_file(
+        ws.root, run_git, "memory/hand-0000000003.md",
+        _global_unit("hand-0000000003", "Say which account a payment comes from."),
+        "team: a third lesson",
+    )  # fmt: skip
+    texts = _private_texts(ws.root, run_git)
+    assert texts
+    before = run_git(bare, "for-each-ref")
+
+    # naming the branch itself: the hook refuses, in one sentence, and nothing moves
+    done = subprocess.run(
+        ["git", "push", "origin", "main", "refs/evolve/train"],
+        cwd=ws.root, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "share.scopes keeps on this machine" in done.stderr and "evolve push" in done.stderr
+    assert run_git(bare, "for-each-ref") == before
+    # a plain `git push` sends what the last `evolve push` projected (refs/shared/*)
+    run_git(ws.root, "push", "--quiet")
+    assert run_git(bare, "for-each-ref") == before  # nothing projected since
+    assert push(Workspace(ws.root), "origin").pushed
+    run_git(ws.root, "push", "--quiet")  # up to date, and allowed
+    shared = run_git(bare, "ls-tree", "-r", "--name-only", "main")
+    assert "memory/hand-0000000003.md" in shared and "memory/alex" not in shared
+    _assert_nothing_private(bare, texts)

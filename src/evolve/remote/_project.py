@@ -523,11 +523,11 @@ def shared_refs(ws: Workspace, branch: str) -> list[str] | None:
 def configure_shared_push(ws: Workspace, remote: str) -> None:
     """With a scope kept here, a plain `git push` to `remote` sends what the last `evolve
     push` projected (`refs/shared/*`), never the branch itself: its push refspecs are set to
-    `refs/shared/heads/*:refs/heads/*` and `refs/shared/evolve/train:refs/evolve/train`."""
+    `refs/shared/heads/*:refs/heads/*` and `refs/shared/evolve/*:refs/evolve/*`."""
     if not is_private(ws):
         return
     key = f"remote.{remote}.push"
-    wanted = [f"{SHARED_PREFIX}heads/*:refs/heads/*", f"{SHARED_PREFIX}evolve/train:{TRAIN_REF}"]
+    wanted = [f"{SHARED_PREFIX}heads/*:refs/heads/*", f"{SHARED_PREFIX}evolve/*:refs/evolve/*"]
     done = subprocess.run(
         ["git", "config", "--get-all", key],
         cwd=ws.root,
@@ -540,3 +540,100 @@ def configure_shared_push(ws: Workspace, remote: str) -> None:
     ws.store.git("config", "--unset-all", key) if have else None
     for value in wanted:
         ws.store.git("config", "--add", key, value)
+
+
+# --- the pre-push hook: a plain `git push` of private memory is refused ---------------------
+
+HOOK_MARK = "# evolve: share.scopes pre-push check"
+_ZERO = re.compile(r"0+")
+
+
+def _hook_text() -> str:
+    import sys
+
+    return (
+        f"#!{sys.executable}\n{HOOK_MARK} (written by evolve push and pull; docs/sharing.md)\n"
+        "import sys\n\nfrom evolve.remote._project import pre_push\n\n"
+        "sys.exit(pre_push(sys.stdin.read()))\n"
+    )
+
+
+def install_pre_push(ws: Workspace) -> bool:
+    """Write `.git/hooks/pre-push` (see :func:`pre_push`) when a scope stays here; a hook
+    someone else wrote is left alone (False)."""
+    if not is_private(ws):
+        return False
+    hooks = Path(ws.store.git("rev-parse", "--git-path", "hooks").strip())
+    hook = hooks if hooks.is_absolute() else ws.root / hooks
+    hook = hook / "pre-push"
+    text = _hook_text()
+    with contextlib.suppress(OSError):
+        old = hook.read_text(encoding="utf-8")
+        if HOOK_MARK not in old:
+            return False
+        if old == text:
+            return True
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=hook.parent, prefix=".tmp_")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, hook)
+    return True
+
+
+def _kind_of_push(ref: str) -> str | None:
+    if ref.startswith(("refs/heads/", "refs/tags/", "refs/evolve/arms/", "refs/evolve/aborted/")):
+        return BRANCH
+    if ref == TRAIN_REF or ref.startswith("refs/evolve/arm-records/"):
+        return RECORDS
+    return None
+
+
+def private_in(ws: Workspace, kind: str, tip: str, known: str | None) -> str | None:
+    """The newest commit reachable from `tip` (not from `known`) that holds memory or records
+    of a scope kept here, or is a local commit whose projection differs; None when none."""
+    projector = Projector(ws.store, ws.config.share, kind)
+    args = ["git", "rev-list", tip] + ([f"^{known}"] if known else [])
+    done = subprocess.run(args, cwd=ws.root, capture_output=True, env=committed_env())
+    if done.returncode != 0:
+        return tip
+    for sha in done.stdout.decode("ascii").split():
+        commit = _parse_commit(projector._read(sha, "commit"))
+        if projector._split(commit.tree)[1] or projector.maps.forward.get(sha, sha) != sha:
+            return sha
+    return None
+
+
+def pre_push(lines: str) -> int:
+    """The pre-push hook: refuse (1, one sentence) a push that would send memory or records
+    of a scope `share.scopes` keeps on this machine; `evolve push` sends projections."""
+    try:
+        ws = Workspace(Path.cwd())
+        if not is_private(ws):
+            return 0
+        for line in lines.splitlines():
+            parts = line.split()
+            if len(parts) != 4 or _ZERO.fullmatch(parts[1]):
+                continue
+            _local_ref, sha, remote_ref, remote_sha = parts
+            kind = _kind_of_push(remote_ref)
+            there = not _ZERO.fullmatch(remote_sha) and ws.store._reader.get(remote_sha)
+            known = remote_sha if there else None
+            found = sha if kind is None else private_in(ws, kind, f"{sha}^{{}}", known)
+            if found is not None:
+                import sys
+
+                print(
+                    f"evolve: pushing {remote_ref} would send memory or records that "
+                    f"share.scopes keeps on this machine (commit {found[:10]}); nothing was "
+                    "pushed: use `evolve push`, which sends the projection (refs/shared/*).",
+                    file=sys.stderr,
+                )
+                return 1
+    except EvolveError as exc:
+        import sys
+
+        print(f"evolve: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from evolve.errors import EvolveError
-from evolve.remote._project import configure_shared_push, is_private, lift_fetched, shared_refs
+from evolve.remote._project import (
+    configure_shared_push,
+    install_pre_push,
+    is_private,
+    lift_fetched,
+    shared_refs,
+)
 from evolve.remote._records import Merged, merge_ref
 from evolve.store import GitFailed, GitStore
 from evolve.store._base import _last_line, committed_env
@@ -204,6 +210,7 @@ def _configure(ws: Workspace, remote: str) -> None:
     """The refspecs of `remote`; with a scope kept here, pushes send projections."""
     configure_remote(ws.store, remote, push=not is_private(ws))
     configure_shared_push(ws, remote)
+    install_pre_push(ws)
 
 
 def _locked(ws: Workspace, command: str) -> contextlib.AbstractContextManager[object]:

@@ -1,5 +1,5 @@
 """`evolve compare --executor ray`: an experiment's jobs on a Ray cluster, everything they
-need and make travelling through git (docs/experiments.md, "On a Ray cluster").
+need and make travelling through git (docs/guides/compare.md, "On a Ray cluster").
 
 The driver bundles the base commit's history once (`git bundle`, put in Ray's object store
 once); each job, on whatever node Ray gives it, fetches that bundle into a repository of its

@@ -10,6 +10,7 @@ a revert of a shared commit works in either clone and travels to the other.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -227,3 +228,54 @@ def test_a_plain_git_push_sends_the_projection_and_refuses_the_branch_itself(
     shared = run_git(bare, "ls-tree", "-r", "--name-only", "main")
     assert "memory/hand-0000000003.md" in shared and "memory/alex" not in shared
     _assert_nothing_private(bare, texts)
+
+
+def test_a_pull_never_takes_a_remotes_files_of_a_private_scope_nor_needs_the_cache(
+    ws: Workspace, tmp_path: Path, run_git: RunGit
+) -> None:
+    bare = _private_alex(ws, tmp_path, run_git)
+    train(Workspace(ws.root), recipe="ace", episodes=5)
+    assert push(Workspace(ws.root), "origin").pushed
+    mine = _alex_files(ws.root)
+    # someone with a plain clone (no hook, no projection) pushes a lesson
+    plain = tmp_path / "plain"
+    run_git(tmp_path, "clone", "--quiet", f"file://{bare}", str(plain))
+    run_git(plain, "config", "user.name", "Someone")
+    run_git(plain, "config", "user.email", "someone@example.invalid")
+    _commit_file(
+        plain, run_git, "memory/hand-0000000004.md",
+        _global_unit("hand-0000000004", "Keep receipts."), "team: a fourth lesson",
+    )  # fmt: skip
+    run_git(plain, "push", "--quiet", "origin", "main")
+
+    # the projection cache is only a cache: without it the same ids are computed again
+    shutil.rmtree(ws.store.common_dir / "evolve" / "share")
+    pulled = pull(Workspace(ws.root), "origin")
+    assert pulled.merged_branch == "fast-forward"  # no merge: the remote built on ours
+    assert (ws.root / "memory" / "hand-0000000004.md").is_file()
+    assert _alex_files(ws.root) == mine
+    again = push(Workspace(ws.root), "origin")
+    assert again.pulls == 0 and again.merged_branch is None
+
+    # then it pushes a folder of alex's: a pull here does not take it
+    (plain / "memory" / "alex").mkdir(parents=True)
+    (plain / "memory" / "alex" / "ace-0000000bad.md").write_text("not alex's", encoding="utf-8")
+    run_git(plain, "add", "memory/alex")
+    _commit_file(
+        plain, run_git, "memory/hand-0000000005.md",
+        _global_unit("hand-0000000005", "Name the account."), "team: a fifth lesson",
+    )  # fmt: skip
+    assert "memory/alex/ace-0000000bad.md" in run_git(plain, "ls-files")
+    run_git(plain, "push", "--quiet", "origin", "main")
+    pull(Workspace(ws.root), "origin")
+    assert (ws.root / "memory" / "hand-0000000005.md").is_file()
+    assert _alex_files(ws.root) == mine
+    assert run_git(ws.root, "status", "--porcelain") == ""
+    train(Workspace(ws.root), recipe="ace", episodes=2, seed=1)
+    _commit_file(
+        ws.root, run_git, "memory/hand-0000000006.md",
+        _global_unit("hand-0000000006", "Check the date."), "team: a sixth lesson",
+    )  # fmt: skip
+    last = push(Workspace(ws.root), "origin")  # a fast-forward of what the other pushed
+    assert last.pulls == 0
+    assert "memory/hand-0000000006.md" in run_git(bare, "ls-tree", "-r", "--name-only", "main")

@@ -462,17 +462,26 @@ class Projector:
         message = _map_ids(commit.message, self.maps.remotes, self.maps.named)
         if tree == commit.tree and parents == commit.parents and message == commit.message:
             return sha
-        clean = self._split(commit.tree)[1] == {}
         commit.tree, commit.parents, commit.message = tree, parents, message
         lifted = self._write_commit(commit)
-        if clean and not commit.signed:
-            self.maps.project(lifted, sha)  # it projects back onto the remote's commit
+        # It projects back onto the remote's commit (computed again, the same, when the
+        # remote's had nothing private; one that had is the remote's, never rewritten).
+        self.maps.project(lifted, sha)
         return lifted
 
 
 def is_private(ws: Workspace) -> bool:
     """Whether `share.scopes` keeps any scope on this machine."""
     return ws.config.share.scopes != "all"
+
+
+def _projector(store: GitStore, share: ShareConfig, kind: str, local: str | None) -> Projector:
+    """A projector that knows the projection of `local`'s history (so a remote commit that
+    is one of them lifts onto the local commit, even where the cache was lost)."""
+    projector = Projector(store, share, kind)
+    if local is not None:
+        projector.project(local)
+    return projector
 
 
 def lift_fetched(ws: Workspace, remote: str, branch: str, fetched: str | None) -> str | None:
@@ -486,12 +495,12 @@ def lift_fetched(ws: Workspace, remote: str, branch: str, fetched: str | None) -
     train = f"refs/remotes/{remote}/evolve/train"
     theirs = store.ref_sha(train)
     if theirs is not None:
-        lifted = Projector(store, share, RECORDS).lift(theirs)
+        lifted = _projector(store, share, RECORDS, store.ref_sha(TRAIN_REF)).lift(theirs)
         if lifted != theirs:
             store.git("update-ref", train, lifted, theirs)
     if fetched is None:
         return None
-    lifted = Projector(store, share, BRANCH).lift(fetched)
+    lifted = _projector(store, share, BRANCH, store.head()).lift(fetched)
     if lifted != fetched:
         store.git("update-ref", f"refs/remotes/{remote}/{branch}", lifted, fetched)
     return lifted

@@ -8,6 +8,7 @@ The Ray test is marked `ray` (and slow): it skips without Ray, except where CI=t
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -24,7 +25,7 @@ from evolve.workspace import init_workspace
 
 def _need_ray() -> None:
     try:
-        import ray  # noqa: F401
+        importlib.import_module("ray")
     except ImportError:
         if os.environ.get("CI") == "true" or os.environ.get("EVOLVE_REQUIRE_RAY") == "1":
             pytest.fail("Ray is not installed, but CI=true or EVOLVE_REQUIRE_RAY=1 requires it.")

@@ -229,6 +229,14 @@ def test_a_plain_git_push_sends_the_projection_and_refuses_the_branch_itself(
     assert "memory/hand-0000000003.md" in shared and "memory/alex" not in shared
     _assert_nothing_private(bare, texts)
 
+    # every scope shared again: evolve's own refspecs are back, and only they
+    config = ws.root / "evolve.yaml"
+    config.write_text(config.read_text(encoding="utf-8").replace(SHARE, ""), encoding="utf-8")
+    run_git(ws.root, "commit", "--quiet", "-am", "share every scope")
+    pull(Workspace(ws.root), "origin")
+    pushes = run_git(ws.root, "config", "--get-all", "remote.origin.push").split()
+    assert pushes == ["HEAD", "refs/evolve/*:refs/evolve/*"]
+
 
 def test_a_pull_never_takes_a_remotes_files_of_a_private_scope_nor_needs_the_cache(
     ws: Workspace, tmp_path: Path, run_git: RunGit

@@ -532,11 +532,10 @@ def shared_refs(ws: Workspace, branch: str) -> list[str] | None:
 def configure_shared_push(ws: Workspace, remote: str) -> None:
     """With a scope kept here, a plain `git push` to `remote` sends what the last `evolve
     push` projected (`refs/shared/*`), never the branch itself: its push refspecs are set to
-    `refs/shared/heads/*:refs/heads/*` and `refs/shared/evolve/*:refs/evolve/*`."""
-    if not is_private(ws):
-        return
+    `refs/shared/heads/*:refs/heads/*` and `refs/shared/evolve/*:refs/evolve/*`. Once every
+    scope is shared again, those two are removed (evolve's own refspecs are back)."""
     key = f"remote.{remote}.push"
-    wanted = [f"{SHARED_PREFIX}heads/*:refs/heads/*", f"{SHARED_PREFIX}evolve/*:refs/evolve/*"]
+    ours = [f"{SHARED_PREFIX}heads/*:refs/heads/*", f"{SHARED_PREFIX}evolve/*:refs/evolve/*"]
     done = subprocess.run(
         ["git", "config", "--get-all", key],
         cwd=ws.root,
@@ -544,6 +543,7 @@ def configure_shared_push(ws: Workspace, remote: str) -> None:
         env=committed_env(),
     )
     have = done.stdout.decode("utf-8", "replace").splitlines() if done.returncode == 0 else []
+    wanted = ours if is_private(ws) else [v for v in have if v not in ours]
     if have == wanted:
         return
     ws.store.git("config", "--unset-all", key) if have else None

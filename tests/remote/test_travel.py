@@ -233,9 +233,7 @@ def test_share_scopes_keep_a_persona_off_the_remote(
     train(Workspace(ws.root), recipe="ace", episodes=6)
     assert run_git(ws.root, "ls-files", "memory/alex")  # alex learned something
     code, out, err = _cli(capsys, "push")
-    assert code == 1
-    line = one_sentence(err)
-    assert "memory/alex/" in line and "share.scopes" in line and "nothing was pushed" in line
+    assert code == 0, err  # the projection without alex's memory is pushed
     # the remote's tree and history hold nothing of alex's memory
     assert run_git(bare, "log", "--all", "--format=%H", "--", "memory/alex") == ""
     for ref in _refs(bare, run_git, "refs/heads"):

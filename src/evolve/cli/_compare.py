@@ -40,7 +40,17 @@ def _find(path: Path, root: Path) -> Path:
     "--jobs",
     "workers",
     type=click.IntRange(1, 64),
-    help="Jobs in parallel, each in its own process (default: 2, or 1 on a one-core machine).",
+    help="Jobs in parallel, each in its own process (default: 2, or 1 on a one-core machine); "
+    "with --executor ray, at most this many on the cluster (default: its CPUs).",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["process", "ray"]),
+    default="process",
+    show_default=True,
+    help="Where jobs run: processes of this machine, or a Ray cluster (RAY_ADDRESS, else a "
+    "local one; needs the `ray` extra): each job's arm refs and result come back through git, "
+    "and a stopped run resumes with either executor.",
 )
 @model_options
 @json_option
@@ -50,6 +60,7 @@ def compare_cmd(
     plan_only: bool,
     fresh: bool,
     workers: int | None,
+    executor: str,
     models: ModelChoice,
     as_json: bool,
     workspace: Path | None,
@@ -150,7 +161,7 @@ def compare_cmd(
             f"starts from HEAD {prepared.base[:10]}, without them."
         )
 
-    doc = run(ws, prepared, workers=workers, fresh=fresh, say=say)
+    doc = run(ws, prepared, workers=workers, fresh=fresh, say=say, executor=executor)
     if as_json:
         emit_json(doc)
         return

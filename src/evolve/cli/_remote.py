@@ -83,8 +83,9 @@ def push_cmd(remote: str, as_json: bool, workspace: Path | None) -> None:
     """Send the branch and every refs/evolve/* ref to REMOTE, never forced.
 
     A remote that moved is pulled first (records merged as a union, the branch merged), and
-    a push that loses a race is retried after another pull. Memory of a scope that
-    share.scopes keeps on this machine is refused before anything is sent.
+    a push that loses a race is retried after another pull. With scopes that
+    share.scopes keeps on this machine, what is sent is a projection of the branch and of
+    refs/evolve/train without them (refs/shared/*); their memory never leaves.
     """
     from evolve.remote import push
 

@@ -226,12 +226,18 @@ def run(
     workers: int | None = None,
     fresh: bool = False,
     say: Say | None = None,
+    executor: str = "process",
 ) -> dict[str, Any]:
     """Run the jobs left (holding the workspace's writer lock), then write the results.
+
+    `executor`: "process" (each job in a process of this machine, `workers` at once) or
+    "ray" (each job on a Ray cluster, its refs and result brought back through git:
+    `evolve.compare._ray`).
 
     Raises:
         EvolveError: results of another plan exist (without `fresh`), a job failed, or the
             lock is held.
+        ConfigError: `executor` is "ray" and Ray is missing or its cluster unreachable.
     """
     from evolve.txn import writer
 
@@ -290,8 +296,11 @@ def run(
             say(f"[{count}/{total}] {spec.job.label()} ({cell['duration_s']:.1f}s)")
             fault("compare-cell")
 
-        workers = workers or default_workers()
-        if workers <= 1 or len(specs) <= 1:
+        if executor == "ray":
+            from evolve.compare._ray import run_on_ray
+
+            run_on_ray(ws, specs, workers, finished)  # `workers` None: the cluster's CPUs
+        elif (workers := workers or default_workers()) <= 1 or len(specs) <= 1:
             for spec in specs:
                 finished(spec, run_job(spec))
         else:

@@ -22,6 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from evolve.errors import EvolveError
+from evolve.remote._project import (
+    configure_shared_push,
+    install_pre_push,
+    is_private,
+    lift_fetched,
+    shared_refs,
+)
 from evolve.remote._records import Merged, merge_ref
 from evolve.store import GitFailed, GitStore
 from evolve.store._base import _last_line, committed_env
@@ -103,16 +110,18 @@ def _check_remote(store: GitStore, remote: str) -> None:
         )
 
 
-def configure_remote(store: GitStore, remote: str) -> None:
+def configure_remote(store: GitStore, remote: str, *, push: bool = True) -> None:
     """Add evolve's refspecs to `remote` (idempotent): fetch `refs/evolve/*` to
-    `refs/remotes/<remote>/evolve/*`; push the current branch and `refs/evolve/*`, unforced."""
+    `refs/remotes/<remote>/evolve/*`; push the current branch and `refs/evolve/*`, unforced
+    (not with `push=False`: a workspace keeping a scope here pushes projections instead)."""
     wanted = {
         f"remote.{remote}.fetch": [
             f"+refs/heads/*:refs/remotes/{remote}/*",
             f"+{EVOLVE_REFS}*:refs/remotes/{remote}/evolve/*",
         ],
-        f"remote.{remote}.push": ["HEAD", f"{EVOLVE_REFS}*:{EVOLVE_REFS}*"],
     }
+    if push:
+        wanted[f"remote.{remote}.push"] = ["HEAD", f"{EVOLVE_REFS}*:{EVOLVE_REFS}*"]
     for key, values in wanted.items():
         done = _git(store.root, "config", "--get-all", key)
         have = done.stdout.decode("utf-8", "replace").splitlines() if done.returncode == 0 else []
@@ -186,15 +195,22 @@ def pull(ws: Workspace, remote: str = "origin") -> Travelled:
     """
     store = ws.store
     _check_remote(store, remote)
-    configure_remote(store, remote)
+    _configure(ws, remote)
     branch = _branch(store)
     result = Travelled(remote, branch)
-    result.fetched = fetch(store, remote, branch)
+    result.fetched = lift_fetched(ws, remote, branch, fetch(store, remote, branch))
     with _locked(ws, "evolve pull"):
         result.records = merge_records(store, remote)
         if result.fetched is not None:
             result.merged_branch = _merge_branch(ws, f"refs/remotes/{remote}/{branch}")
     return result
+
+
+def _configure(ws: Workspace, remote: str) -> None:
+    """The refspecs of `remote`; with a scope kept here, pushes send projections."""
+    configure_remote(ws.store, remote, push=not is_private(ws))
+    configure_shared_push(ws, remote)
+    install_pre_push(ws)
 
 
 def _locked(ws: Workspace, command: str) -> contextlib.AbstractContextManager[object]:
@@ -211,36 +227,6 @@ def _locked(ws: Workspace, command: str) -> contextlib.AbstractContextManager[ob
     return WriterLock(git_dir / LOCK_NAME, command)
 
 
-def check_shared(ws: Workspace, remote: str, branch: str) -> None:
-    """Refuse to push commits that touch memory of a scope `share.scopes` keeps here."""
-    share = ws.config.share
-    if share.scopes == "all":
-        return
-    private = []
-    for entry in sorted((ws.root / "memory").iterdir()) if (ws.root / "memory").is_dir() else []:
-        if entry.is_dir() and entry.name != "skills" and not share.shared(f"user:{entry.name}"):
-            private.append(f"memory/{entry.name}/")
-    if not share.shared("skills"):
-        private.append("memory/skills/")
-    if not share.shared("global"):
-        private.append(":(glob)memory/*.md")
-    if not private:
-        return
-    there = _tracking(ws.store, remote, branch)
-    span = [f"{there}..HEAD"] if there else ["HEAD"]
-    out = _run(
-        ws.root, "log", "--format=%h", *span, "--", *private, doing="listing what would leave"
-    )
-    touching = out.split()
-    if touching:
-        shown = ", ".join(p.removeprefix(":(glob)") for p in private)
-        raise EvolveError(
-            f"{len(touching)} commit(s) to push (newest {touching[0]}) change memory that "
-            f"share.scopes keeps on this machine ({shown}); nothing was pushed: push from a "
-            "workspace whose history never held that scope (docs/sharing.md)."
-        )
-
-
 def push(ws: Workspace, remote: str = "origin") -> Travelled:
     """Send the branch and every `refs/evolve/*` ref to `remote`, never forced.
 
@@ -249,28 +235,28 @@ def push(ws: Workspace, remote: str = "origin") -> Travelled:
     `PUSH_TRIES` times, so no one's episodes are lost on either side.
 
     Raises:
-        EvolveError: no such remote, memory of a scope not shared, or a push still refused
-            after the retries.
+        EvolveError: no such remote, or a push still refused after the retries. With a
+            scope `share.scopes` keeps here, what is sent is the projection of the branch and
+            of the training records without it (`evolve.remote._project`).
     """
     store = ws.store
     _check_remote(store, remote)
-    configure_remote(store, remote)
+    _configure(ws, remote)
     branch = _branch(store)
     result = Travelled(remote, branch)
     for _try in range(PUSH_TRIES):
-        result.fetched = fetch(store, remote, branch)
+        result.fetched = lift_fetched(ws, remote, branch, fetch(store, remote, branch))
         if _behind(store, remote, branch, result.fetched):
             pulled = pull(ws, remote)
             result.pulls += 1
             result.records = pulled.records
             result.merged_branch = pulled.merged_branch or result.merged_branch
-        check_shared(ws, remote, branch)
-        refs = [f"refs/heads/{branch}:refs/heads/{branch}"] + [
+        refs = shared_refs(ws, branch) or [f"refs/heads/{branch}:refs/heads/{branch}"] + [
             f"{name}:{name}" for name in store.ref_names(EVOLVE_REFS.rstrip("/"))
         ]
         done = _git(ws.root, "push", "--quiet", "--atomic", "--porcelain", remote, *refs)
         if done.returncode == 0:
-            result.pushed = [r.split(":", 1)[0] for r in refs]
+            result.pushed = [r.split(":", 1)[1] for r in refs]
             return result
         said = (done.stderr + done.stdout).decode("utf-8", "replace")
         if "rejected" not in said and "fetch first" not in said and "non-fast-forward" not in said:

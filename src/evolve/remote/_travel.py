@@ -15,8 +15,10 @@ Git carries everything; evolve adds four things around it:
 from __future__ import annotations
 
 import contextlib
+import random
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,8 +30,10 @@ from evolve.store._base import _last_line, committed_env
 from evolve.workspace import CONFIG_NAME, Workspace
 from evolve.workspace._paths import APPLY_JOURNAL, GENERATION_JOURNAL
 
-#: How often a push that lost a race is retried after another pull.
-PUSH_TRIES = 5
+#: How often a push that lost a race is retried after another pull (three learners pushing
+#: at once on a loaded machine lost five races in a row), and the longest wait between tries.
+PUSH_TRIES = 12
+PUSH_WAIT_S = 2.0
 EVOLVE_REFS = "refs/evolve/"
 _MERGE_TRAILER = "Evolve-Kind: merge"
 
@@ -257,7 +261,9 @@ def push(ws: Workspace, remote: str = "origin") -> Travelled:
     configure_remote(store, remote)
     branch = _branch(store)
     result = Travelled(remote, branch)
-    for _try in range(PUSH_TRIES):
+    for attempt in range(PUSH_TRIES):
+        if attempt:  # lost a race: let the winner finish, at a random point (no lockstep)
+            time.sleep(random.uniform(0, min(PUSH_WAIT_S, 0.1 * 2**attempt)))
         result.fetched = fetch(store, remote, branch)
         if _behind(store, remote, branch, result.fetched):
             pulled = pull(ws, remote)

@@ -427,6 +427,7 @@ def reconcile(ws: Workspace, *, take: Mapping[str, Side] | None = None) -> Merge
             now = full.read_bytes() if full.is_file() else None
             if now != data and (in_merge or _is_conflict_text(now)):
                 files[path] = data
+        files.update(_same_change_sidecars(ws, ours, theirs))
         if files:
             tx.write(files, ("memory/",))
         _apply_rules(ws, tx, merged, result)

@@ -171,6 +171,9 @@ def _merge_branch(ws: Workspace, ref: str) -> str | None:
         EvolveError: the merge cannot be made (a unit conflict the rules cannot settle, a
             conflict outside the unit files): one sentence, the workspace as it was.
     """
+    quick = _quick_merge(ws, ref)
+    if quick is not False:
+        return quick
     from evolve.merge import merge_branch
 
     done = merge_branch(ws, ref)
@@ -179,6 +182,32 @@ def _merge_branch(ws: Workspace, ref: str) -> str | None:
     if done.status == "fast-forward":
         return "fast-forward"
     return f"merge {done.commit}"
+
+
+def _quick_merge(ws: Workspace, ref: str) -> str | None | bool:
+    """The cases that need none of the merge rules, without loading them (most pulls): None
+    when `ref` is already merged, "fast-forward" when the branch had nothing of its own, a
+    clean tree and no merge in progress (what `merge_branch` would do then); False otherwise
+    (`merge_branch` decides, refusals and all)."""
+    store = ws.store
+    head = store.head()
+    theirs = _tracking_ref(store, ref)
+    if head is None or theirs is None:
+        return False
+    if store.is_ancestor(theirs, head):
+        return None
+    if not store.is_ancestor(head, theirs) or (store.git_dir / "MERGE_HEAD").exists():
+        return False
+    if store.dirty_paths():
+        return False
+    done = _git(store.root, "merge", "--ff-only", "--quiet", theirs)
+    return "fast-forward" if done.returncode == 0 else False
+
+
+def _tracking_ref(store: GitStore, ref: str) -> str | None:
+    done = _git(store.root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    out = done.stdout.decode("ascii", "replace").strip()
+    return out if done.returncode == 0 and out else None
 
 
 def pull(ws: Workspace, remote: str = "origin") -> Travelled:

@@ -171,8 +171,8 @@ def _merge_branch(ws: Workspace, ref: str) -> str | None:
         EvolveError: the merge cannot be made (a unit conflict the rules cannot settle, a
             conflict outside the unit files): one sentence, the workspace as it was.
     """
-    quick = _quick_merge(ws, ref)
-    if quick is not False:
+    decided, quick = _quick_merge(ws, ref)
+    if decided:
         return quick
     from evolve.merge import merge_branch
 
@@ -184,24 +184,24 @@ def _merge_branch(ws: Workspace, ref: str) -> str | None:
     return f"merge {done.commit}"
 
 
-def _quick_merge(ws: Workspace, ref: str) -> str | None | bool:
-    """The cases that need none of the merge rules, without loading them (most pulls): None
-    when `ref` is already merged, "fast-forward" when the branch had nothing of its own, a
-    clean tree and no merge in progress (what `merge_branch` would do then); False otherwise
-    (`merge_branch` decides, refusals and all)."""
+def _quick_merge(ws: Workspace, ref: str) -> tuple[bool, str | None]:
+    """The cases that need none of the merge rules, without loading them (most pulls):
+    (True, None) when `ref` is already merged, (True, "fast-forward") when the branch had
+    nothing of its own, a clean tree and no merge in progress (what `merge_branch` would do
+    then); (False, None) otherwise (`merge_branch` decides, refusals and all)."""
     store = ws.store
     head = store.head()
     theirs = _tracking_ref(store, ref)
     if head is None or theirs is None:
-        return False
+        return False, None
     if store.is_ancestor(theirs, head):
-        return None
+        return True, None
     if not store.is_ancestor(head, theirs) or (store.git_dir / "MERGE_HEAD").exists():
-        return False
+        return False, None
     if store.dirty_paths():
-        return False
+        return False, None
     done = _git(store.root, "merge", "--ff-only", "--quiet", theirs)
-    return "fast-forward" if done.returncode == 0 else False
+    return (True, "fast-forward") if done.returncode == 0 else (False, None)
 
 
 def _tracking_ref(store: GitStore, ref: str) -> str | None:

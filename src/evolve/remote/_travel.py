@@ -97,8 +97,32 @@ def _branch(store: GitStore) -> str:
     return ref.removeprefix("refs/heads/")
 
 
-def _check_remote(store: GitStore, remote: str) -> None:
-    names = _run(store.root, "remote", doing="listing the remotes").split()
+def _remote_config(store: GitStore) -> dict[str, list[str]]:
+    """Every `remote.*` setting of the repository, in one git call: key -> its values."""
+    done = _git(store.root, "config", "-z", "--get-regexp", r"^remote\.")
+    out: dict[str, list[str]] = {}
+    if done.returncode not in (0, 1):  # 1: no such setting
+        said = _last_line(done.stderr.decode("utf-8", "replace"))
+        raise EvolveError(f"reading the remotes failed: {said}; check the remote and rerun.")
+    for entry in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        key, _, value = entry.partition("\n")
+        if key:
+            out.setdefault(key.lower() if key.count(".") < 2 else _key(key), []).append(value)
+    return out
+
+
+def _key(key: str) -> str:
+    """git prints a key's section and name lower-cased, its subsection (the remote) as is."""
+    section, rest = key.split(".", 1)
+    sub, _, name = rest.rpartition(".")
+    return f"{section.lower()}.{sub}.{name.lower()}"
+
+
+def _check_remote(store: GitStore, remote: str, config: dict[str, list[str]] | None = None) -> None:
+    if config is None:
+        names = _run(store.root, "remote", doing="listing the remotes").split()
+    else:
+        names = sorted({k[len("remote.") :].rpartition(".")[0] for k in config})
     if remote not in names:
         shown = ", ".join(names) or "none"
         raise EvolveError(
@@ -107,9 +131,12 @@ def _check_remote(store: GitStore, remote: str) -> None:
         )
 
 
-def configure_remote(store: GitStore, remote: str) -> None:
+def configure_remote(
+    store: GitStore, remote: str, config: dict[str, list[str]] | None = None
+) -> None:
     """Add evolve's refspecs to `remote` (idempotent): fetch `refs/evolve/*` to
-    `refs/remotes/<remote>/evolve/*`; push the current branch and `refs/evolve/*`, unforced."""
+    `refs/remotes/<remote>/evolve/*`; push the current branch and `refs/evolve/*`, unforced.
+    `config`: the `remote.*` settings already read (`_remote_config`), else they are read."""
     wanted = {
         f"remote.{remote}.fetch": [
             f"+refs/heads/*:refs/remotes/{remote}/*",
@@ -118,8 +145,13 @@ def configure_remote(store: GitStore, remote: str) -> None:
         f"remote.{remote}.push": ["HEAD", f"{EVOLVE_REFS}*:{EVOLVE_REFS}*"],
     }
     for key, values in wanted.items():
-        done = _git(store.root, "config", "--get-all", key)
-        have = done.stdout.decode("utf-8", "replace").splitlines() if done.returncode == 0 else []
+        if config is not None:
+            have = config.get(key, [])
+        else:
+            done = _git(store.root, "config", "--get-all", key)
+            have = (
+                done.stdout.decode("utf-8", "replace").splitlines() if done.returncode == 0 else []
+            )
         for value in values:
             if value not in have:
                 _run(store.root, "config", "--add", key, value, doing=f"setting {key}")
@@ -159,7 +191,7 @@ def merge_records(store: GitStore, remote: str) -> Merged:
     return done
 
 
-def _merge_branch(ws: Workspace, ref: str) -> str | None:
+def _merge_branch(ws: Workspace, ref: str, sha: str | None = None) -> str | None:
     """Merge `ref` (a fetched branch) into the workspace's branch: the one place `evolve pull`
     merges a branch, through `evolve.merge.merge_branch` (a fast-forward when the branch has
     nothing of its own, else ONE merge commit: counter sidecars three-way, units by the merge
@@ -171,7 +203,7 @@ def _merge_branch(ws: Workspace, ref: str) -> str | None:
         EvolveError: the merge cannot be made (a unit conflict the rules cannot settle, a
             conflict outside the unit files): one sentence, the workspace as it was.
     """
-    decided, quick = _quick_merge(ws, ref)
+    decided, quick = _quick_merge(ws, ref, sha)
     if decided:
         return quick
     from evolve.merge import merge_branch
@@ -184,21 +216,24 @@ def _merge_branch(ws: Workspace, ref: str) -> str | None:
     return f"merge {done.commit}"
 
 
-def _quick_merge(ws: Workspace, ref: str) -> tuple[bool, str | None]:
+def _quick_merge(ws: Workspace, ref: str, sha: str | None = None) -> tuple[bool, str | None]:
     """The cases that need none of the merge rules, without loading them (most pulls):
-    (True, None) when `ref` is already merged, (True, "fast-forward") when the branch had
-    nothing of its own, a clean tree and no merge in progress (what `merge_branch` would do
-    then); (False, None) otherwise (`merge_branch` decides, refusals and all)."""
+    (True, None) when `ref` (at `sha`, when the caller knows it) is already merged, (True,
+    "fast-forward") when the branch had nothing of its own, a clean tree and no merge in
+    progress (what `merge_branch` would do then); (False, None) otherwise (`merge_branch`
+    decides, refusals and all)."""
     store = ws.store
     head = store.head()
-    theirs = _tracking_ref(store, ref)
+    theirs = sha or _tracking_ref(store, ref)
     if head is None or theirs is None:
         return False, None
-    if store.is_ancestor(theirs, head):
-        return True, None
-    if not store.is_ancestor(head, theirs) or (store.git_dir / "MERGE_HEAD").exists():
+    done = _git(store.root, "merge-base", head, theirs)
+    base = done.stdout.decode("ascii", "replace").strip()
+    if done.returncode != 0 or not base:
         return False, None
-    if store.dirty_paths():
+    if base == theirs:
+        return True, None
+    if base != head or (store.git_dir / "MERGE_HEAD").exists() or store.dirty_paths():
         return False, None
     done = _git(store.root, "merge", "--ff-only", "--quiet", theirs)
     return (True, "fast-forward") if done.returncode == 0 else (False, None)
@@ -218,15 +253,18 @@ def pull(ws: Workspace, remote: str = "origin") -> Travelled:
             or a branch merge git could not make (undone).
     """
     store = ws.store
-    _check_remote(store, remote)
-    configure_remote(store, remote)
+    config = _remote_config(store)
+    _check_remote(store, remote, config)
+    configure_remote(store, remote, config)
     branch = _branch(store)
     result = Travelled(remote, branch)
     result.fetched = fetch(store, remote, branch)
     with _locked(ws, "evolve pull"):
         result.records = merge_records(store, remote)
         if result.fetched is not None:
-            result.merged_branch = _merge_branch(ws, f"refs/remotes/{remote}/{branch}")
+            result.merged_branch = _merge_branch(
+                ws, f"refs/remotes/{remote}/{branch}", result.fetched
+            )
     return result
 
 

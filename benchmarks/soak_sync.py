@@ -134,7 +134,11 @@ def learner(root: Path, name: str, seed: int, episodes: int, rng_seed: int) -> d
             active = sorted(uid for uid, (status, _t) in _units(root).items() if status == "active")
             if active:
                 uid = rng.choice(active)
-                result = run("revert", "revert", uid, "--reason", f"{name} disagrees", "--json")
+                added = _git(root, "log", "--format=%H", "--diff-filter=A", "--",
+                             f"memory/{PERSONA}/{uid}.md").split()  # fmt: skip
+                # the commit that taught it: a tombstone (its newest change may be a reaffirm)
+                rev = [added[-1], "--unit", uid] if added else [uid]
+                result = run("revert", "revert", *rev, "--reason", f"{name} disagrees", "--json")
                 if result.returncode == 0:
                     shown = json.loads(result.stdout)
                     done["tombstones"] += [t["id"] for t in shown.get("tombstones", [])]

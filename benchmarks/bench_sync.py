@@ -16,6 +16,10 @@ Each is measured both as the command (a process: evolve's Python start-up includ
 the Python API (`evolve.remote.push` / `pull` in this process), and printed beside the target.
 
     python benchmarks/bench_sync.py [--commits 1000 --repeats 5]
+    python benchmarks/bench_sync.py --soak [--episodes 50 --seed 0]
+
+`--soak` runs the sync soak instead (`benchmarks/soak_sync.py`: three learners training at
+once against one bare remote, then every check) and prints its figures and any problem.
 """
 
 from __future__ import annotations
@@ -114,11 +118,37 @@ def _set_url(repo: Path, url: Path) -> None:
     _git(repo, "remote", "set-url", "origin", str(url))
 
 
+def _soak(learners: int, episodes: int, seed: int) -> None:
+    import json
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from soak_sync import soak
+
+    for role in ("AUTHOR", "COMMITTER"):  # the learners commit hand notes with git
+        os.environ.setdefault(f"GIT_{role}_NAME", "evolve soak")
+        os.environ.setdefault(f"GIT_{role}_EMAIL", "soak@evolve.invalid")
+    with tempfile.TemporaryDirectory() as tmp:
+        done = soak(Path(tmp), learners=learners, episodes=episodes, seed=seed)
+    print(json.dumps(done.figures, indent=2, sort_keys=True))
+    for problem in done.problems:
+        print(f"PROBLEM: {problem}")
+    print(f"{len(done.problems)} problem(s), load {os.getloadavg()[0]:.1f}")
+    if done.problems:
+        raise SystemExit(1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--soak", action="store_true", help="run the sync soak instead")
+    parser.add_argument("--episodes", type=int, default=50, help="--soak: episodes a learner")
+    parser.add_argument("--learners", type=int, default=3, help="--soak: learners")
+    parser.add_argument("--seed", type=int, default=0, help="--soak: the seed of their choices")
     args = parser.parse_args()
+    if args.soak:
+        _soak(args.learners, args.episodes, args.seed)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         ws = init_workspace(base / "ws")

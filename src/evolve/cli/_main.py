@@ -59,6 +59,12 @@ def _main(args: list[str]) -> int:
         done = run_fast(args)
         if done is not None:
             return done
+    if args[:1] == ["pull"]:  # most syncs: nothing new or a fast-forward, no click
+        from evolve.cli._fast_pull import run as run_pull
+
+        done = run_pull(args)
+        if done is not None:
+            return done
     from evolve.cli._group import run
 
     return run(args)

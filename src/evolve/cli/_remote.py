@@ -15,22 +15,9 @@ if TYPE_CHECKING:
 
 
 def _say(result: Travelled, verb: str) -> None:
-    rec = result.records
-    lines = [f"{verb} {result.remote} ({result.branch})"]
-    if result.merged_branch:
-        lines.append(f"  branch: {result.merged_branch}")
-    if rec.updated:
-        merged = set(rec.merged)
-        lines += [
-            f"  {ref}: {'merged (union)' if ref in merged else 'updated'}" for ref in rec.updated
-        ]
-    lines += [f"  kept beside its namesake: {name}" for name in rec.kept_aside]
-    lines += [f"  not merged (not a ref evolve writes): {ref}" for ref in rec.ignored]
-    if result.pulls:
-        lines.append(f"  pulled first ({result.pulls}x): the remote had moved")
-    if result.pushed:
-        lines.append(f"  pushed {len(result.pushed)} refs (branch and refs/evolve/*)")
-    for line in lines:
+    from evolve.cli._fast_pull import say
+
+    for line in say(result, verb):
         click.echo(line)
 
 

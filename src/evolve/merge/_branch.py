@@ -226,12 +226,76 @@ def _finish(
         now = full.read_bytes() if full.is_file() else None
         if now != data:
             files[path] = data
+    files.update(_same_change_sidecars(ws, ws.store.head() or "", theirs))
     if files:
         tx.write(files, ("memory/",))
     result = MergeResult(ref, theirs, None, "merged", notes=list(merged.notes))
     _apply_rules(ws, tx, merged, result)
     _commit(ws, result)
     return result
+
+
+def _sidecar_kind(path: str) -> str | None:
+    from evolve.workspace._drivers import PATTERNS
+
+    if not path.startswith("memory/"):
+        return None
+    for kind, pattern in PATTERNS.items():
+        if pattern.startswith("memory/**/") and path.endswith("/" + pattern.rsplit("/", 1)[1]):
+            return kind
+        if path == pattern:
+            return kind
+    return None
+
+
+def _sidecar_text(files: Mapping[str, bytes], path: str) -> str:
+    data = files.get(path)
+    return "" if data is None else data.decode("utf-8")
+
+
+def _virtual_base(ws: Workspace, path: str, one: str, others: list[str], depth: int = 0) -> str:
+    """The sidecar at `path` in the merge base of `one` and `others` as git's recursive merge
+    builds it: several bases merged three-way in turn (their own bases found the same way)."""
+    from evolve.merge._drivers import MERGES
+
+    done = _git(ws, "merge-base", "--all", one, *others)
+    bases = done.stdout.split()
+    if done.returncode != 0 or not bases:
+        return ""
+    text = _sidecar_text(ws.store.read_tree_files(bases[0], path), path)
+    kind = _sidecar_kind(path)
+    for k in range(1, len(bases)):
+        assert kind is not None
+        under = _virtual_base(ws, path, bases[k], bases[:k], depth + 1) if depth < 8 else ""
+        other = _sidecar_text(ws.store.read_tree_files(bases[k], path), path)
+        text = MERGES[kind](path, under, text, other)
+    return text
+
+
+def _same_change_sidecars(ws: Workspace, head: str, theirs: str) -> dict[str, bytes | None]:
+    """Sidecars both sides changed to the same bytes: git takes that content without running
+    the driver (both learners counted one episode each, and the merge would keep one count),
+    so they are merged three-way here. Raises EvolveError on a side that does not read."""
+    from evolve.merge._drivers import MERGES, Malformed
+
+    ours = ws.store.read_tree_files(head, "memory")
+    other = ws.store.read_tree_files(theirs, "memory")
+    out: dict[str, bytes | None] = {}
+    for path in sorted(ours):
+        kind = _sidecar_kind(path)
+        if kind is None or other.get(path) != ours[path]:
+            continue
+        text = ours[path].decode("utf-8", "replace")
+        base = _virtual_base(ws, path, head, [theirs])
+        if base == text:
+            continue  # neither side changed it
+        try:
+            merged = MERGES[kind](path, base, text, text)
+        except Malformed as exc:
+            raise EvolveError(f"{path} could not be merged ({exc}); nothing was merged.") from None
+        if merged != text:
+            out[path] = merged.encode("utf-8")
+    return out
 
 
 def _conflict_sentence(path: str, ref: str, stderr: str) -> str:
@@ -363,6 +427,7 @@ def reconcile(ws: Workspace, *, take: Mapping[str, Side] | None = None) -> Merge
             now = full.read_bytes() if full.is_file() else None
             if now != data and (in_merge or _is_conflict_text(now)):
                 files[path] = data
+        files.update(_same_change_sidecars(ws, ours, theirs))
         if files:
             tx.write(files, ("memory/",))
         _apply_rules(ws, tx, merged, result)

@@ -15,8 +15,10 @@ Git carries everything; evolve adds four things around it:
 from __future__ import annotations
 
 import contextlib
+import random
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +37,10 @@ from evolve.store._base import _last_line, committed_env
 from evolve.workspace import CONFIG_NAME, Workspace
 from evolve.workspace._paths import APPLY_JOURNAL, GENERATION_JOURNAL
 
-#: How often a push that lost a race is retried after another pull.
-PUSH_TRIES = 5
+#: How often a push that lost a race is retried after another pull (three learners pushing
+#: at once on a loaded machine lost five races in a row), and the longest wait between tries.
+PUSH_TRIES = 12
+PUSH_WAIT_S = 2.0
 EVOLVE_REFS = "refs/evolve/"
 _MERGE_TRAILER = "Evolve-Kind: merge"
 
@@ -100,8 +104,32 @@ def _branch(store: GitStore) -> str:
     return ref.removeprefix("refs/heads/")
 
 
-def _check_remote(store: GitStore, remote: str) -> None:
-    names = _run(store.root, "remote", doing="listing the remotes").split()
+def _remote_config(store: GitStore) -> dict[str, list[str]]:
+    """Every `remote.*` setting of the repository, in one git call: key -> its values."""
+    done = _git(store.root, "config", "-z", "--get-regexp", r"^remote\.")
+    out: dict[str, list[str]] = {}
+    if done.returncode not in (0, 1):  # 1: no such setting
+        said = _last_line(done.stderr.decode("utf-8", "replace"))
+        raise EvolveError(f"reading the remotes failed: {said}; check the remote and rerun.")
+    for entry in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        key, _, value = entry.partition("\n")
+        if key:
+            out.setdefault(key.lower() if key.count(".") < 2 else _key(key), []).append(value)
+    return out
+
+
+def _key(key: str) -> str:
+    """git prints a key's section and name lower-cased, its subsection (the remote) as is."""
+    section, rest = key.split(".", 1)
+    sub, _, name = rest.rpartition(".")
+    return f"{section.lower()}.{sub}.{name.lower()}"
+
+
+def _check_remote(store: GitStore, remote: str, config: dict[str, list[str]] | None = None) -> None:
+    if config is None:
+        names = _run(store.root, "remote", doing="listing the remotes").split()
+    else:
+        names = sorted({k[len("remote.") :].rpartition(".")[0] for k in config})
     if remote not in names:
         shown = ", ".join(names) or "none"
         raise EvolveError(
@@ -110,10 +138,17 @@ def _check_remote(store: GitStore, remote: str) -> None:
         )
 
 
-def configure_remote(store: GitStore, remote: str, *, push: bool = True) -> None:
+def configure_remote(
+    store: GitStore,
+    remote: str,
+    config: dict[str, list[str]] | None = None,
+    *,
+    push: bool = True,
+) -> None:
     """Add evolve's refspecs to `remote` (idempotent): fetch `refs/evolve/*` to
     `refs/remotes/<remote>/evolve/*`; push the current branch and `refs/evolve/*`, unforced
-    (not with `push=False`: a workspace keeping a scope here pushes projections instead)."""
+    (not with `push=False`: a workspace keeping a scope here pushes projections instead).
+    `config`: the `remote.*` settings already read (`_remote_config`), else they are read."""
     wanted = {
         f"remote.{remote}.fetch": [
             f"+refs/heads/*:refs/remotes/{remote}/*",
@@ -123,8 +158,13 @@ def configure_remote(store: GitStore, remote: str, *, push: bool = True) -> None
     if push:
         wanted[f"remote.{remote}.push"] = ["HEAD", f"{EVOLVE_REFS}*:{EVOLVE_REFS}*"]
     for key, values in wanted.items():
-        done = _git(store.root, "config", "--get-all", key)
-        have = done.stdout.decode("utf-8", "replace").splitlines() if done.returncode == 0 else []
+        if config is not None:
+            have = config.get(key, [])
+        else:
+            done = _git(store.root, "config", "--get-all", key)
+            have = (
+                done.stdout.decode("utf-8", "replace").splitlines() if done.returncode == 0 else []
+            )
         for value in values:
             if value not in have:
                 _run(store.root, "config", "--add", key, value, doing=f"setting {key}")
@@ -164,7 +204,7 @@ def merge_records(store: GitStore, remote: str) -> Merged:
     return done
 
 
-def _merge_branch(ws: Workspace, ref: str) -> str | None:
+def _merge_branch(ws: Workspace, ref: str, sha: str | None = None) -> str | None:
     """Merge `ref` (a fetched branch) into the workspace's branch: the one place `evolve pull`
     merges a branch, through `evolve.merge.merge_branch` (a fast-forward when the branch has
     nothing of its own, else ONE merge commit: counter sidecars three-way, units by the merge
@@ -176,6 +216,9 @@ def _merge_branch(ws: Workspace, ref: str) -> str | None:
         EvolveError: the merge cannot be made (a unit conflict the rules cannot settle, a
             conflict outside the unit files): one sentence, the workspace as it was.
     """
+    decided, quick = _quick_merge(ws, ref, sha)
+    if decided:
+        return quick
     from evolve.merge import merge_branch
 
     done = merge_branch(ws, ref)
@@ -186,6 +229,35 @@ def _merge_branch(ws: Workspace, ref: str) -> str | None:
     return f"merge {done.commit}"
 
 
+def _quick_merge(ws: Workspace, ref: str, sha: str | None = None) -> tuple[bool, str | None]:
+    """The cases that need none of the merge rules, without loading them (most pulls):
+    (True, None) when `ref` (at `sha`, when the caller knows it) is already merged, (True,
+    "fast-forward") when the branch had nothing of its own, a clean tree and no merge in
+    progress (what `merge_branch` would do then); (False, None) otherwise (`merge_branch`
+    decides, refusals and all)."""
+    store = ws.store
+    head = store.head()
+    theirs = sha or _tracking_ref(store, ref)
+    if head is None or theirs is None:
+        return False, None
+    done = _git(store.root, "merge-base", head, theirs)
+    base = done.stdout.decode("ascii", "replace").strip()
+    if done.returncode != 0 or not base:
+        return False, None
+    if base == theirs:
+        return True, None
+    if base != head or (store.git_dir / "MERGE_HEAD").exists() or store.dirty_paths():
+        return False, None
+    done = _git(store.root, "merge", "--ff-only", "--quiet", theirs)
+    return (True, "fast-forward") if done.returncode == 0 else (False, None)
+
+
+def _tracking_ref(store: GitStore, ref: str) -> str | None:
+    done = _git(store.root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    out = done.stdout.decode("ascii", "replace").strip()
+    return out if done.returncode == 0 and out else None
+
+
 def pull(ws: Workspace, remote: str = "origin") -> Travelled:
     """Fetch `remote`'s branch and records; merge the records (union) and the branch.
 
@@ -194,21 +266,24 @@ def pull(ws: Workspace, remote: str = "origin") -> Travelled:
             or a branch merge git could not make (undone).
     """
     store = ws.store
-    _check_remote(store, remote)
-    _configure(ws, remote)
+    config = _remote_config(store)
+    _check_remote(store, remote, config)
+    _configure(ws, remote, config)
     branch = _branch(store)
     result = Travelled(remote, branch)
     result.fetched = lift_fetched(ws, remote, branch, fetch(store, remote, branch))
     with _locked(ws, "evolve pull"):
         result.records = merge_records(store, remote)
         if result.fetched is not None:
-            result.merged_branch = _merge_branch(ws, f"refs/remotes/{remote}/{branch}")
+            result.merged_branch = _merge_branch(
+                ws, f"refs/remotes/{remote}/{branch}", result.fetched
+            )
     return result
 
 
-def _configure(ws: Workspace, remote: str) -> None:
+def _configure(ws: Workspace, remote: str, config: dict[str, list[str]] | None = None) -> None:
     """The refspecs of `remote`; with a scope kept here, pushes send projections."""
-    configure_remote(ws.store, remote, push=not is_private(ws))
+    configure_remote(ws.store, remote, config, push=not is_private(ws))
     configure_shared_push(ws, remote)
     install_pre_push(ws)
 
@@ -244,7 +319,9 @@ def push(ws: Workspace, remote: str = "origin") -> Travelled:
     _configure(ws, remote)
     branch = _branch(store)
     result = Travelled(remote, branch)
-    for _try in range(PUSH_TRIES):
+    for attempt in range(PUSH_TRIES):
+        if attempt:  # lost a race: let the winner finish, at a random point (no lockstep)
+            time.sleep(random.uniform(0, min(PUSH_WAIT_S, 0.1 * 2**attempt)))
         result.fetched = lift_fetched(ws, remote, branch, fetch(store, remote, branch))
         if _behind(store, remote, branch, result.fetched):
             pulled = pull(ws, remote)

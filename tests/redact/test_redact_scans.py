@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from evolve.redact import _redact
-from evolve.redact._redact import REDACTED, Redactor
+from evolve.redact import REDACTED, _redact
+from evolve.redact._redact import Redactor
 
 
 class _Counted:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from evolve.envs.persona_world import split_sentences
 from evolve.sim import _updater
 from evolve.sim._updater import Shown, replaced_ids
 
@@ -33,6 +34,4 @@ def test_each_shown_text_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def real_slots(text: str) -> set[str]:
-    return {
-        v for s in _updater.split_sentences(text) if (v := _updater.vague_slot_of(s)) is not None
-    }
+    return {v for s in split_sentences(text) if (v := _updater.vague_slot_of(s)) is not None}

@@ -64,6 +64,14 @@ _PAIR = re.compile(
     r"(?i)\b([A-Za-z_-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key"
     r"|private[_-]?key|auth|credential))(\"?'?\s*[:=]\s*[\"']?)([^\s\"',;&}<>]+)"
 )
+# Every match of `_AUTH` holds its scheme, and every match of `_PAIR` one of its words with
+# the separator after it: a text holding neither (most prompts) is left as it is without the
+# full scans, which try every word boundary (most of the time a long prompt's redaction took).
+_AUTH_NEAR = re.compile(r"(?i:bearer)|Basic")
+_PAIR_NEAR = re.compile(
+    r"(?i)(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key"
+    r"|private[_-]?key|auth|credential)\"?'?\s*[:=]"
+)
 _RUN = re.compile(r"[A-Za-z0-9+=_-]{24,}")
 _HEXISH = re.compile(r"^[0-9a-fA-F-]+$")
 _DIGIT_RUNS = re.compile(r"[0-9]+")
@@ -167,8 +175,10 @@ class Redactor:
         text = self.values_text(text)
         text = _PEM.sub(REDACTED, text)
         text = _KEY_SHAPES.sub(REDACTED, text)
-        text = _AUTH.sub(_auth_sub, text)
-        text = _PAIR.sub(_pair_sub, text)
+        if _AUTH_NEAR.search(text):
+            text = _AUTH.sub(_auth_sub, text)
+        if _PAIR_NEAR.search(text):
+            text = _PAIR.sub(_pair_sub, text)
         return _RUN.sub(_run_sub, text)
 
     def __call__(self, value: Any) -> Any:

@@ -18,11 +18,12 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from evolve.agent import section
 from evolve.envs.persona_world import RULES, recognize, split_sentences
 from evolve.llm import Message
-from evolve.sim._parse import recognized, slots_of
+from evolve.sim._parse import MAX_SENTENCE, recognized, slots_of
 
 _INSTANCE = [(rule, rule.instance_regex()) for rule in RULES]
 _VAGUE = [(rule, rule.vague_regex()) for rule in RULES]
@@ -162,7 +163,16 @@ class Shown:
     @property
     def vague_slots(self) -> set[str]:
         """The slots the unit names without a value (vague statements)."""
-        return {v for s in split_sentences(self.text) if (v := vague_slot_of(s)) is not None}
+        if len(self.text) > MAX_SENTENCE:
+            return set(_vague_slots_of.__wrapped__(self.text))
+        return set(_vague_slots_of(self.text))
+
+
+@lru_cache(maxsize=16_384)
+def _vague_slots_of(text: str) -> frozenset[str]:
+    """`Shown.vague_slots` of a unit's text, cached as `slots_of` is (an update request reads
+    every shown unit, and `replaced_ids` reads them again for each proposal)."""
+    return frozenset(v for s in split_sentences(text) if (v := vague_slot_of(s)) is not None)
 
 
 def shown_units(section_text: str | None) -> list[Shown]:

@@ -227,7 +227,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "harmful_alone": harmful,
         "brute_force": brute,
         "found_the_best": found_best,
-        "rejected_every_harmful": all(not a["harmful_kept"] for a in arms),
+        # The module-wise arms are the search; the whole-harness arm is the ablation's baseline,
+        # which cannot tell a harmful module from a helpful one in the same candidate.
+        "rejected_every_harmful": all(not a["harmful_kept"] for a in arms if a["arm"] != "whole"),
+        "whole_harness_kept": arms[-1]["harmful_kept"],
         "arms": arms,
         "ablations": ablations,
         "train_s": round(train_s, 1),
@@ -249,8 +252,8 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=3000)
     parser.add_argument("--per-module", type=int, default=6)
     parser.add_argument("--patience", type=int, default=1)
-    parser.add_argument("--ablation-budget", type=int, default=600)
-    parser.add_argument("--ablation-per-module", type=int, default=1)
+    parser.add_argument("--ablation-budget", type=int, default=900)
+    parser.add_argument("--ablation-per-module", type=int, default=2)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     out = measure(args)
@@ -292,7 +295,9 @@ def main() -> None:
         )
     print(
         f"found the best: {'yes' if out['found_the_best'] else 'NO'}; rejected every harmful "
-        f"mechanism: {'yes' if out['rejected_every_harmful'] else 'NO'}; train {out['train_s']:.1f}s"
+        f"mechanism (module-wise arms): {'yes' if out['rejected_every_harmful'] else 'NO'}; "
+        f"harmful kept by the whole-harness arm: {', '.join(out['whole_harness_kept']) or 'none'}; "
+        f"train {out['train_s']:.1f}s"
     )
 
 

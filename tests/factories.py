@@ -9,14 +9,19 @@ unit field.
 from __future__ import annotations
 
 import base64
+import contextlib
+import dataclasses
 import hashlib
 import os
+import re
+import socket
 import subprocess
 import sys
 import sysconfig
+import time
 import venv
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -261,3 +266,78 @@ def reflection(i: int) -> MemoryUnit:
         created_episode=0,
         valid_from=f"2026-01-01T00:00:{i:02d}.000000+00:00",
     )
+
+
+@dataclasses.dataclass
+class LlamaServer:
+    """A llama.cpp server the real-server tests started (SmolLM2, named `smollm2`)."""
+
+    base_url: str
+    log: Path
+
+    def statuses(self) -> list[int]:
+        """HTTP statuses of the chat requests, from the server's access log."""
+        text = self.log.read_text(errors="replace")
+        return [int(s) for s in re.findall(r'"POST /v1/chat/completions HTTP/1.1" (\d{3})', text)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def llama_server(
+    folder: Path, *, n_ctx: int | None = 8192, ready_s: float = 120.0
+) -> Iterator[LlamaServer]:
+    """A llama.cpp server with SmolLM2 on a free port (`n_ctx` None: llama.cpp's default
+    window), logging to `folder/server.log`, stopped on exit. Skipped when CI's server is not
+    prepared (`eval "$(bash .ci/llama_server.sh)"`), failed instead where it is required (CI,
+    or EVOLVE_REQUIRE_REAL_SERVER=1)."""
+    import httpx
+
+    python, gguf = os.environ.get("EVOLVE_LLAMA_PYTHON"), os.environ.get("EVOLVE_LLAMA_GGUF")
+    if not python or not gguf:
+        message = (
+            "EVOLVE_LLAMA_PYTHON and EVOLVE_LLAMA_GGUF are not set; run "
+            'eval "$(bash .ci/llama_server.sh)" first.'
+        )
+        if os.environ.get("CI") == "true" or os.environ.get("EVOLVE_REQUIRE_REAL_SERVER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    port = _free_port()
+    log = folder / "server.log"
+    command = [
+        python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", "smollm2",
+        "--host", "127.0.0.1", "--port", str(port),
+        *(["--n_ctx", str(n_ctx)] if n_ctx is not None else []),
+        # One thread: on a small shared machine llama.cpp's spinning threads fight the other
+        # processes for the cores (measured: 18x slower with two threads under load).
+        "--n_threads", "1", "--n_threads_batch", "1",
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + ready_s
+        while True:
+            if process.poll() is not None:
+                tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
+                pytest.fail(f"the llama.cpp server exited early: {tail}")
+            try:
+                if httpx.get(f"{base_url}/models", timeout=2.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"the llama.cpp server was not ready in {ready_s:.0f} s.")
+            time.sleep(0.25)
+        yield LlamaServer(base_url, log)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)

@@ -5,7 +5,6 @@ where the real llama.cpp server is prepared (`real_server`), end to end."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from chatstub import Answer, chat_stub, reply, stub_cache  # noqa: F401  (autous
 from conftest import GitRunner, run_cli
 from evolve.errors import ModelError
 from evolve.workspace import CONFIG_NAME, Workspace
+from factories import llama_server
 
 AGENTS = Path(__file__).resolve().parents[2] / "examples" / "agents"
 
@@ -162,52 +162,6 @@ def test_the_loop_end_to_end_against_the_real_server(
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The real server's API root, started as tests/llm/test_real_server.py starts it."""
-    import subprocess
-    import time
-
-    import httpx
-
-    python, gguf = os.environ.get("EVOLVE_LLAMA_PYTHON"), os.environ.get("EVOLVE_LLAMA_GGUF")
-    if not python or not gguf:
-        message = 'EVOLVE_LLAMA_PYTHON and EVOLVE_LLAMA_GGUF are not set; run eval "$(bash .ci/llama_server.sh)" first.'
-        if os.environ.get("CI") == "true" or os.environ.get("EVOLVE_REQUIRE_REAL_SERVER") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    log = tmp_path_factory.mktemp("llama-loop") / "server.log"
-    command = [
-        python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", "smollm2",
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
-        "--n_threads", "1", "--n_threads_batch", "1",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120.0
-        while True:
-            if process.poll() is not None:
-                pytest.fail(
-                    f"the llama.cpp server exited: {log.read_text(errors='replace')[-2000:]}"
-                )
-            try:
-                if httpx.get(f"{base}/models", timeout=2.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("the llama.cpp server did not start within 120 s")
-            time.sleep(0.5)
-        yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    """The real server's API root."""
+    with llama_server(tmp_path_factory.mktemp("llama")) as started:
+        yield started.base_url

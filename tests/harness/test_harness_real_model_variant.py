@@ -11,20 +11,17 @@ is refused: the test checks the path, not the quality.
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
 from evolve import sandbox
 from evolve.llm import make_llm
 from evolve.workspace import Workspace
+from factories import llama_server
 
 pytestmark = [
     pytest.mark.real_server,
@@ -33,58 +30,10 @@ pytestmark = [
 READY_TIMEOUT_S = 120.0
 
 
-def _required() -> bool:
-    return os.environ.get("CI") == "true" or os.environ.get("EVOLVE_REQUIRE_REAL_SERVER") == "1"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    python, gguf = os.environ.get("EVOLVE_LLAMA_PYTHON"), os.environ.get("EVOLVE_LLAMA_GGUF")
-    if not python or not gguf:
-        message = (
-            "EVOLVE_LLAMA_PYTHON and EVOLVE_LLAMA_GGUF are not set; run "
-            'eval "$(bash .ci/llama_server.sh)" first.'
-        )
-        if _required():
-            pytest.fail(message)
-        pytest.skip(message)
-    port = _free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    command = [
-        python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", "smollm2",
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
-        "--n_threads", "1", "--n_threads_batch", "1",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the llama.cpp server exited early: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/models", timeout=2.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the llama.cpp server was not ready in {READY_TIMEOUT_S:.0f} s.")
-            time.sleep(0.25)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
+    with llama_server(tmp_path_factory.mktemp("llama"), n_ctx=4096) as started:
+        yield started.base_url
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
@@ -27,79 +21,19 @@ from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
 from conftest import GitRunner, run_cli
 from evolve.llm._structured import ENDPOINTS_FILE, MODES
 from evolve.workspace import Workspace
-from factories import VERIFY_AFTER
+from factories import VERIFY_AFTER, LlamaServer, llama_server
 
 pytestmark = pytest.mark.real_server
 
 READY_TIMEOUT_S = 120.0
 MODEL = "openai/smollm2"
-
-
-def _required() -> bool:
-    return os.environ.get("CI") == "true" or os.environ.get("EVOLVE_REQUIRE_REAL_SERVER") == "1"
-
-
-@dataclass
-class Server:
-    base_url: str
-    log: Path
-
-    def statuses(self) -> list[int]:
-        """HTTP statuses of the chat requests, from the server's access log."""
-        text = self.log.read_text(errors="replace")
-        return [int(s) for s in re.findall(r'"POST /v1/chat/completions HTTP/1.1" (\d{3})', text)]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+Server = LlamaServer  # the name the window tests import
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    python, gguf = os.environ.get("EVOLVE_LLAMA_PYTHON"), os.environ.get("EVOLVE_LLAMA_GGUF")
-    if not python or not gguf:
-        message = (
-            "EVOLVE_LLAMA_PYTHON and EVOLVE_LLAMA_GGUF are not set; run "
-            'eval "$(bash .ci/llama_server.sh)" first.'
-        )
-        if _required():
-            pytest.fail(message)
-        pytest.skip(message)
-    port = _free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    command = [
-        python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", "smollm2",
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
-        # One thread: on a small shared machine llama.cpp's spinning threads fight the other
-        # processes for the cores (measured: 18x slower with two threads under load).
-        "--n_threads", "1", "--n_threads_batch", "1",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the llama.cpp server exited early: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{base_url}/models", timeout=2.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the llama.cpp server was not ready in {READY_TIMEOUT_S:.0f} s.")
-            time.sleep(0.25)
-        yield Server(base_url, log)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
+    with llama_server(tmp_path_factory.mktemp("llama"), ready_s=READY_TIMEOUT_S) as started:
+        yield started
 
 
 @pytest.fixture

@@ -7,71 +7,32 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import yaml
 from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
-from test_real_server import MODEL, READY_TIMEOUT_S, Server, _free_port, server, small_ws
+from test_real_server import MODEL, READY_TIMEOUT_S, Server, server, small_ws
 
 from conftest import GitRunner, one_sentence, run_cli
 from evolve.workspace import Workspace
+from factories import llama_server
 
 pytestmark = pytest.mark.real_server
 __all__ = ["server", "small_ws"]  # the fixtures, from test_real_server
 
 
-def _start(python: str, gguf: str, log: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    command = [
-        python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", "smollm2",
-        "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1", "--n_threads_batch", "1",
-        *extra,
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while True:
-        if process.poll() is not None:
-            tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
-            pytest.fail(f"the llama.cpp server exited early: {tail}")
-        try:
-            if httpx.get(f"{base_url}/models", timeout=2.0).status_code == 200:
-                return process, base_url
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"the llama.cpp server was not ready in {READY_TIMEOUT_S:.0f} s.")
-        time.sleep(0.25)
-
-
 @pytest.fixture(scope="module")
 def default_server(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A second server, started with llama.cpp's defaults (no --n_ctx: 2,048 tokens)."""
-    import os
-
-    log = tmp_path_factory.mktemp("llama-default") / "server.log"
-    process, base_url = _start(
-        os.environ["EVOLVE_LLAMA_PYTHON"], os.environ["EVOLVE_LLAMA_GGUF"], log
-    )
-    try:
-        yield Server(base_url, log)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
+    folder = tmp_path_factory.mktemp("llama-default")
+    with llama_server(folder, n_ctx=None, ready_s=READY_TIMEOUT_S) as started:
+        yield started
 
 
 def _default_bounds(ws: Workspace, run_git: GitRunner, note_chars: int = 0) -> None:

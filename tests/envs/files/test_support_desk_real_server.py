@@ -12,20 +12,17 @@ skipped without it, except where CI=true or EVOLVE_REQUIRE_REAL_SERVER=1.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 
 from conftest import GIT_ENV, run_cli
+from factories import llama_server
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 DESK = EXAMPLES / "support_desk"
@@ -34,51 +31,9 @@ KEEP = {"desk-01": "train", "desk-03": "train", "desk-19": "dev", "desk-31": "ho
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The real server's API root, started as tests/llm/test_real_server.py starts it."""
-    python, gguf = os.environ.get("EVOLVE_LLAMA_PYTHON"), os.environ.get("EVOLVE_LLAMA_GGUF")
-    if not python or not gguf:
-        message = (
-            "EVOLVE_LLAMA_PYTHON and EVOLVE_LLAMA_GGUF are not set; "
-            'run eval "$(bash .ci/llama_server.sh)" first.'
-        )
-        if os.environ.get("CI") == "true" or os.environ.get("EVOLVE_REQUIRE_REAL_SERVER") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    log = tmp_path_factory.mktemp("llama-desk") / "server.log"
-    command = [
-        python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", "smollm2",
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
-        "--n_threads", "1", "--n_threads_batch", "1",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120.0
-        while True:
-            if process.poll() is not None:
-                pytest.fail(
-                    f"the llama.cpp server exited: {log.read_text(errors='replace')[-2000:]}"
-                )
-            try:
-                if httpx.get(f"{base}/models", timeout=2.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("the llama.cpp server did not start within 120 s")
-            time.sleep(0.5)
-        yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    """The real server's API root."""
+    with llama_server(tmp_path_factory.mktemp("llama")) as started:
+        yield started.base_url
 
 
 def _workspace(

@@ -228,7 +228,13 @@ def evolve_with(python: Path, cwd: Path, *args: str) -> subprocess.CompletedProc
     )
 
 
-def commit_episode(ws: Workspace, k: int, ops: Sequence[Op], recipe: str = "reflexion") -> str:
+def commit_episode(
+    ws: Workspace,
+    k: int,
+    ops: Sequence[Op],
+    recipe: str = "reflexion",
+    complaint: str = "a complaint",
+) -> str:
     """Training episode `k` of alex that applies `ops` through the applier and commits them
     with a training episode's trailers; its commit."""
     from evolve.applier import MemoryApplier
@@ -241,7 +247,7 @@ def commit_episode(ws: Workspace, k: int, ops: Sequence[Op], recipe: str = "refl
     sha = ws.store.commit(
         result.paths,
         f"{recipe}: episode {k} (pay_back-1)",
-        body="Complaint:\n  a complaint",
+        body=f"Complaint:\n  {complaint}",
         trailers=[
             (EPISODE, str(k)),
             (RECIPE, recipe),

@@ -73,20 +73,9 @@ def _source(card: Card, own: set[str]) -> str:
 
 
 def _card_json(card: Card, source: str) -> dict[str, Any]:
-    return {
-        "id": card.id,
-        "title": card.title,
-        "authors": list(card.authors),
-        "year": card.year,
-        "identifier": card.identifier,
-        "module": card.module,
-        "mechanism": card.mechanism,
-        "variant": card.variant,
-        "params": dict(card.params),
-        "summary": card.summary,
-        "provenance": card.provenance,
-        "source": source,
-    }
+    from evolve.research._card import card_fields
+
+    return {"id": card.id, **card_fields(card), "source": source}
 
 
 @research_group.command("list")

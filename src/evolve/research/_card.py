@@ -250,11 +250,9 @@ def _params(value: Any, variant: str | None, where: str) -> Mapping[str, int]:
     return out
 
 
-def dump_card(card: Card) -> str:
-    """The canonical text of `card` (what `evolve research add` writes)."""
-    import yaml
-
-    data: dict[str, Any] = {
+def card_fields(card: Card) -> dict[str, Any]:
+    """The fields a card file holds, in its canonical order (its id is the file's name)."""
+    return {
         "title": card.title,
         "authors": list(card.authors),
         "year": card.year,
@@ -266,6 +264,13 @@ def dump_card(card: Card) -> str:
         "summary": card.summary,
         "provenance": card.provenance,
     }
+
+
+def dump_card(card: Card) -> str:
+    """The canonical text of `card` (what `evolve research add` writes)."""
+    import yaml
+
+    data = card_fields(card)
     if not card.params:
         del data["params"]
     text: str = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=88)

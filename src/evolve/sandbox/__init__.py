@@ -4,6 +4,7 @@ Standard library only; it knows nothing of the rest of evolve.
 """
 
 from evolve.sandbox._backends import BACKENDS, Backend, bwrap_works, choose, unshare_works
+from evolve.sandbox._pids import process_limit
 from evolve.sandbox._run import SAFE_PATH, WEAK_WARNING, Limit, Limits, Outcome, environment, run
 from evolve.sandbox._session import Session, SessionError
 
@@ -20,6 +21,7 @@ __all__ = [
     "bwrap_works",
     "choose",
     "environment",
+    "process_limit",
     "run",
     "unshare_works",
 ]

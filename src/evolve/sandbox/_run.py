@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 from evolve.sandbox._backends import Backend, choose, wrap
+from evolve.sandbox._pids import PidsGroup
 
 Limit = Literal["wall", "stdout", "stderr", "processes", "cpu", "file_size", "memory"]
 
@@ -131,8 +132,8 @@ def environment(
     return env
 
 
-def _preexec(limits: Limits, nproc: int) -> Callable[[], None]:
-    def apply() -> None:  # in the child, between fork and exec: only setrlimit calls
+def _preexec(limits: Limits, nproc: int, group: PidsGroup | None) -> Callable[[], None]:
+    def apply() -> None:  # in the child, between fork and exec: only plain system calls
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
@@ -140,8 +141,44 @@ def _preexec(limits: Limits, nproc: int) -> Callable[[], None]:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         with contextlib.suppress(ValueError, OSError):  # above the hard limit: keep it
             resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+        if group is not None:
+            with contextlib.suppress(OSError):  # the parent checks it entered
+                group.enter()
 
     return apply
+
+
+def spawn(
+    command: Sequence[str], cwd: str, env: Mapping[str, str], limits: Limits
+) -> tuple[subprocess.Popen[bytes], PidsGroup | None]:
+    """Start `command` with the limits set before it runs, in its own session and, where this
+    machine allows one, its own pids cgroup (:mod:`._pids`: the process limit then binds root
+    too). Returns the process and its group (None: `RLIMIT_NPROC` and the watch only)."""
+    # Past the tasks the watch allows (bubblewrap's own two, the program and its processes),
+    # the kernel refuses the fork.
+    group = PidsGroup.create(limits.processes + 2)
+    # RLIMIT_NPROC counts every process of the user: allow what already runs, plus the limit.
+    nproc = _processes_of(os.getuid()) + limits.processes
+    try:
+        proc = subprocess.Popen(
+            list(command),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+            close_fds=True,
+            preexec_fn=_preexec(limits, nproc, group),  # noqa: PLW1509 - system calls only
+        )
+    except BaseException:
+        if group is not None:
+            group.remove()
+        raise
+    if group is not None and not group.holds(proc.pid) and not _exited(proc):
+        group.remove()  # it could not enter: the rlimit and the watch remain
+        group = None
+    return proc, group
 
 
 def _processes_of(uid: int) -> int:
@@ -213,9 +250,12 @@ def _alive(pid: int, start: int) -> bool:
     return got is not None and got[3] == start and got[0] not in ("Z", "X")
 
 
-def _kill_all(proc: subprocess.Popen[bytes]) -> None:
+def _kill_all(proc: subprocess.Popen[bytes], group: PidsGroup | None = None) -> None:
     """Kill the program, everything below it and its process group (before it is reaped),
-    and wait until each of them has ended (a pid namespace's processes die after its init)."""
+    and wait until each of them has ended (a pid namespace's processes die after its init);
+    with a pids cgroup, every task in it first."""
+    if group is not None:
+        group.kill()
     if _exited(proc):  # its children were handed to init already: its group is what is left
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -325,23 +365,15 @@ def _start(
         if found is None:
             raise FileNotFoundError(f"{command[0]!r} is not on the sandbox's PATH ({SAFE_PATH})")
         command[0] = found
-    # RLIMIT_NPROC counts every process of the user: allow what already runs, plus the limit.
-    nproc = _processes_of(os.getuid()) + limits.processes
     started = time.monotonic()
-    proc = subprocess.Popen(
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-        close_fds=True,
-        preexec_fn=_preexec(limits, nproc),  # noqa: PLW1509 - setrlimit only
-    )
+    proc, group = spawn(command, cwd, env, limits)
     feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
     feeder.start()
-    limit, out, err, cpu = _watch(proc, limits, started)
+    try:
+        limit, out, err, cpu = _watch(proc, limits, started, group)
+    finally:
+        if group is not None:
+            group.remove()
     feeder.join(timeout=5)
     returncode = None if limit in ("wall", "stdout", "stderr", "processes") else proc.returncode
     if limit is None and returncode is not None:
@@ -373,16 +405,20 @@ def _died_of(returncode: int, backend: Backend, err: bytes) -> Limit | None:
     return None
 
 
-def _over(proc: subprocess.Popen[bytes], limits: Limits, started: float) -> Limit | None:
+def _over(
+    proc: subprocess.Popen[bytes], limits: Limits, started: float, group: PidsGroup | None
+) -> Limit | None:
     if time.monotonic() - started > limits.wall_s:
         return "wall"
+    if group is not None and group.hit():  # the kernel refused a fork past the limit
+        return "processes"
     if len(_tree(proc.pid)) > limits.processes + 2:  # + bwrap's own two
         return "processes"
     return None
 
 
 def _watch(
-    proc: subprocess.Popen[bytes], limits: Limits, started: float
+    proc: subprocess.Popen[bytes], limits: Limits, started: float, group: PidsGroup | None
 ) -> tuple[Limit | None, bytes, bytes, float]:
     """Read both streams to their caps, and stop the tree on a limit; returns what it read."""
     assert proc.stdout is not None and proc.stderr is not None
@@ -403,7 +439,7 @@ def _watch(
         while sel.get_map() and limit is None:
             if time.monotonic() >= next_check:
                 next_check = time.monotonic() + 0.05
-                limit = _over(proc, limits, started)
+                limit = _over(proc, limits, started, group)
                 if limit is not None:
                     break
             for key, _ in sel.select(timeout=0.05):
@@ -422,11 +458,11 @@ def _watch(
                     limit = name
                     break
         while limit is None and not _exited(proc):
-            limit = _over(proc, limits, started)
+            limit = _over(proc, limits, started, group)
             time.sleep(0.02)
     finally:
         sel.close()
-        _kill_all(proc)  # on a limit, or what the program left behind in its group or below
+        _kill_all(proc, group)  # on a limit, or what the program left behind in its group or below
         cpu[0] = _reap(proc)
         proc.stdout.close()
         proc.stderr.close()

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from evolve.sandbox._backends import Backend, choose, wrap
+from evolve.sandbox._pids import PidsGroup
 from evolve.sandbox._run import (
     WEAK_WARNING,
     Limit,
@@ -32,11 +33,10 @@ from evolve.sandbox._run import (
     _exited,
     _kill_all,
     _over,
-    _preexec,
-    _processes_of,
     _reap,
     _warn_weak,
     environment,
+    spawn,
 )
 
 _LINE_CAP = 4 * 1024 * 1024  # one reply line at most (bytes)
@@ -97,6 +97,7 @@ class Session:
         self._closed = threading.Event()
         self._stderr = bytearray()
         self._pending = bytearray()
+        self._group: PidsGroup | None = None
         self.root = tempfile.mkdtemp(prefix="evolve-sandbox-")
         try:
             self.proc = self._start(argv, files, env_allow, read_only)
@@ -135,18 +136,8 @@ class Session:
             read_only=read_only,
             python_env=self.python_env,
         )
-        nproc = _processes_of(os.getuid()) + self.limits.processes
-        return subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=environment(env_allow, self.root),
-            start_new_session=True,
-            close_fds=True,
-            preexec_fn=_preexec(self.limits, nproc),  # noqa: PLW1509 - setrlimit only
-        )
+        proc, self._group = spawn(command, cwd, environment(env_allow, self.root), self.limits)
+        return proc
 
     # --- watching -------------------------------------------------------------------------
 
@@ -155,7 +146,7 @@ class Session:
         while not self._closed.wait(0.1):
             if _exited(self.proc):
                 return
-            limit = _over(self.proc, self.limits, self.started)
+            limit = _over(self.proc, self.limits, self.started, self._group)
             if limit is not None:
                 self.limit = limit
                 self._stop()
@@ -177,7 +168,7 @@ class Session:
     def _stop(self) -> None:
         with self._lock:
             if self.proc.returncode is None:
-                _kill_all(self.proc)
+                _kill_all(self.proc, self._group)
                 _reap(self.proc)
 
     # --- talking --------------------------------------------------------------------------
@@ -274,6 +265,8 @@ class Session:
             if stream is not None:
                 with contextlib.suppress(OSError, ValueError):
                     stream.close()
+        if self._group is not None:
+            self._group.remove()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> Session:

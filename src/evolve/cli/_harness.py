@@ -19,19 +19,24 @@ def harness_group() -> None:
 @json_option
 @workspace_option
 def harness_show(as_json: bool, workspace: Path | None) -> None:
-    """The active variant of each module and the built-in variants, with their mechanisms."""
+    """The active variant of each module, the built-in variants with their mechanisms, and
+    the workspace's variant files (harness/<module>/<name>.py) with their review state: a
+    model-written file runs only once a person approved its text."""
     from rich.markup import escape
 
-    from evolve.harness import BUILTINS, MODULES, load_harness
+    from evolve.harness import BUILTINS, DEFAULTS, MODULES
+    from evolve.harness._config import load_choice, variant_files
 
     ws = open_workspace(workspace)
-    harness = load_harness(ws.root)
+    choice = load_choice(ws.root)
+    files = variant_files(ws.root)
+    active = {m: choice.get(m, (DEFAULTS[m], {})) for m in MODULES}
     if as_json:
         emit_json(
             {
                 module: {
-                    "active": harness.choice[module][0],
-                    "parameters": dict(harness.choice[module][1]),
+                    "active": active[module][0],
+                    "parameters": dict(active[module][1]),
                     "builtins": {
                         name: {
                             "mechanism": v.mechanism,
@@ -39,18 +44,29 @@ def harness_show(as_json: bool, workspace: Path | None) -> None:
                         }
                         for name, v in BUILTINS[module].items()
                     },
+                    "files": {name: {"approved": ok} for name, ok in files.get(module, {}).items()},
                 }
                 for module in MODULES
             }
         )
         return
     for module in MODULES:
-        name, params = harness.choice[module]
+        name, params = active[module]
         shown = name + "".join(f" {k}={v}" for k, v in sorted(params.items()))
+        if name not in BUILTINS[module] and not files.get(module, {}).get(name, False):
+            shown += " (awaits review: it does not run until a person approves it)"
         stdout.print(f"[bold]{module}[/bold]: {escape(shown)}")
         for other, variant in BUILTINS[module].items():
             mark = "*" if other == name else " "
             stdout.print(f"  {mark} {other}: {escape(variant.mechanism)}")
+        for other, ok in files.get(module, {}).items():
+            mark = "*" if other == name else " "
+            state = (
+                "approved"
+                if ok
+                else f"awaits review (evolve review approve-variant {module} {other})"
+            )
+            stdout.print(f"  {mark} {escape(other)}: workspace file, {escape(state)}")
 
 
 @harness_group.command("set")

@@ -35,17 +35,53 @@ def load_harness(root: Path) -> Harness:
 
     Raises:
         ConfigError: the file is not valid, names an unknown module, variant or parameter,
-            or names a workspace variant file (one sentence each).
+            or names a workspace variant file no person approved (one sentence each).
     """
     if not (root / HARNESS_FILE).is_file() and not (root / HARNESS_FILE).is_symlink():
         return DEFAULT_HARNESS
+    return build_harness(load_choice(root), root)
+
+
+def load_choice(root: Path) -> Choice:
+    """The checked choices `root`'s `prompts/harness.yaml` names, without building anything
+    (the defaults without one): what a reading command shows.
+
+    Raises:
+        ConfigError: the file is not valid, or names an unknown module, variant or parameter.
+    """
+    if not (root / HARNESS_FILE).is_file() and not (root / HARNESS_FILE).is_symlink():
+        return dict(DEFAULT_HARNESS.choice)
     try:
         text = limits.read_text(root, HARNESS_FILE)
     except PathRefused:
         raise
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{HARNESS_FILE} could not be read ({exc}); fix or remove it.") from None
-    return build_harness(parse_choice(text, root), root)
+    return parse_choice(text, root)
+
+
+def variant_files(root: Path) -> dict[str, dict[str, bool]]:
+    """module -> {name: approved} for the workspace's variant files (`harness/<module>/*.py`;
+    approved: a person approved this very text). A file that cannot be read counts as not
+    approved."""
+    approved = approved_variants(root)
+    out: dict[str, dict[str, bool]] = {}
+    for module in MODULES:
+        folder = root / VARIANTS_DIR / module
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        for path in sorted(folder.glob("*.py")):
+            name = path.stem
+            if name.startswith("_") or not name.isidentifier():
+                continue
+            try:
+                source = read_variant(root, module, name)
+            except ConfigError:
+                out.setdefault(module, {})[name] = False
+                continue
+            digest = hashlib.sha256(source).hexdigest()
+            out.setdefault(module, {})[name] = approved.get(f"{module}/{name}") == digest
+    return out
 
 
 def parse_choice(text: str, root: Path | None = None) -> Choice:

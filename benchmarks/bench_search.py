@@ -19,9 +19,16 @@ combination of the built-in variants (3^5 = 243 harnesses, default parameters) s
 as the search scores; the default arm must reach its dev success, and no arm's champion may
 hold a mechanism that hurts on its own (an interval wholly below 0).
 
+A champion move is the gate's decision, caps included: the sim's review step (`verify_first`)
+costs about 1.6x the trained base's tokens per episode, past the default
+`gate.max_token_factor` of 1.5x, so the bench sets the cap (`--max-token-factor`, 2.0 by
+default; it is printed) and the ablations compare selection, not the cap. With 1.5 the default
+arm's champion is the same (it costs 1.17x); the ablation arms, two cards a module, find no
+champion the cap admits.
+
 Run: `python benchmarks/bench_search.py [--persona alex] [--recipe ace] [--episodes 40]
 [--runs 3] [--seed 0] [--budget 3000] [--per-module 6] [--ablation-budget 600]
-[--ablation-per-module 1] [--json]`. The sim's responses are designed (docs/sim.md, "Harness
+[--ablation-per-module 2] [--max-token-factor 2.0] [--json]`. The sim's responses are designed (docs/sim.md, "Harness
 variants"): the table shows that the search finds and rejects what is there to find, not how
 the mechanisms behave with real models.
 """
@@ -32,6 +39,7 @@ import argparse
 import itertools
 import json
 import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -125,6 +133,17 @@ def _harmful(ws: Workspace, base: SplitReport, runs: int, seed: int) -> list[str
     return out
 
 
+def _token_cap(root: Path, factor: float) -> None:
+    """Set `gate.max_token_factor` in the workspace's evolve.yaml (one commit, as a user does)."""
+    path = root / "evolve.yaml"
+    text = path.read_text(encoding="utf-8")
+    line = "  max_token_factor: 1.5\n"
+    if line not in text:
+        raise SystemExit("bench_search: evolve.yaml has no default max_token_factor to set")
+    path.write_text(text.replace(line, f"  max_token_factor: {factor}\n"), encoding="utf-8")
+    subprocess.run(["git", "commit", "-qam", "config: the gate's token cap"], cwd=root, check=True)
+
+
 def _arm(
     template: Path, tmp: Path, name: str, runs: int, seed: int, **options: Any
 ) -> dict[str, Any]:
@@ -164,6 +183,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         ws = init_workspace(tmp / "trained", persona=args.persona)
+        _token_cap(ws.root, args.max_token_factor)
+        ws = Workspace(ws.root)
         started = time.perf_counter()
         train(ws, recipe=args.recipe, episodes=args.episodes, feedback=args.feedback,
               persona=args.persona)  # fmt: skip
@@ -218,6 +239,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "episodes_trained": args.episodes,
         "runs": args.runs,
         "seed": args.seed,
+        "max_token_factor": args.max_token_factor,
         "dev_episodes_per_scoring": len(base_dev.episodes),
         "defaults": {
             "dev": round(base_dev.score, 4),
@@ -254,6 +276,7 @@ def main() -> None:
     parser.add_argument("--patience", type=int, default=1)
     parser.add_argument("--ablation-budget", type=int, default=900)
     parser.add_argument("--ablation-per-module", type=int, default=2)
+    parser.add_argument("--max-token-factor", type=float, default=2.0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     out = measure(args)
@@ -264,7 +287,8 @@ def main() -> None:
     print(
         f"persona {out['persona']}, {out['recipe']} trained {out['episodes_trained']} episodes; "
         f"dev {out['dev_episodes_per_scoring']} episodes a scoring ({out['runs']} runs), seed "
-        f"{out['seed']}; defaults: dev {d['dev']:.3f}, holdout {d['holdout']:.3f}"
+        f"{out['seed']}; token cap {out['max_token_factor']:g}x; defaults: dev {d['dev']:.3f}, "
+        f"holdout {d['holdout']:.3f}"
     )
     b = out["brute_force"]
     best = ", ".join(f"{m}: {v}" for m, v in b["best"].items() if v != DEFAULTS[m])

@@ -14,9 +14,21 @@ def _train(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0, err
 
 
+def _tokens_cap(ws: Workspace, run_git: GitRunner, factor: float) -> None:
+    """Set `gate.max_token_factor` in evolve.yaml (a commit, as a user changes the config)."""
+    path = ws.root / "evolve.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert "  max_token_factor: 1.5\n" in text
+    path.write_text(text.replace("  max_token_factor: 1.5\n", f"  max_token_factor: {factor}\n"))
+    run_git(ws.root, "commit", "-qam", "config: the token cap")
+
+
 def test_search_prints_its_table_and_progress_and_the_report_shows_the_cycle(
     ws: Workspace, capsys: pytest.CaptureFixture[str], run_git: GitRunner
 ) -> None:
+    # The sim's review step (verify_first) costs about 1.6x the tokens: the gate's default
+    # cap of 1.5x would refuse it (tested in tests/search/test_search.py).
+    _tokens_cap(ws, run_git, 3.0)
     _train(capsys)
     code, out, err = run_cli(capsys, "search", "--budget", "800", "--runs", "1")
     assert code == 0, err

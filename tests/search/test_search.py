@@ -130,7 +130,16 @@ def test_patience_stops_after_generations_without_a_confirmed_gain(trained: Work
     assert result.stopped == "2 generation(s) without a confirmed gain"
 
 
+def _tokens_cap(ws: Workspace, factor: float) -> Workspace:
+    cfg = ws.config
+    gate = cfg.gate.model_copy(update={"max_token_factor": factor})
+    return Workspace(ws.root, config=cfg.model_copy(update={"gate": gate}))
+
+
 def test_new_cards_start_a_new_cycle_from_the_champion(trained: Workspace) -> None:
+    # The sim's review step (verify_first) costs about 1.6x the tokens of the trained base:
+    # under the gate's default cap of 1.5x it would be refused (the next test but one).
+    trained = _tokens_cap(trained, 3.0)
     first = run_search(trained, budget=5000, runs=2, cards=_cards("self_refine", "memgpt"))
     assert first.cycle == "c1" and first.path
     with pytest.raises(EvolveError, match="add one with `evolve research add`"):
@@ -228,3 +237,34 @@ def test_a_branch_moved_meanwhile_keeps_the_champion(
     with pytest.raises(EvolveError, match="the branch moved while the search ran"):
         _search(trained)
     assert Path(trained.root, HARNESS_FILE).exists() == head
+
+
+def test_the_gates_caps_hold_for_the_champion_move(trained: Workspace, run_git: GitRunner) -> None:
+    """A candidate with a confirmed dev gain that breaks one of the gate's caps (here the
+    prompt size) is refused by the gate, as `evolve evolve` refuses such a generation: the
+    champion does not move and the candidate says why."""
+    cfg = trained.config
+    capped = Workspace(
+        trained.root,
+        config=cfg.model_copy(
+            update={"gate": cfg.gate.model_copy(update={"max_prompt_chars": 100})}
+        ),
+    )
+    head = run_git(trained.root, "rev-parse", "HEAD")
+    result = _search(capped, patience=1)
+    assert not result.path
+    refused = [t for t in result.tried if t.verdict.startswith("refused: prompt size")]
+    assert refused and all(t.gain is not None and t.gain[1] > 0 for t in refused)
+    assert "exceeds the cap 100" in refused[0].verdict
+    assert run_git(trained.root, "rev-parse", "HEAD") == head
+
+
+def test_a_candidate_past_the_token_cap_is_refused_by_the_gate(trained: Workspace) -> None:
+    """verify_first helps (a confirmed dev gain) but costs about 1.6x the base's tokens: under
+    the gate's default cap of 1.5x it does not become the champion."""
+    result = run_search(trained, budget=5000, runs=2, cards=_cards("self_refine"))
+    (verify,) = [t for t in result.tried if t.name == "workflow-verify_first"]
+    assert verify.gain is not None and verify.gain[1] > 0
+    assert verify.verdict.startswith("refused: tokens per episode")
+    assert "exceed 1.5x the base" in verify.verdict
+    assert not result.path

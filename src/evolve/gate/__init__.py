@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         WorkspaceTestsRun,
         cost_cap_problem,
         export_tree,
+        prompt_sizes,
         run_workspace_tests,
         workspace_tests,
     )
@@ -42,6 +43,7 @@ _MODULES = {
         "Verdict",
         "cost_cap_problem",
         "export_tree",
+        "prompt_sizes",
         "run_workspace_tests",
         "workspace_tests",
     ),
@@ -75,6 +77,7 @@ __all__ = [
     "paired_gain",
     "problems_reason",
     "protected_state",
+    "prompt_sizes",
     "protection_reason",
     "run_workspace_tests",
     "setup_sentence",

@@ -56,6 +56,18 @@ class Verdict:
     reason: str
 
 
+def prompt_sizes(store: GitStore, commit: str) -> dict[str, int]:
+    """Characters of each Markdown prompt file in `commit` (what `gate.max_prompt_chars` caps)."""
+    entries = store.committed_entries(commit, ["prompts"])
+    blobs = store.read_blobs(oid for mode, oid in entries.values() if mode != "160000")
+    files = {path: blobs[oid] for path, (mode, oid) in entries.items() if oid in blobs}
+    return {
+        path: len(data.decode("utf-8", "replace"))
+        for path, data in sorted(files.items())
+        if path.endswith(".md")
+    }
+
+
 class Gate:
     """Accept only if every condition holds; the first failing one is the reason."""
 

@@ -56,6 +56,7 @@ from evolve.gate import (
     loaded_problem,
     paired_gain,
     problems_reason,
+    prompt_sizes,
     protected_state,
     protection_reason,
     run_workspace_tests,
@@ -246,17 +247,6 @@ def _per_episode(total: float, report: SplitReport) -> float:
 
 def _tree(store: GitStore, commit: str) -> str:
     return store.committed_tree(commit)
-
-
-def _prompt_sizes(store: GitStore, commit: str) -> dict[str, int]:
-    entries = store.committed_entries(commit, ["prompts"])
-    blobs = store.read_blobs(oid for mode, oid in entries.values() if mode != "160000")
-    files = {path: blobs[oid] for path, (mode, oid) in entries.items() if oid in blobs}
-    return {
-        path: len(data.decode("utf-8", "replace"))
-        for path, data in sorted(files.items())
-        if path.endswith(".md")
-    }
 
 
 def _names(paths: Sequence[str], limit: int = 5) -> str:
@@ -482,7 +472,7 @@ class _Generation:
 
     def _evidence(self, base: _Base, cand: _Candidate, gain: PairedGain) -> GateEvidence:
         gate, dev_base, dev = self.cfg.gate, base.dev, cand.dev
-        cand.sizes = _prompt_sizes(self.store, cand.commit)
+        cand.sizes = prompt_sizes(self.store, cand.commit)
         return GateEvidence(
             base_protected_hash=base.state.tree,
             candidate_protected_hash=cand.protected_hash,

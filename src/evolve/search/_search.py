@@ -296,6 +296,14 @@ class Search:
             if self.mode == "modules":
                 pool += self._crossover(base, champion, singles, generation, result)
             best = self._best(pool)
+            while best is not None and best.gain is not None and best.gain[1] > self.min_gain:
+                refusal = self._gate_refusal(base, best)
+                if refusal is None:
+                    break
+                best.verdict = f"refused: {refusal}"
+                self.say(f"{best.name}: refused by the gate ({refusal})")
+                pool = [t for t in pool if t is not best]
+                best = self._best(pool)
             result.generations = generation
             if best is not None and best.gain is not None and best.gain[1] > self.min_gain:
                 cand_choice = self._choice_of(champion, best)
@@ -511,6 +519,37 @@ class Search:
         if not scored:
             return None
         return max(scored, key=lambda t: ((t.gain or [0])[0], -(t.tokens_per_episode or 0.0)))
+
+    def _gate_refusal(self, base: str, t: Tried) -> str | None:
+        """Why the gate refuses the candidate as the champion (None: it accepts): its own
+        decision on the candidate's evidence, so the caps hold here as in `evolve evolve`
+        (prompt size, tokens per episode against the champion, cost per episode). The
+        workspace's tests are not run: a candidate changes only the harness file."""
+        from evolve.gate import Gate, GateEvidence, prompt_sizes
+
+        gate = self.ws.config.gate
+        commit = self.commits[t.name]
+        here, there = self.scorer(base), self.scorer(commit)
+        evidence = GateEvidence(
+            base_protected_hash="",
+            candidate_protected_hash="",
+            protected_dirty=(),
+            tests_passed=True,
+            tests_output="",
+            dev_gain=self.scorer.gain(base, commit),
+            min_gain=gate.min_gain,
+            prompt_chars=sum(prompt_sizes(self.ws.store, commit).values()),
+            max_prompt_chars=gate.max_prompt_chars,
+            base_tokens=here.tokens_per_episode,
+            candidate_tokens=there.tokens_per_episode,
+            max_token_factor=gate.max_token_factor,
+            base_cost=here.cost / len(here.episodes) if here.episodes else 0.0,
+            candidate_cost=there.cost / len(there.episodes) if there.episodes else 0.0,
+            max_cost=gate.max_cost,
+            changed=commit != base,
+        )
+        verdict = Gate().decide(evidence)
+        return None if verdict.accepted else verdict.reason
 
     def _choice_of(self, champion: Choice, t: Tried) -> Choice:
         commit = self.commits[t.name]

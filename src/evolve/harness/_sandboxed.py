@@ -2,8 +2,8 @@
 
 The parent (evolve) keeps the model client, the world and everything of the workspace; a
 variant file runs in a separate contained process (:class:`evolve.sandbox.Session`: bubblewrap
-when it works here, else `unshare`, else the weaker resource-limits fallback, which says so on
-standard error) beside a stdlib-only shim (`_shim.py`) and nothing else of evolve. The parent
+when it works here; `unshare` or the resource-limits fallback only where the user accepted a
+weaker sandbox with `EVOLVE_ALLOW_WEAK_SANDBOX=1`, as neither hides the host's files) beside a stdlib-only shim (`_shim.py`) and nothing else of evolve. The parent
 sends each protocol call over a JSON-lines pipe and checks what comes back: a string of
 bounded size, or (a workflow's review) a string or null. Anything else, a broken limit or a
 silent worker fails the call with :class:`VariantFailed` and one sentence.
@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
+import os
 import sys
 import threading
 import time
@@ -33,7 +34,7 @@ from evolve.harness._contracts import PromptParts, TaskView
 from evolve.harness._tools import PlainTools
 from evolve.harness._workflow import _play
 from evolve.llm import LLM, Message, ReplyMalformed, RequestFailed
-from evolve.sandbox import Backend, Limits, Session, SessionError
+from evolve.sandbox import Backend, Limits, Session, SessionError, choose
 
 SHIM = Path(__file__).with_name("_shim.py")
 VARIANT_FILE = "variant.py"
@@ -70,6 +71,21 @@ class Refused(Exception):
 
 
 RELAYED = ("llm", "world")  # what a workflow loop in the worker may ask of the parent
+
+
+# Model-written code runs only where the host's files are out of its sight (bubblewrap), unless
+# the user accepts the weaker sandboxes for this machine by setting this to 1.
+WEAK_OPT_IN = "EVOLVE_ALLOW_WEAK_SANDBOX"
+
+
+def weak_refusal(label: str, backend: str) -> str:
+    """The sentence that refuses to run a variant file in a sandbox that does not hide files."""
+    return (
+        f"{label}: model-written code runs only under bubblewrap, and this machine offers "
+        f"only the `{backend}` sandbox, in which the host's files stay visible; install "
+        f"bubblewrap (apt install bubblewrap), or set {WEAK_OPT_IN}=1 to accept it "
+        "(docs/sandbox.md)."
+    )
 
 
 @dataclass
@@ -109,11 +125,14 @@ class Worker:
             raise VariantFailed(f"{self.label}: its sandboxed worker has ended.")
         started = time.monotonic()
         try:
+            backend = choose(self.backend)
+            if backend != "bwrap" and os.environ.get(WEAK_OPT_IN) != "1":
+                raise VariantFailed(weak_refusal(self.label, backend))
             self._session = Session(
                 [base_python(), "-I", "-S", "-B", SHIM_FILE],
                 files={SHIM_FILE: SHIM.read_bytes(), VARIANT_FILE: self.source},
                 limits=self.limits,
-                backend=self.backend,
+                backend=backend,
                 python_env=False,
             )
         except (OSError, RuntimeError, ValueError) as exc:

@@ -118,9 +118,11 @@ def test_every_writer_refuses_an_unsettled_merge_not_only_train(
     _harmful(ws.root, 2, run_git, "ours")
     run_git(ws.root, "pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main")
     for command in ("evolve review", "evolve revert", "evolve merge"):
-        with pytest.raises(EvolveError, match="evolve merge --fix") as caught:
-            with txn.writer(ws, command):
-                pass
+        with (
+            pytest.raises(EvolveError, match="evolve merge --fix") as caught,
+            txn.writer(ws, command),
+        ):
+            pass
         assert f"then run `{command}` again" in str(caught.value)
     # `evolve merge --fix` itself (a writer that does not check git's state) is not refused.
     with txn.writer(ws, "evolve merge --fix", check_git=False):
@@ -157,9 +159,14 @@ def test_units_on_both_sides_are_refused_until_the_fix_records_the_merge_as_sett
     code, out, err = run_cli(capsys, "train", "--recipe", "ace", "--episodes", "1")
     assert code == 1
     assert "both sides changed memory units" in one_sentence(err)
+    code, out, err = run_cli(capsys, "status", "--json")
+    assert code == 0, err
+    assert "`evolve merge --fix`" in json.loads(out)["merge"]
     code, out, err = run_cli(capsys, "merge", "--fix")
     assert code == 0, err
     assert "nothing to settle" in out
+    code, out, err = run_cli(capsys, "status", "--json")
+    assert json.loads(out)["merge"] is None
     assert run_git(ws.root, "rev-parse", "HEAD").strip() == merge  # the rules changed nothing
     code, out, err = run_cli(capsys, "train", "--recipe", "ace", "--episodes", "1", "--json")
     assert code == 0, err

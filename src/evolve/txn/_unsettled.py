@@ -132,6 +132,25 @@ def unsettled_merge(ws: Workspace) -> tuple[str, str, int] | None:
     return None if why is None else (head, why, len(parents))
 
 
+def unsettled_sentence(ws: Workspace, command: str) -> str | None:
+    """The sentence a writer running `command` refuses with, when HEAD is a plain git merge
+    evolve's merge rules have not settled; else None."""
+    found = unsettled_merge(ws)
+    if found is None:
+        return None
+    head, why, parents = found
+    if parents > 2:
+        return (
+            f"HEAD ({head[:10]}) merges {parents} commits at once and {why}, which evolve's "
+            "merge rules do not settle; undo it (`git reset --keep HEAD~1`), merge one ref at "
+            f"a time with `evolve merge REF`, then run `{command}` again."
+        )
+    return (
+        f"HEAD ({head[:10]}) is a merge git made without evolve's merge rules ({why}); run "
+        f"`evolve merge --fix` to settle it, then run `{command}` again."
+    )
+
+
 def refuse_unsettled_merge(ws: Workspace, command: str) -> None:
     """Raise when HEAD is a plain git merge that evolve's merge rules have not settled.
 
@@ -139,17 +158,6 @@ def refuse_unsettled_merge(ws: Workspace, command: str) -> None:
         EvolveError: one sentence naming the merge and `evolve merge --fix` (or, for a
             merge of more than two commits, which evolve does not settle, how to undo it).
     """
-    found = unsettled_merge(ws)
-    if found is None:
-        return
-    head, why, parents = found
-    if parents > 2:
-        raise EvolveError(
-            f"HEAD ({head[:10]}) merges {parents} commits at once and {why}, which evolve's "
-            "merge rules do not settle; undo it (`git reset --keep HEAD~1`), merge one ref at "
-            f"a time with `evolve merge REF`, then run `{command}` again."
-        )
-    raise EvolveError(
-        f"HEAD ({head[:10]}) is a merge git made without evolve's merge rules ({why}); run "
-        f"`evolve merge --fix` to settle it, then run `{command}` again."
-    )
+    sentence = unsettled_sentence(ws, command)
+    if sentence is not None:
+        raise EvolveError(sentence)

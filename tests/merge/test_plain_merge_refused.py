@@ -209,3 +209,34 @@ def test_an_octopus_merge_of_two_learners_is_refused_with_how_to_undo_it(
     assert code == 1
     line = one_sentence(err)
     assert "merges 3 commits at once" in line and "`git reset --keep HEAD~1`" in line
+
+
+def test_evolve_pull_and_push_refuse_to_carry_an_unsettled_merge_on(
+    ws: Workspace, tmp_path: Path, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = _two_learners(ws, tmp_path, run_git)
+    _harmful(other, 2, run_git, "theirs: one harmful episode")
+    run_git(other, "push", "--quiet", "origin", "HEAD:main")
+    _harmful(ws.root, 2, run_git, "ours: one harmful episode")
+    run_git(ws.root, "pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main")
+    merge = run_git(ws.root, "rev-parse", "HEAD").strip()
+    (other / "NOTES.txt").write_text("more from them\n", encoding="utf-8")
+    run_git(other, "add", "NOTES.txt")
+    run_git(other, "commit", "--quiet", "-m", "theirs: a note")
+    run_git(other, "push", "--quiet", "origin", "HEAD:main")
+    remote_tip = run_git(other, "rev-parse", "HEAD").strip()
+
+    for command in ("pull", "push"):
+        code, out, err = run_cli(capsys, command, "origin")
+        assert code == 1, (command, out)
+        line = one_sentence(err)
+        assert "`evolve merge --fix`" in line and f"then run `evolve {command}` again" in line
+        assert run_git(ws.root, "rev-parse", "HEAD").strip() == merge  # nothing merged on it
+    bare = tmp_path / "origin.git"
+    assert run_git(bare, "rev-parse", "main").strip() == remote_tip  # nothing sent
+
+    code, out, err = run_cli(capsys, "merge", "--fix")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "push", "origin")
+    assert code == 0, err
+    assert _counted(bare, run_git, "main") == 3

@@ -240,3 +240,19 @@ def test_evolve_pull_and_push_refuse_to_carry_an_unsettled_merge_on(
     code, out, err = run_cli(capsys, "push", "origin")
     assert code == 0, err
     assert _counted(bare, run_git, "main") == 3
+
+
+def test_a_shallow_clone_whose_tip_is_a_plain_merge_is_not_refused(
+    ws: Workspace, tmp_path: Path, run_git: RunGit
+) -> None:
+    other = _two_learners(ws, tmp_path, run_git)
+    _harmful(other, 2, run_git, "theirs")
+    run_git(other, "push", "--quiet", "origin", "HEAD:main")
+    _harmful(ws.root, 2, run_git, "ours")
+    run_git(ws.root, "pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main")
+    shallow = tmp_path / "shallow"
+    run_git(tmp_path, "clone", "--quiet", "--depth", "1", f"file://{ws.root}", str(shallow))
+    # git gives the cut tip no parents (the merge's sides are not there to settle): writers
+    # go on, as git itself sees no merge, instead of failing on the missing sides.
+    with txn.writer(Workspace(shallow), "evolve review"):
+        pass

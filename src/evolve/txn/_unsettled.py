@@ -59,6 +59,15 @@ def mark_settled(ws: Workspace, commit: str) -> None:
     atomic_write(path, "".join(f"{sha}\n" for sha in [*kept, commit]))
 
 
+def _shallow_cut(store: GitStore, commit: str) -> bool:
+    """Whether a shallow clone cut the history at `commit` (its parents are not here)."""
+    try:
+        with open(store.common_dir / "shallow", encoding="ascii") as f:
+            return any(line.strip() == commit for line in f)
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        return False
+
+
 def _is_unit_file(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     return path.startswith("memory/") and path.endswith(".md") and not name.startswith(".")
@@ -126,6 +135,8 @@ def unsettled_merge(ws: Workspace) -> tuple[str, str, int] | None:
         return None
     if split_message(message.decode("utf-8", "replace"))[2].get(KIND) == "merge":
         return None
+    if _shallow_cut(store, head):
+        return None  # a shallow clone's tip: git gives it no parents, and has none to merge
     if head in _settled(store):
         return None
     why = _why(store, parents)

@@ -48,3 +48,7 @@ def test_a_per_unit_revert_tombstones_the_units_twin_too(
     assert PENDING not in out  # nothing left to approve the text back
     code, out, err = run_cli(capsys, "memory", "--json")
     assert TEXT not in json.loads(out)["memory"]
+    code, out, err = run_cli(capsys, "revert", "HEAD")  # undoing the revert lifts both
+    assert code == 0, err
+    said = {u.id: u for u in load_units(ws.root) if u.text == TEXT}
+    assert {i: u.status for i, u in said.items()} == {ACTIVE: "active", PENDING: "pending"}

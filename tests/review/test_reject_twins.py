@@ -57,6 +57,10 @@ def test_rejecting_a_unit_revokes_its_active_twin_in_the_same_commit(
     assert TEXT not in json.loads(out)["memory"]
     # The next merge's rules find nothing left to settle for the text.
     assert rules(load_units(ws.root), [], review=False).ops == {}
+    # Reverting the rejection brings both back as they were.
+    code, out, err = run_cli(capsys, "revert", "HEAD")
+    assert code == 0, err
+    assert _said(ws) == {ACTIVE: "active", PENDING: "pending"}
 
 
 def test_rejecting_a_unit_without_a_twin_revokes_nothing_else(

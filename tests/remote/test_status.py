@@ -91,3 +91,25 @@ def test_status_outside_a_remote_says_how_to_add_one(
     assert code == 0, err
     assert "no remote (add one: git remote add NAME URL)" in out
     assert _status(capsys)["remotes"] == []
+
+
+def test_a_workspace_keeping_a_scope_here_trains_and_reports_ok_right_after_its_push(
+    ws: Workspace, tmp_path: Path, run_git: RunGit, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with (ws.root / "evolve.yaml").open("a", encoding="utf-8") as f:
+        f.write("share:\n  scopes: [global, skills]\n")
+    run_git(ws.root, "commit", "--quiet", "-am", "share: alex stays here")
+    train(ws, recipe="ace", episodes=2)
+    bare = tmp_path / "origin.git"
+    run_git(tmp_path, "init", "--quiet", "--bare", "--initial-branch=main", str(bare))
+    run_git(ws.root, "remote", "add", "origin", str(bare))
+    code, out, err = run_cli(capsys, "push", "origin")
+    assert code == 0, err
+    # git points refs/remotes/origin/evolve/train at the projection just pushed: this
+    # machine's own records, not a teammate's to pull first.
+    pushed = run_git(ws.root, "rev-parse", "refs/shared/evolve/train").strip()
+    assert run_git(ws.root, "rev-parse", "refs/remotes/origin/evolve/train").strip() == pushed
+    report = _status(capsys)
+    assert report["ok"] is True, report
+    code, out, err = run_cli(capsys, "train", "--recipe", "ace", "--episodes", "4")
+    assert code == 0, err

@@ -38,13 +38,9 @@ _KEEP = 200  # the most recent settled merges remembered
 _MAX_BASES = 4  # a criss-cross history's merge bases looked at (more: refused to be safe)
 
 
-def _settled_file(store: GitStore) -> str:
-    return str(store.common_dir.joinpath(*SETTLED))
-
-
 def _settled(store: GitStore) -> list[str]:
     try:
-        with open(_settled_file(store), encoding="utf-8") as f:
+        with open(store.common_dir.joinpath(*SETTLED), encoding="utf-8") as f:
             return [line.strip() for line in f if line.strip()]
     except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
         return []

@@ -295,10 +295,10 @@ def check_history(root: Path) -> tuple[list[str], dict[str, int]]:
 def check_tombstones(root: Path, ids: set[str]) -> tuple[list[str], list[str]]:
     """Every tombstone holds in the working tree: tombstoned still, its text active nowhere.
 
-    Returns (problems, local): an active unit saying a tombstoned text is a problem when it
-    was learned after (or beside) the tombstone, which sync must refuse; one that was already
-    active where the tombstone was made (`evolve review reject` of a pending duplicate leaves
-    the active twin alone) is listed in `local`, a rule of that command, not of sync."""
+    Returns (problems, local): an active unit saying a tombstoned text is a problem: learned
+    after (or beside) the tombstone, sync must refuse it; already active where the tombstone
+    was made (a twin), `evolve review reject` and `evolve revert` retire it in the tombstone's
+    own commit. Those twins are also listed in `local` (the figure the soak prints)."""
     units = _units(root)
     problems: list[str] = []
     local: list[str] = []
@@ -321,7 +321,9 @@ def check_tombstones(root: Path, ids: set[str]) -> tuple[list[str], list[str]]:
             ).returncode
         )
         line = f"{root.name}: active {uid} says the text {stone} tombstones ({text!r})"
-        (local if before else problems).append(line)
+        problems.append(line)
+        if before:
+            local.append(line)
     return problems, local
 
 

@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "clone": ("evolve.cli._remote:clone_cmd", "Clone a workspace with its records."),
     "pull": ("evolve.cli._remote:pull_cmd", "Fetch and merge a remote's branch and records."),
     "push": ("evolve.cli._remote:push_cmd", "Send the branch and records, never forced."),
+    "status": ("evolve.cli._remote:status_cmd", "Whether the workspace travels whole; fixes."),
     "compare": ("evolve.cli._compare:compare_cmd", "Run an experiment: arms on their own refs."),
     "harness": ("evolve.cli._harness:harness_group", "The agent's modules: show or switch one."),
     "research": (

@@ -64,6 +64,8 @@ def merge_cmd(
         return
     if result.commit is None:
         stdout.print(f"Nothing to merge: {result.status}.")
+        for note in result.notes:
+            stdout.print(f"  {note}", markup=False)
         return
     what = {"fast-forward": "fast-forwarded to", "reconciled": "merge rules applied after"}
     stdout.print(

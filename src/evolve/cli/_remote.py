@@ -81,3 +81,24 @@ def push_cmd(remote: str, as_json: bool, workspace: Path | None) -> None:
         emit_json(result.to_json())
         return
     _say(result, "pushed to")
+
+
+@click.command("status")
+@json_option
+@workspace_option
+def status_cmd(as_json: bool, workspace: Path | None) -> None:
+    """Whether this workspace travels whole, each problem with the command that fixes it.
+
+    For each remote: whether a plain `git fetch` and `git push` carry refs/evolve/* (a remote
+    added with `git remote add` does once `evolve push REMOTE` ran); whether the records are
+    here and merged (a plain `git clone` lacks them); whether HEAD is a plain `git merge`
+    that evolve's merge rules have not settled (`evolve merge --fix`). Changes nothing.
+    """
+    from evolve.remote import status
+
+    result = status(open_workspace(workspace))
+    if as_json:
+        emit_json(result.to_json())
+        return
+    for line in result.lines():
+        click.echo(line)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from evolve.history._revert import RevertResult, revert, reverted_by
     from evolve.history._show import UnitHistory, commit_kind, show_unit
     from evolve.history._travelled import RecordsMissing, require_records
+    from evolve.history._twins import twins
 
 _MODULES = {
     "evolve.history._asof": (
@@ -54,6 +55,7 @@ _MODULES = {
     "evolve.history._revert": ("reverted_by", "RevertResult", "revert"),
     "evolve.history._show": ("UnitHistory", "commit_kind", "show_unit"),
     "evolve.history._travelled": ("RecordsMissing", "require_records"),
+    "evolve.history._twins": ("twins",),
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _MODULES)
@@ -86,4 +88,5 @@ __all__ = [
     "show_unit",
     "side_ref_sha",
     "tombstone_git_reverts",
+    "twins",
 ]

@@ -343,30 +343,33 @@ class _Plan:
                 path = str(stone.path())
             self.stones[path] = stone
             files[path] = dump_unit(stone).encode("utf-8")
-        if self.only is None:  # a per-unit revert tombstones only the units it takes back
-            self._stone_copies(files)
+        # Twins (`evolve.history.twins`) too, for a per-unit revert as well: its tombstone
+        # refuses the text wherever another unit of the scope says it.
+        self._stone_copies(files)
         return {p: d for p, d in files.items() if d != self.store.read(self.head, p)}
 
     def _stone_copies(self, files: dict[str, bytes | None]) -> None:
         """A unit this revert leaves alone but that holds a tombstoned text (learned again,
-        word for word, by a later commit) is tombstoned too: what the reverted commit taught
-        stops rendering wherever it is."""
-        stoned = {(s.scope, normalize(s.text)): s for s in self.stones.values()}
-        if not stoned:
+        word for word, by a later commit, or by another learner: a twin, `history.twins`) is
+        tombstoned too: what the reverted commit taught stops rendering wherever it is."""
+        from evolve.history._twins import twins
+
+        if not self.stones:
             return
-        for unit in load_units_at(self.store, self.head):
-            path = str(unit.path())
-            stone = stoned.get((unit.scope, normalize(unit.text)))
-            if stone is None or path in files or unit.status not in TAUGHT:
-                continue
-            copy = unit.with_(
-                status="tombstoned",
-                reason=stone.reason,
-                reverted_commit=stone.reverted_commit,
-                valid_to=self.stamp,
-            )
-            self.stones[path] = copy
-            files[path] = dump_unit(copy).encode("utf-8")
+        units = load_units_at(self.store, self.head)
+        for stone in list(self.stones.values()):
+            for unit in twins(units, stone):
+                path = str(unit.path())
+                if path in files:
+                    continue
+                copy = unit.with_(
+                    status="tombstoned",
+                    reason=stone.reason,
+                    reverted_commit=stone.reverted_commit,
+                    valid_to=self.stamp,
+                )
+                self.stones[path] = copy
+                files[path] = dump_unit(copy).encode("utf-8")
 
 
 def _check_revertable(store: GitStore, info: CommitInfo) -> list[Change]:

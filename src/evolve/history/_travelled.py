@@ -21,6 +21,8 @@ from evolve.errors import EvolveError
 from evolve.history._log import TRAIN_REF
 from evolve.store import GitFailed, GitStore
 
+SHARED_TRAIN = "refs/shared/evolve/train"  # evolve.remote._project: the last projection pushed
+
 
 class RecordsMissing(EvolveError):
     """The branch has evolve's commits but not the records they depend on."""
@@ -102,8 +104,11 @@ def require_records(store: GitStore, persona: str, doing: str = "training") -> N
                 "'refs/evolve/*:refs/evolve/*'`) first."
             )
         return
+    # What this machine last pushed when `share.scopes` keeps a scope here: the projection of
+    # its own records (git points the remote-tracking ref at it after the push), not news.
+    pushed = store.ref_sha(SHARED_TRAIN)
     for name, fetched in sorted(_fetched(store).items()):
-        if fetched == local:
+        if fetched in (local, pushed):
             continue
         if not store.is_ancestor(fetched, local):
             raise RecordsMissing(

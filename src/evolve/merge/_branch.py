@@ -28,6 +28,7 @@ from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, without_counters
 from evolve.memory._files import load_units, read_unit
 from evolve.merge._reconcile import Side, UnitMerge, merge_units, rules
 from evolve.ops import Op
+from evolve.txn._unsettled import mark_settled
 from evolve.workspace import Workspace
 from evolve.workspace._drivers import install_merge_drivers
 
@@ -450,6 +451,9 @@ def reconcile(ws: Workspace, *, take: Mapping[str, Side] | None = None) -> Merge
                 )  # fmt: skip
             else:
                 tx.end()
+                # Nothing to change: writers may build on this merge from now on.
+                mark_settled(ws, head)
+                result.notes.append(f"{head[:10]}: nothing to settle; recorded as settled")
         return result
 
 

@@ -41,6 +41,7 @@ from typing import Literal
 
 from evolve._format._render import learned_key
 from evolve._format._units import content_id
+from evolve.history._twins import twins
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import normalize
 from evolve.ops import Op
@@ -297,20 +298,11 @@ def rules(
     # 2. tombstones refuse their text on both sides
     stones = [u for u in state.values() if u.status == "tombstoned"]
     for stone in stones:
-        text = normalize(stone.text)
-        if not text:
-            continue
-        for u in list(state.values()):
-            if (
-                u.status in _LIVE
-                and u.id != stone.id
-                and (stone.scope == "global" or u.scope == stone.scope)
-                and normalize(u.text) == text
-            ):
-                new = _revoked(u, None, episode, f"tombstoned on the other side: {stone.id}")
-                state[u.id] = new
-                out.add(u.scope, Op(op="revoke", unit=new, reason=f"tombstone {stone.id}"),
-                        "tombstone", f"{u.id}: revoked, {stone.id} tombstones its text")  # fmt: skip
+        for u in twins(list(state.values()), stone):
+            new = _revoked(u, None, episode, f"tombstoned on the other side: {stone.id}")
+            state[u.id] = new
+            out.add(u.scope, Op(op="revoke", unit=new, reason=f"tombstone {stone.id}"),
+                    "tombstone", f"{u.id}: revoked, {stone.id} tombstones its text")  # fmt: skip
     # 3. no text twice: the one learned last stays
     seen: dict[tuple[str, str], list[MemoryUnit]] = {}
     for u in state.values():

@@ -12,6 +12,7 @@ from evolve._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evolve.remote._records import Hostile, Merged, kind_of, merge_ref
+    from evolve.remote._status import RemoteStatus, Status, status
     from evolve.remote._sync import SyncReport, train_synced
     from evolve.remote._travel import (
         Travelled,
@@ -28,6 +29,7 @@ __getattr__, __dir__ = lazy_exports(
     globals(),
     {
         "evolve.remote._records": ("Hostile", "Merged", "kind_of", "merge_ref"),
+        "evolve.remote._status": ("RemoteStatus", "Status", "status"),
         "evolve.remote._sync": ("SyncReport", "train_synced"),
         "evolve.remote._travel": (
             "Travelled",
@@ -44,6 +46,8 @@ __getattr__, __dir__ = lazy_exports(
 __all__ = [
     "Hostile",
     "Merged",
+    "RemoteStatus",
+    "Status",
     "SyncReport",
     "Travelled",
     "clone",
@@ -54,5 +58,6 @@ __all__ = [
     "merge_ref",
     "pull",
     "push",
+    "status",
     "train_synced",
 ]

@@ -220,6 +220,11 @@ def _merge_branch(ws: Workspace, ref: str, sha: str | None = None) -> str | None
     if decided:
         return quick
     from evolve.merge import merge_branch
+    from evolve.txn._unsettled import refuse_unsettled_merge
+
+    # A merge on top would hide a plain git merge's lost count for good (it joins pull's
+    # lock, so `txn.writer`'s own check does not run).
+    refuse_unsettled_merge(ws, "evolve pull")
 
     done = merge_branch(ws, ref)
     if done.status == "up-to-date" or done.commit is None:
@@ -310,12 +315,17 @@ def push(ws: Workspace, remote: str = "origin") -> Travelled:
     `PUSH_TRIES` times, so no one's episodes are lost on either side.
 
     Raises:
-        EvolveError: no such remote, or a push still refused after the retries. With a
+        EvolveError: no such remote, HEAD a plain git merge not yet settled (`evolve merge
+            --fix`), or a push still refused after the retries. With a
             scope `share.scopes` keeps here, what is sent is the projection of the branch and
             of the training records without it (`evolve.remote._project`).
     """
+    from evolve.txn._unsettled import refuse_unsettled_merge
+
     store = ws.store
     _check_remote(store, remote)
+    # Sent as it is, a plain git merge's lost count would reach every clone that pulls it.
+    refuse_unsettled_merge(ws, "evolve push")
     _configure(ws, remote)
     branch = _branch(store)
     result = Travelled(remote, branch)

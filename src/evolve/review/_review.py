@@ -139,13 +139,10 @@ def _decide(ws: Workspace, unit_id: str, approve: bool, reason: str | None = Non
                 )
         else:
             why = reason or "rejected in review"
-            ops.append(
-                Op(
-                    op="tombstone",
-                    unit=unit.with_(status="tombstoned", reason=why, valid_to=now),
-                )
-            )
+            stone = unit.with_(status="tombstoned", reason=why, valid_to=now)
+            ops.append(Op(op="tombstone", unit=stone))
             notes.append(f"Reason: {why}")
+            ops += _retire_twins(units, stone, now, notes)
         if approve:
             room = _room(ws, unit, units, ops, unit_id)
             ops += room
@@ -169,6 +166,24 @@ def _decide(ws: Workspace, unit_id: str, approve: bool, reason: str | None = Non
         sha = tx.commit(result.paths, f"review: {verb} {unit_id}", body=body, trailers=trailers)
         assert sha is not None
         return sha
+
+
+def _retire_twins(
+    units: list[MemoryUnit], stone: MemoryUnit, now: str, notes: list[str]
+) -> list[Op]:
+    """The rejection refuses the text, not only the unit: another unit of its scope that says
+    it (a twin two learners both learned) is revoked in the same commit, as the next merge
+    would revoke it (`evolve.history.twins`)."""
+    from evolve.history import twins
+
+    out = []
+    for twin in twins((u for u in units if u.scope == stone.scope), stone):
+        notes.append(f"{twin.id} says the same text; it is revoked ({stone.id} is tombstoned).")
+        revoked = twin.with_(
+            status="revoked", revoked_by=None, valid_to=now, reason=f"tombstone {stone.id}"
+        )
+        out.append(Op(op="revoke", unit=revoked, reason=f"tombstone {stone.id}"))
+    return out
 
 
 def _room(

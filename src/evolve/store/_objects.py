@@ -105,6 +105,25 @@ class GitObjects(GitBase):
         found = self._reader.get(f"{rev}^{{commit}}")
         return found[0] if found is not None else None
 
+    def commit_parents(self, commit: str) -> tuple[list[str], bytes]:
+        """(parent ids, message bytes) of commit `commit` (a full id), read as stored
+        through the long-lived `cat-file --batch` (its tree is cached for later reads).
+
+        Raises:
+            EvolveError: `commit` is not a commit here.
+        """
+        found = self._reader.get(commit)
+        if found is None or found[1] != "commit":
+            raise EvolveError(f"{commit} is not a commit in this repository.")
+        header, _, message = found[2].partition(b"\n\n")
+        parents: list[str] = []
+        for line in header.split(b"\n"):
+            if line.startswith(b"tree "):
+                self._trees.setdefault(commit, line[5:].decode("ascii"))
+            elif line.startswith(b"parent "):
+                parents.append(line[7:].decode("ascii"))
+        return parents, message
+
     def read(self, rev: str, path: str) -> bytes | None:
         """A file's bytes at `rev`, or None if it does not exist there."""
         entry = self._entry_at(rev, path)

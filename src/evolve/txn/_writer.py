@@ -24,6 +24,7 @@ from evolve.txn._gitstate import refuse_git_in_progress
 from evolve.txn._journal import ApplyJournal, check_branch, journal_path, recover
 from evolve.txn._lock import LOCK_NAME, WriterLock, writer_lock_held
 from evolve.txn._recovery import Recovery, recover_workspace, stop_cleanly, undo_write
+from evolve.txn._unsettled import refuse_unsettled_merge
 from evolve.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -126,18 +127,22 @@ def writer(ws: Workspace, command: str, *, check_git: bool = True) -> Iterator[T
     transaction (`tx.recovery` says what was recovered). Ctrl-C, SIGTERM or SIGHUP inside
     undo the write in flight and raise `WriteInterrupted` (see `evolve.txn._recovery`).
 
-    A git revert, merge, rebase or cherry-pick in progress is refused first, naming it
-    (`check_git=False`: recovery for a reading command, which writes nothing of its own).
+    A git revert, merge, rebase or cherry-pick in progress is refused first, naming it, and
+    so is a HEAD that is a plain git merge evolve's merge rules have not settled (`_unsettled`;
+    `check_git=False`: recovery for a reading command, which writes nothing of its own, and
+    `evolve merge --fix`, which settles it).
     A write the file system refuses (disk full, read-only, permission denied) is undone
     the same way, and said in one sentence.
 
     Raises:
         LockHeld: another live writer holds the lock.
-        EvolveError: git is in the middle of an operation (`_gitstate`).
+        EvolveError: git is in the middle of an operation (`_gitstate`), or HEAD is an
+            unsettled plain merge (`_unsettled`).
         WriteFailed: the file system refused a write; the write in flight was rolled back.
     """
     if check_git:
         refuse_git_in_progress(ws, command)
+        refuse_unsettled_merge(ws, command)
     with lock(ws, command), stop_cleanly(ws):
         try:
             yield Transaction(ws, recover_workspace(ws, command))

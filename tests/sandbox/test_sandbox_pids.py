@@ -96,3 +96,21 @@ def test_what_holds_the_limit_is_named() -> None:
     assert held in ("cgroup", "rlimit", "watch")
     if os.getuid() != 0:
         assert held in ("cgroup", "rlimit")
+
+
+def test_a_group_left_by_an_ended_process_is_removed_by_the_next_run() -> None:
+    group = PidsGroup.create(2)
+    if group is None:
+        pytest.skip("this machine lets evolve make no pids cgroup")
+    parent = os.path.dirname(group.path)
+    group.remove()
+    gone = 2**22 + 12345  # above any pid this machine hands out (pid_max is at most 2**22)
+    left = os.path.join(parent, f"evolve-sandbox-{gone}-0123456789ab")
+    os.mkdir(left)
+    try:
+        out = sandbox.run([sys.executable, "-c", "print('hi')"], backend="rlimits")
+        assert out.ok, out
+        assert not os.path.exists(left)
+    finally:
+        if os.path.exists(left):
+            os.rmdir(left)

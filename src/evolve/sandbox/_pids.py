@@ -83,6 +83,23 @@ def _parent() -> str | None:
     return None
 
 
+def _sweep(parent: str) -> None:
+    """Remove the empty groups of evolve processes that ended without removing theirs (killed,
+    or a worker never closed): a group's name holds the id of the process that made it."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(_PREFIX):
+            continue
+        owner = name[len(_PREFIX) :].split("-", 1)[0]
+        if not owner.isdigit() or os.path.exists(f"/proc/{owner}"):
+            continue
+        with contextlib.suppress(OSError):  # not empty, or removed meanwhile: left as it is
+            os.rmdir(os.path.join(parent, name))
+
+
 class PidsGroup:
     """One run's pids cgroup; :meth:`create` returns None where none can be made."""
 
@@ -96,6 +113,7 @@ class PidsGroup:
         parent = _parent()
         if parent is None:
             return None
+        _sweep(parent)
         path = os.path.join(parent, f"{_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}")
         try:
             os.mkdir(path, 0o755)

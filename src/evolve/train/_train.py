@@ -48,12 +48,12 @@ from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve._io import canonical_json, derive_seed
 from evolve._text import printable
 from evolve.agent import Agent, read_prompt_files, use_agent_path, workspace_agent
-from evolve.agent._command import command_agent
 from evolve.applier import ApplyResult
 from evolve.envs import Environment, Task, Tier, environments, personas_of
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, ModelError, UnknownName
 from evolve.evaluate import make_verifier, open_env
+from evolve.evaluate._setup import command_agent_of
 from evolve.harness import load_harness
 from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
 from evolve.llm import LLM, RequestFailed, make_role_llm
@@ -724,7 +724,7 @@ class _EpisodeLoop:
             redactor=self.redactor,
             # who plays: the Python API's agent, else `agent.name`'s, else `agent.command`'s, else
             # evolve's own over the model
-            agent=self.models.player or self.agent or command_agent(ws.config.agent, ws.root),
+            agent=self.models.player or self.agent or command_agent_of(ws.config.agent, ws.root),
             skills=make_picker(
                 ws.config,
                 visible,  # global skills and this persona's own

@@ -221,8 +221,9 @@ class Registry(Mapping[str, T]):
         return found
 
     def _load_until(self, name: str) -> tuple[T, str] | None:
-        """Import evolve's modules for this group one at a time, in `PLACES` order, until one
-        registers `name` (a command imports the built-in it runs, not its siblings); None when
+        """Import evolve's modules for this group one at a time until one registers `name` (a
+        command imports the built-in it runs, not its siblings): first a module named after it
+        (``evolve.updaters._tepa`` for ``tepa``), then the others in `PLACES` order. None when
         none does (then every one is imported, as `load_builtins` does)."""
         if self._loaded:
             return None
@@ -230,8 +231,11 @@ class Registry(Mapping[str, T]):
             if self._loaded or self._loading:  # done, or asked again from an import below
                 return None
             self._loading = True
+            head = re.split(f"[{SEPARATORS}]", name, maxsplit=1)[0]
             try:
-                for module in _modules(PLACES.get(self.group, ())):
+                modules = list(_modules(PLACES.get(self.group, ())))
+                named = [m for m in modules if m.rpartition(".")[2].lstrip("_") == head]
+                for module in [*named, *(m for m in modules if m not in named)]:
                     importlib.import_module(module)
                     found = self._match(name)
                     if found is not None:

@@ -503,7 +503,10 @@ def _open_stream(tx: Transaction, env: Environment, request: TrainRequest) -> _S
 def _check_committed(tx: Transaction) -> None:
     """The episodes' memory commits must stand on committed memory and prompts: what the
     agent was given is then exactly what HEAD records."""
-    for folder in ("memory", "prompts"):
+    folders = ("memory", "prompts")
+    if not tx.store.dirty_paths(folders):  # the common case: one `git status` for both
+        return
+    for folder in folders:
         dirty = tx.store.dirty_paths([folder])
         if dirty:
             shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")

@@ -16,10 +16,12 @@ loop's trailers, plus a commit-graph as `evolve train` leaves it) and measures, 
   in the process itself; the git processes it runs are their own).
 
 Prints one table with the targets beside: train within 1.2x across sizes and <= 5x the floor;
-the log's peak <= 64 MiB.
+the log's peak <= 64 MiB. With `--old REV`, the code at REV (exported with `git archive`, first
+on PYTHONPATH) also trains, on its own copy of each workspace, in the same rounds, and a second
+table prints both side by side.
 
-Run: `python benchmarks/bench_scale.py [--sizes 1000,30000,100000 --units 1000 --runs 5]`,
-or `--quick` (100 units; 300, 1,000 and 3,000 commits; 3 runs).
+Run: `python benchmarks/bench_scale.py [--sizes 1000,30000,100000 --units 1000 --runs 5]
+[--old REV]`, or `--quick` (100 units; 300, 1,000 and 3,000 commits; 3 runs).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _workspace import build_workspace  # noqa: E402
+from bench_eval import export  # noqa: E402
 
 PY = sys.executable
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -75,12 +78,14 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _train(root: Path, seed: int) -> tuple[float, float, str | None]:
+def _train(root: Path, seed: int, src: Path | None = None) -> tuple[float, float, str | None]:
     """(wall seconds, CPU seconds, the commit it made or None) of one
-    `evolve train --episodes 1` (CPU: its own and its git processes')."""
+    `evolve train --episodes 1` (CPU: its own and its git processes'); `src`: the code to run
+    (first on PYTHONPATH), else this checkout's."""
     argv = [PY, "-m", "evolve", "train", "--episodes", "1", "--seed", str(seed), "--json"]
+    env = ENV if src is None else {**ENV, "PYTHONPATH": str(src)}
     cpu, start = _cpu(), time.perf_counter()
-    done = subprocess.run(argv, cwd=root, capture_output=True, text=True, env=ENV, check=True)
+    done = subprocess.run(argv, cwd=root, capture_output=True, text=True, env=env, check=True)
     wall, cpu = time.perf_counter() - start, _cpu() - cpu
     commits = json.loads(done.stdout)["commits"]
     return wall, cpu, (commits[0] if commits else None)
@@ -136,24 +141,34 @@ def main() -> None:
     parser.add_argument("--units", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=5, help="train runs kept per size")
     parser.add_argument("--quick", action="store_true", help="100 units; 300/1k/3k commits")
+    parser.add_argument("--old", help="also train with the code at this revision, side by side")
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.units, args.runs = "300,1000,3000", 100, 3
     sizes = [int(s) for s in args.sizes.split(",")]
     # per size: train wall, train CPU, floor wall, floor CPU (seconds)
     times: dict[int, tuple[list[float], list[float], list[float], list[float]]] = {}
+    # per size, with --old: the old code's train wall and CPU (seconds)
+    olds: dict[int, tuple[list[float], list[float]]] = {c: ([], []) for c in sizes}
     with tempfile.TemporaryDirectory() as tmp:
+        old_src = export(args.old, Path(tmp) / "old") if args.old else None
         for commits in sizes:
             t0 = time.perf_counter()
             build_workspace(Path(tmp) / f"ws-{commits}", units=args.units, commits=commits)
             shutil.copytree(
                 Path(tmp) / f"ws-{commits}", Path(tmp) / f"floor-{commits}", symlinks=True
             )
+            if old_src is not None:
+                shutil.copytree(
+                    Path(tmp) / f"ws-{commits}", Path(tmp) / f"old-{commits}", symlinks=True
+                )
+                _train(Path(tmp) / f"old-{commits}", 10_000, old_src)  # not timed
             _train(Path(tmp) / f"ws-{commits}", 10_000)  # bytecode, first caches: not timed
             times[commits] = ([], [], [], [])
             print(f"{commits:>7} commits: built in {time.perf_counter() - t0:.1f}s", flush=True)
         # Rounds run every size in turn, so that a busy moment of the machine hits all.
         seeds = dict.fromkeys(sizes, 0)
+        old_seeds = dict.fromkeys(sizes, 0)
         for _ in range(args.runs):
             for commits in sizes:
                 ws, floor = Path(tmp) / f"ws-{commits}", Path(tmp) / f"floor-{commits}"
@@ -168,6 +183,17 @@ def main() -> None:
                     times[commits], (wall, cpu, floor_wall, floor_cpu), strict=True
                 ):
                     kept.append(value)
+                if old_src is not None:  # the same kind of run (one that commits), old code
+                    old_sha = None
+                    while old_sha is None and old_seeds[commits] < 20 * args.runs:
+                        old_seeds[commits] += 1
+                        old_wall, old_cpu, old_sha = _train(
+                            Path(tmp) / f"old-{commits}", old_seeds[commits], old_src
+                        )
+                    if old_sha is None:
+                        raise SystemExit(f"no episode committed at {commits} commits (old code)")
+                    olds[commits][0].append(old_wall)
+                    olds[commits][1].append(old_cpu)
         top = max(sizes)
         cold = _log_peak(Path(tmp) / f"ws-{top}", Path(tmp))
         warm = _log_peak(Path(tmp) / f"ws-{top}", Path(tmp))
@@ -199,6 +225,18 @@ def main() -> None:
         f"warm; evolve's peak {cold[1]:.1f} MiB cold, {warm[1]:.1f} MiB warm (target <= 64 MiB) "
         f"{'ok' if max(cold[1], warm[1]) <= 64 else 'MISSED'}"
     )
+    if args.old:
+        print(f"\nthis code against {args.old}, the same rounds (medians)")
+        print(
+            f"{'commits':>8} {'old ms':>9} {'new ms':>9} {'new/old':>8}"
+            f" | {'old CPU':>9} {'new CPU':>9} {'new/old':>8}"
+        )
+        for commits, (wall, cpu, *_) in rows.items():
+            old_wall, old_cpu = (_median_ms(v) for v in olds[commits])
+            print(
+                f"{commits:>8} {old_wall:9.1f} {wall:9.1f} {wall / old_wall:7.2f}x | "
+                f"{old_cpu:9.1f} {cpu:9.1f} {cpu / old_cpu:7.2f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ in this order:
 
 1. an entry registered by decorator in the module that defines it
    (``@recipes.register("ace")``). evolve's own modules are named once, in
-   `evolve._builtins.PLACES`, and imported the first time a registry misses a name;
+   `evolve._builtins.PLACES`, and imported the first time a registry misses a name: one at a
+   time, in that order, until one registers it (all of them for a listing or a name none
+   registers);
 2. an import path ``module:Object`` (``environment: mypkg.support:SupportDesk`` in
    evolve.yaml), imported when asked for;
 3. an installed package's Python entry point in the registry's group (``evolve.models``,
@@ -218,12 +220,36 @@ class Registry(Mapping[str, T]):
         found: T = obj
         return found
 
+    def _load_until(self, name: str) -> tuple[T, str] | None:
+        """Import evolve's modules for this group one at a time until one registers `name` (a
+        command imports the built-in it runs, not its siblings): first a module named after it
+        (``evolve.updaters._tepa`` for ``tepa``), then the others in `PLACES` order. None when
+        none does (then every one is imported, as `load_builtins` does)."""
+        if self._loaded:
+            return None
+        with self._lock:
+            if self._loaded or self._loading:  # done, or asked again from an import below
+                return None
+            self._loading = True
+            head = re.split(f"[{SEPARATORS}]", name, maxsplit=1)[0]
+            try:
+                modules = list(_modules(PLACES.get(self.group, ())))
+                named = [m for m in modules if m.rpartition(".")[2].lstrip("_") == head]
+                for module in [*named, *(m for m in modules if m not in named)]:
+                    importlib.import_module(module)
+                    found = self._match(name)
+                    if found is not None:
+                        return found
+            finally:
+                self._loading = False
+            self._loaded = True
+            return None
+
     def _find(self, name: str) -> tuple[T, str] | None:
         name = name.strip()
         found = self._match(name)
         if found is None:
-            self.load_builtins()
-            found = self._match(name)
+            found = self._load_until(name) or self._match(name)
         if found is None and is_import_path(name):
             return self._import(name), ""
         if found is None:
@@ -301,13 +327,21 @@ class Registry(Mapping[str, T]):
         return len(self._names())
 
 
+def _modules(places: tuple[str, ...]) -> Iterator[str]:
+    """The modules `places` name, in order; ``pkg.*``: the package and every module in it (the
+    package imported first, to list them)."""
+    for place in places:
+        if not place.endswith(".*"):
+            yield place
+            continue
+        import pkgutil
+
+        package = importlib.import_module(place[:-2])
+        for info in pkgutil.iter_modules(package.__path__):
+            yield f"{package.__name__}.{info.name}"
+
+
 def _import_place(place: str) -> None:
     """Import `place`; ``pkg.*``: the package and every module in it."""
-    if not place.endswith(".*"):
-        importlib.import_module(place)
-        return
-    import pkgutil
-
-    package = importlib.import_module(place[:-2])
-    for info in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{info.name}")
+    for module in _modules((place,)):
+        importlib.import_module(module)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from evolve.agent import read_prompt_files, workspace_agent
-from evolve.agent._command import command_agent
 from evolve.envs import ApiCall, Environment
 from evolve.episode import EpisodeSetup, Redactor
 from evolve.harness import load_harness
@@ -17,6 +16,12 @@ from evolve.skills._select import SkillPicker, make_picker, settings_of
 from evolve.skills._strata import load_strata
 from evolve.updaters import MAX_ATTEMPTS, RECIPES, get_recipe, render_for
 from evolve.workspace import Workspace, max_turns
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from evolve.agent import Agent
+    from evolve.workspace import AgentConfig
 
 InjectMode = Literal["none", "recipe", "oracle", "fixed"]
 INJECT_MODES: tuple[InjectMode, ...] = ("none", "recipe", "oracle", "fixed")
@@ -93,8 +98,18 @@ def episode_setup(
         # The skills visible to the persona (global ones and its own), as in training.
         skills=_picker(ws, env, units) if mode == "recipe" else None,
         harness=load_harness(ws.root),  # prompts/harness.yaml (absent: the defaults)
-        agent=command_agent(cfg.agent, ws.root),  # None: evolve's own agent over the model
+        agent=command_agent_of(cfg.agent, ws.root),  # None: evolve's own agent over the model
     )
+
+
+def command_agent_of(config: AgentConfig, root: Path) -> Agent | None:
+    """`agent.command`'s agent, or None (evolve's own agent plays: the sandbox is not
+    imported)."""
+    if not config.command:
+        return None
+    from evolve.agent._command import command_agent
+
+    return command_agent(config, root)
 
 
 def with_agent(setup: EpisodeSetup, ws: Workspace, llm: LLM) -> EpisodeSetup:

@@ -58,9 +58,30 @@ def _records(store: GitStore, *rev: str) -> Iterator[tuple[str, CommitInfo, str]
         yield mark.decode("ascii"), info, message.decode("utf-8", "replace")
 
 
-def _since(store: GitStore, tip: str) -> list[tuple[CommitInfo, str]] | None:
-    """The commits of HEAD after `tip`, newest first, when HEAD's history is `tip`'s plus
-    single-parent commits; None otherwise (or when git cannot walk from `tip`)."""
+# What `_since` read in this process, by (git folder, tip, HEAD): a command's digests (the
+# reverts no commit answered, the training streams) mostly stand on the same tip, so the walk
+# since it runs once. Commit ids name immutable content, so an entry never goes stale.
+_SINCE: dict[tuple[str, str, str], tuple[tuple[CommitInfo, str], ...] | None] = {}
+_SINCE_KEPT = 8
+
+
+def _since(store: GitStore, tip: str, head: str) -> list[tuple[CommitInfo, str]] | None:
+    """The commits of `head` after `tip`, newest first, when `head`'s history is `tip`'s plus
+    single-parent commits; None otherwise (or when git cannot walk from `tip`). Read once per
+    process for each pair (`_SINCE`)."""
+    key = (str(store.git_dir), tip, head)
+    if key not in _SINCE:
+        walked = _walk_since(store, tip)
+        while len(_SINCE) >= _SINCE_KEPT:
+            del _SINCE[next(iter(_SINCE))]
+        _SINCE[key] = None if walked is None else tuple(walked)
+    found = _SINCE[key]
+    return None if found is None else list(found)
+
+
+def _walk_since(store: GitStore, tip: str) -> list[tuple[CommitInfo, str]] | None:
+    """`_since`'s walk, of HEAD (which `digest` read just before, under the writer lock where
+    a writer asks)."""
     from evolve.store._base import GitFailed
 
     new: list[tuple[CommitInfo, str]] = []
@@ -150,7 +171,7 @@ def digest(
                 _save(path, version, [(tip, kept), *(t for t in tips if t[0] != tip)])
             return kept  # type: ignore[no-any-return]
     for tip, kept in tips:
-        new = _since(store, tip)
+        new = _since(store, tip, head)
         if new is not None:
             state = fold(kept, new)
             break

@@ -250,7 +250,9 @@ class GitObjects(GitBase):
         """Whether any gitattributes file git reads for `path` exists (the repository's
         `info/attributes`, `core.attributesFile`, the user's and the system's, or a
         `.gitattributes` in the work tree's root or a folder above `path`); `core.autocrlf` set
-        to true or input counts too. Then the file is hashed by git, with its filters."""
+        to true or input counts too. Then the file is hashed by git, with its filters. A file
+        whose every rule sets only attributes that never change what git stores (`merge=`, as
+        evolve's own sidecar rules, `diff`, ...: `_content_neutral`) does not count."""
         if self._global_attributes is None:
             config = self._config()
             home = Path(os.path.expanduser("~"))
@@ -264,7 +266,7 @@ class GitObjects(GitBase):
             if configured:
                 sources.append(Path(os.path.expanduser(configured)))
             autocrlf = (config.get("core.autocrlf", "false") or "true").strip().lower()
-            self._global_attributes = any(p.is_file() for p in sources) or autocrlf in (
+            self._global_attributes = any(not _content_neutral(p) for p in sources) or autocrlf in (
                 "true",
                 "yes",
                 "on",
@@ -276,7 +278,7 @@ class GitObjects(GitBase):
         folder = self.root
         for part in ["", *path.split("/")[:-1]]:
             folder = folder / part if part else folder
-            if (folder / ".gitattributes").is_file():
+            if not _content_neutral(folder / ".gitattributes"):
                 return True
         return False
 
@@ -306,3 +308,55 @@ class GitObjects(GitBase):
         tree = self._store(b"tree", _format_tree(entries))
         self._remember_tree(tree, entries)
         return tree
+
+
+# Attributes that never change the bytes git stores for a file (they steer merges, diffs,
+# archives, packing or code statistics); any other (`text`, `eol`, `filter`, `ident`,
+# `working-tree-encoding`, `crlf`, a macro such as `binary`) may.
+_NEUTRAL_ATTRIBUTES = frozenset(
+    {
+        "merge",
+        "diff",
+        "whitespace",
+        "export-ignore",
+        "export-subst",
+        "delta",
+        "conflict-marker-size",
+    }
+)
+_NEUTRAL_SIZE = 64 * 1024
+
+
+def _content_neutral(path: Path) -> bool:
+    """Whether the gitattributes file at `path` is missing, or changes nothing git stores:
+    every line blank, a comment, or an unquoted pattern followed by neutral attributes only
+    (set, unset, unspecified or given a value). Anything else (a macro definition, a quoted
+    pattern, an attribute that may filter, a file too large or unreadable, a link, a fifo or
+    anything but a regular file) is not: git then hashes the file itself."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return False
+            data = f.read(_NEUTRAL_SIZE + 1)
+    except OSError:
+        return False
+    if len(data) > _NEUTRAL_SIZE:
+        return False
+    for raw in data.split(b"\n"):
+        line = raw.strip()
+        if not line or line.startswith(b"#"):
+            continue
+        if line.startswith((b'"', b"[")):
+            return False
+        for token in line.split()[1:]:
+            name = token.lstrip(b"-!").partition(b"=")[0].decode("ascii", "replace")
+            if name not in _NEUTRAL_ATTRIBUTES and not name.startswith("linguist-"):
+                return False
+    return True

@@ -48,12 +48,12 @@ from evolve._format._message import STREAM as STREAM  # re-exported
 from evolve._io import canonical_json, derive_seed
 from evolve._text import printable
 from evolve.agent import Agent, read_prompt_files, use_agent_path, workspace_agent
-from evolve.agent._command import command_agent
 from evolve.applier import ApplyResult
 from evolve.envs import Environment, Task, Tier, environments, personas_of
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, ModelError, UnknownName
 from evolve.evaluate import make_verifier, open_env
+from evolve.evaluate._setup import command_agent_of
 from evolve.harness import load_harness
 from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
 from evolve.llm import LLM, RequestFailed, make_role_llm
@@ -503,7 +503,10 @@ def _open_stream(tx: Transaction, env: Environment, request: TrainRequest) -> _S
 def _check_committed(tx: Transaction) -> None:
     """The episodes' memory commits must stand on committed memory and prompts: what the
     agent was given is then exactly what HEAD records."""
-    for folder in ("memory", "prompts"):
+    folders = ("memory", "prompts")
+    if not tx.store.dirty_paths(folders):  # the common case: one `git status` for both
+        return
+    for folder in folders:
         dirty = tx.store.dirty_paths([folder])
         if dirty:
             shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
@@ -724,7 +727,7 @@ class _EpisodeLoop:
             redactor=self.redactor,
             # who plays: the Python API's agent, else `agent.name`'s, else `agent.command`'s, else
             # evolve's own over the model
-            agent=self.models.player or self.agent or command_agent(ws.config.agent, ws.root),
+            agent=self.models.player or self.agent or command_agent_of(ws.config.agent, ws.root),
             skills=make_picker(
                 ws.config,
                 visible,  # global skills and this persona's own

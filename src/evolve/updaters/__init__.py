@@ -14,11 +14,13 @@ reflexion relies on its window of three; rewrite's reply is itself the replaceme
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
+from evolve._lazy import lazy_exports
 from evolve._registry import IMPORT_PATH, Entry, is_import_path
 from evolve.memory import MemoryUnit, Renderer, render_memory
-from evolve.updaters._ace import AceRecipe
 from evolve.updaters._base import (
+    MAX_ATTEMPTS,
     EpisodeView,
     Recipe,
     RecipeContext,
@@ -29,12 +31,31 @@ from evolve.updaters._base import (
     recipes,
     summarize_actions,
 )
-from evolve.updaters._reflexion import ReflexionRecipe
-from evolve.updaters._rewrite import RewriteRecipe
-from evolve.updaters._skills import SkillsRecipe
-from evolve.updaters._tepa import TepaRecipe
-from evolve.updaters._topl import TopLRecipe
-from evolve.updaters._trace import MAX_ATTEMPTS, TraceRecipe
+
+if TYPE_CHECKING:
+    from evolve.updaters._ace import AceRecipe
+    from evolve.updaters._reflexion import ReflexionRecipe
+    from evolve.updaters._rewrite import RewriteRecipe
+    from evolve.updaters._skills import SkillsRecipe
+    from evolve.updaters._tepa import TepaRecipe
+    from evolve.updaters._topl import TopLRecipe
+    from evolve.updaters._trace import TraceRecipe
+
+# Each recipe's module is imported when its recipe is asked for (by the registry, which finds
+# it by name, or by its class's name here): training one recipe imports none of the others.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    globals(),
+    {
+        "evolve.updaters._ace": ("AceRecipe",),
+        "evolve.updaters._reflexion": ("ReflexionRecipe",),
+        "evolve.updaters._rewrite": ("RewriteRecipe",),
+        "evolve.updaters._skills": ("SkillsRecipe",),
+        "evolve.updaters._tepa": ("TepaRecipe",),
+        "evolve.updaters._topl": ("TopLRecipe",),
+        "evolve.updaters._trace": ("TraceRecipe",),
+    },
+)
 
 # Every recipe by name: evolve's (each registered in its own module, found by scanning this
 # package) and installed packages' (`evolve.recipes` entry points).

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from evolve.workspace import EvolveConfig, RecipeCaps
 
 _TICK = timedelta(microseconds=1)
+# Attempts an episode's agent gets: the first, and the retries a recipe's enforced checks
+# (TRACE's) ask for.
+MAX_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)

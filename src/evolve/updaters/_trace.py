@@ -30,6 +30,7 @@ from evolve.llm import JsonSchema
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import trigram_cosine
 from evolve.ops import Op, Refusal
+from evolve.updaters._base import MAX_ATTEMPTS as MAX_ATTEMPTS  # re-exported
 from evolve.updaters._base import (
     RecipeContext,
     Update,
@@ -47,7 +48,6 @@ from evolve.workspace import EvolveConfig, RecipeCaps
 
 PREDICATES = ("equals", "contains", "startswith", "endswith", "not_contains")
 MAX_VALUE = 24
-MAX_ATTEMPTS = 3
 
 _API_PHRASES = {
     "phone__send_text_message": "sending a text message",

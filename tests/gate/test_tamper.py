@@ -475,14 +475,14 @@ def test_the_prompt_size_the_gate_checks_is_the_committed_one(
     workspace: Workspace, root: Path, run_git: RunGit
 ) -> None:
     """A replace ref cannot shrink a prompt below `gate.max_prompt_chars` in the evidence."""
-    from evolve.generations._loop import _prompt_sizes
+    from evolve.gate import prompt_sizes
 
     prompt = "prompts/system.md"
     committed = len((root / prompt).read_text(encoding="utf-8"))
     tiny = _blob(root, run_git, b"x\n")
     run_git(root, "replace", run_git(root, "rev-parse", f"HEAD:{prompt}").strip(), tiny)
 
-    sizes = _prompt_sizes(workspace.store, run_git(root, "rev-parse", "HEAD").strip())
+    sizes = prompt_sizes(workspace.store, run_git(root, "rev-parse", "HEAD").strip())
 
     assert sizes[prompt] == committed > 2
 

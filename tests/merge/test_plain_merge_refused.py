@@ -109,14 +109,22 @@ def test_a_count_both_sides_moved_alike_refuses_training_until_merge_fix(
     assert run_git(ws.root, "merge-base", "--is-ancestor", fixed, "HEAD") == ""
 
 
+def _pulled(ws: Workspace, tmp_path: Path, run_git: RunGit, theirs: int) -> Path:
+    """A teammate's clone moves the counter to `theirs` and pushes; this clone moves it to 2
+    (one harmful episode) and takes theirs with a plain `git pull` (git merges, evolve does
+    not). Returns the teammate's clone."""
+    other = _two_learners(ws, tmp_path, run_git)
+    _harmful(other, theirs, run_git, f"theirs: counter at {theirs}")
+    run_git(other, "push", "--quiet", "origin", "HEAD:main")
+    _harmful(ws.root, 2, run_git, "ours: one harmful episode")
+    run_git(ws.root, "pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main")
+    return other
+
+
 def test_every_writer_refuses_an_unsettled_merge_not_only_train(
     ws: Workspace, tmp_path: Path, run_git: RunGit
 ) -> None:
-    other = _two_learners(ws, tmp_path, run_git)
-    _harmful(other, 2, run_git, "theirs")
-    run_git(other, "push", "--quiet", "origin", "HEAD:main")
-    _harmful(ws.root, 2, run_git, "ours")
-    run_git(ws.root, "pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main")
+    _pulled(ws, tmp_path, run_git, theirs=2)
     for command in ("evolve review", "evolve revert", "evolve merge"):
         with (
             pytest.raises(EvolveError, match="evolve merge --fix") as caught,
@@ -132,11 +140,7 @@ def test_every_writer_refuses_an_unsettled_merge_not_only_train(
 def test_a_merge_whose_counters_differ_is_merged_by_the_driver_and_not_refused(
     ws: Workspace, tmp_path: Path, run_git: RunGit, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    other = _two_learners(ws, tmp_path, run_git)
-    _harmful(other, 3, run_git, "theirs: two harmful episodes")
-    run_git(other, "push", "--quiet", "origin", "HEAD:main")
-    _harmful(ws.root, 2, run_git, "ours: one harmful episode")
-    run_git(ws.root, "pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main")
+    _pulled(ws, tmp_path, run_git, theirs=3)
     assert _counted(ws.root, run_git) == 4  # the driver ran: 1 + 1 + 2
     code, out, err = run_cli(capsys, "train", "--recipe", "ace", "--episodes", "1", "--json")
     assert code == 0, err
@@ -214,11 +218,7 @@ def test_an_octopus_merge_of_two_learners_is_refused_with_how_to_undo_it(
 def test_evolve_pull_and_push_refuse_to_carry_an_unsettled_merge_on(
     ws: Workspace, tmp_path: Path, run_git: RunGit, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    other = _two_learners(ws, tmp_path, run_git)
-    _harmful(other, 2, run_git, "theirs: one harmful episode")
-    run_git(other, "push", "--quiet", "origin", "HEAD:main")
-    _harmful(ws.root, 2, run_git, "ours: one harmful episode")
-    run_git(ws.root, "pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main")
+    other = _pulled(ws, tmp_path, run_git, theirs=2)
     merge = run_git(ws.root, "rev-parse", "HEAD").strip()
     (other / "NOTES.txt").write_text("more from them\n", encoding="utf-8")
     run_git(other, "add", "NOTES.txt")
@@ -245,11 +245,7 @@ def test_evolve_pull_and_push_refuse_to_carry_an_unsettled_merge_on(
 def test_a_shallow_clone_whose_tip_is_a_plain_merge_is_not_refused(
     ws: Workspace, tmp_path: Path, run_git: RunGit
 ) -> None:
-    other = _two_learners(ws, tmp_path, run_git)
-    _harmful(other, 2, run_git, "theirs")
-    run_git(other, "push", "--quiet", "origin", "HEAD:main")
-    _harmful(ws.root, 2, run_git, "ours")
-    run_git(ws.root, "pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main")
+    _pulled(ws, tmp_path, run_git, theirs=2)
     shallow = tmp_path / "shallow"
     run_git(tmp_path, "clone", "--quiet", "--depth", "1", f"file://{ws.root}", str(shallow))
     # git gives the cut tip no parents (the merge's sides are not there to settle): writers

@@ -347,3 +347,22 @@ def llama_server(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=15)
+
+
+TWIN_TEXT = "Set my Venmo payments to friends-only visibility."
+TWIN_ACTIVE, TWIN_PENDING = "ace-aaaaaaaaaa", "ace-bbbbbbbbbb"
+
+
+def twins_after_a_merge(ws: Workspace, run: Any) -> str:
+    """Two learners learned TWIN_TEXT as two units: TWIN_ACTIVE here, TWIN_PENDING (pending,
+    as under `review: true`) on another branch, merged by evolve; returns the commit that
+    taught TWIN_ACTIVE. `run` is the `run_git` fixture."""
+    from evolve.merge import merge_branch
+
+    run(ws.root, "checkout", "--quiet", "-b", "other")
+    pending = memory_unit(TWIN_PENDING, TWIN_TEXT, status="pending", created_episode=0)
+    commit_episode(ws, 0, [Op(op="add", unit=pending)], "ace")
+    run(ws.root, "checkout", "--quiet", "main")
+    taught = commit_episode(ws, 0, [Op(op="add", unit=memory_unit(TWIN_ACTIVE, TWIN_TEXT))], "ace")
+    assert merge_branch(ws, "other").status == "merged"
+    return taught

@@ -11,33 +11,23 @@ from collections.abc import Callable
 import pytest
 
 from conftest import run_cli
-from evolve.applier import Op
 from evolve.memory import load_units
-from evolve.merge import merge_branch
 from evolve.workspace import Workspace
-from factories import commit_episode, memory_unit
+from factories import (
+    TWIN_ACTIVE,
+    TWIN_PENDING,
+    TWIN_TEXT,
+)
+from factories import twins_after_a_merge as factory_twins
 
 RunGit = Callable[..., str]
-TEXT = "Set my Venmo payments to friends-only visibility."
-ACTIVE, PENDING = "ace-aaaaaaaaaa", "ace-bbbbbbbbbb"
-
-
-def _twins_after_a_merge(ws: Workspace, run_git: RunGit) -> str:
-    """ACTIVE learned here, PENDING (the same text) on another branch, merged; returns the
-    commit that taught ACTIVE."""
-    run_git(ws.root, "checkout", "--quiet", "-b", "other")
-    pending = memory_unit(PENDING, TEXT, status="pending", created_episode=0)
-    commit_episode(ws, 0, [Op(op="add", unit=pending)], "ace")
-    run_git(ws.root, "checkout", "--quiet", "main")
-    taught = commit_episode(ws, 0, [Op(op="add", unit=memory_unit(ACTIVE, TEXT))], "ace")
-    assert merge_branch(ws, "other").status == "merged"
-    return taught
+TEXT, ACTIVE, PENDING = TWIN_TEXT, TWIN_ACTIVE, TWIN_PENDING
 
 
 def test_a_per_unit_revert_tombstones_the_units_twin_too(
     ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    taught = _twins_after_a_merge(ws, run_git)
+    taught = factory_twins(ws, run_git)
     code, out, err = run_cli(capsys, "revert", taught, "--unit", ACTIVE, "--json")
     assert code == 0, err
     said = {u.id: u for u in load_units(ws.root) if u.text == TEXT}

@@ -12,24 +12,24 @@ import pytest
 from conftest import run_cli
 from evolve.applier import Op
 from evolve.memory import MemoryUnit, load_units
-from evolve.merge import merge_branch, rules
+from evolve.merge import rules
 from evolve.workspace import Workspace
-from factories import commit_episode, memory_unit
+from factories import (
+    TWIN_ACTIVE,
+    TWIN_PENDING,
+    TWIN_TEXT,
+    commit_episode,
+    memory_unit,
+)
+from factories import twins_after_a_merge as factory_twins
 
 RunGit = Callable[..., str]
-TEXT = "Set my Venmo payments to friends-only visibility."
-ACTIVE, PENDING = "ace-aaaaaaaaaa", "ace-bbbbbbbbbb"
+TEXT, ACTIVE, PENDING = TWIN_TEXT, TWIN_ACTIVE, TWIN_PENDING
 
 
 def twins_after_a_merge(ws: Workspace, run_git: RunGit) -> str:
-    """ACTIVE learned here, PENDING (the same text, `review: true`) on another branch, merged;
-    returns the commit that taught ACTIVE."""
-    run_git(ws.root, "checkout", "--quiet", "-b", "other")
-    pending = memory_unit(PENDING, TEXT, status="pending", created_episode=0)
-    commit_episode(ws, 0, [Op(op="add", unit=pending)], "ace")
-    run_git(ws.root, "checkout", "--quiet", "main")
-    taught = commit_episode(ws, 0, [Op(op="add", unit=memory_unit(ACTIVE, TEXT))], "ace")
-    assert merge_branch(ws, "other").status == "merged"
+    """The twins a merge left (factories.twins_after_a_merge), checked as this test reads them."""
+    taught = factory_twins(ws, run_git)
     assert _said(ws) == {ACTIVE: "active", PENDING: "pending"}  # the twins the merge left
     return taught
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from evolve.errors import EvolveError
 from evolve.harness import BUILTINS, MODULES, build_harness, choose
 from evolve.harness._config import Choice
+from evolve.harness._model_variant import CardLike as VariantCard
 
 # What each module must implement (the contracts of docs/harness.md).
 CONTRACT: Mapping[str, tuple[str, ...]] = {
@@ -29,17 +30,10 @@ CONTRACT: Mapping[str, tuple[str, ...]] = {
 }
 
 
-class CardLike(Protocol):
-    """What the search reads of a research card (`evolve.research.Card`)."""
+class CardLike(VariantCard, Protocol):
+    """What the search reads of a research card (`evolve.research.Card`): what the model
+    mutator reads (`harness._model_variant.CardLike`), and the built-in it names."""
 
-    @property
-    def id(self) -> str: ...
-    @property
-    def title(self) -> str: ...
-    @property
-    def module(self) -> str: ...
-    @property
-    def mechanism(self) -> str: ...
     @property
     def variant(self) -> str | None: ...
     @property

@@ -36,18 +36,8 @@ from evolve.stats import paired_gain
 from evolve.train import train
 from evolve.workspace import Workspace, init_workspace
 
-
-def _per_task(report: SplitReport, value: str) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    for e in sorted(report.episodes, key=lambda e: (e.task_id, e.run)):
-        if value == "success":
-            v = 1.0 if e.accepted else 0.0
-        elif value == "done":
-            v = 1.0 if e.task_success else 0.0
-        else:  # the share of the episode's applicable rules it violated
-            v = len(e.violations) / len(e.applicable_rules) if e.applicable_rules else 0.0
-        out.setdefault(e.task_id, []).append(v)
-    return out
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _trained import interval, per_task, training_options  # noqa: E402
 
 
 def _figures(report: SplitReport) -> dict[str, float]:
@@ -62,7 +52,7 @@ def _figures(report: SplitReport) -> dict[str, float]:
 def _gains(base: SplitReport, cand: SplitReport, seed: int) -> dict[str, list[float]]:
     out = {}
     for value in ("success", "done", "violations"):
-        g = paired_gain(_per_task(base, value), _per_task(cand, value), seed=seed)
+        g = paired_gain(per_task(base, value), per_task(cand, value), seed=seed)
         out[value] = [round(g.mean, 4), round(g.low, 4), round(g.high, 4)]
     return out
 
@@ -156,18 +146,9 @@ def measure(
     }
 
 
-def _gain(g: list[float]) -> str:
-    return f"{g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}]"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--persona", default="alex")
-    parser.add_argument("--recipe", default="ace")
-    parser.add_argument("--episodes", type=int, default=40)
-    parser.add_argument("--feedback", default="corrective")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
+    training_options(parser)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     out = measure(args.persona, args.recipe, args.episodes, args.feedback, args.runs, args.seed)
@@ -193,9 +174,9 @@ def main() -> None:
     for r in out["variants"]:
         g = r["gain"]
         print(
-            f"{r['module']:<9} {r['variant']:<17} {r['success']:>7.3f} {_gain(g['success']):>26} "
-            f"{r['done']:>6.3f} {_gain(g['done']):>26} {r['violations']:>6.3f} "
-            f"{_gain(g['violations']):>26} {r['tokens_per_episode']:>7.0f}  {r['verdict']}"
+            f"{r['module']:<9} {r['variant']:<17} {r['success']:>7.3f} {interval(g['success']):>26} "
+            f"{r['done']:>6.3f} {interval(g['done']):>26} {r['violations']:>6.3f} "
+            f"{interval(g['violations']):>26} {r['tokens_per_episode']:>7.0f}  {r['verdict']}"
         )
     helps = [f"{r['module']}:{r['variant']}" for r in out["variants"] if r["verdict"] == "helps"]
     hurts = [f"{r['module']}:{r['variant']}" for r in out["variants"] if r["verdict"] == "hurts"]

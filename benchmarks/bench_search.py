@@ -40,6 +40,7 @@ import itertools
 import json
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -49,10 +50,12 @@ from evolve.evaluate import run_split
 from evolve.evaluate._report import SplitReport
 from evolve.harness import BUILTINS, DEFAULTS, HARNESS_FILE, MODULES, dump_choice
 from evolve.search import run_search
-from evolve.search._score import per_task
 from evolve.stats import paired_gain
 from evolve.train import train
 from evolve.workspace import Workspace, init_workspace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _trained import interval, per_task, training_options  # noqa: E402
 
 
 def _score(ws: Workspace, split: str, runs: int, seed: int) -> SplitReport:
@@ -81,7 +84,7 @@ def _with(
 
 
 def _gain(base: SplitReport, cand: SplitReport, seed: int) -> list[float]:
-    g = paired_gain(per_task(base), per_task(cand), seed=seed)
+    g = paired_gain(per_task(base, "success"), per_task(cand, "success"), seed=seed)
     return [round(g.mean, 4), round(g.low, 4), round(g.high, 4)]
 
 
@@ -105,17 +108,6 @@ def _brute_force(ws: Workspace, runs: int, seed: int) -> dict[str, Any]:
     }
 
 
-def _per_task(report: SplitReport, value: str) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    for e in sorted(report.episodes, key=lambda e: (e.task_id, e.run)):
-        if value == "done":
-            v = 1.0 if e.task_success else 0.0
-        else:
-            v = len(e.violations) / len(e.applicable_rules) if e.applicable_rules else 0.0
-        out.setdefault(e.task_id, []).append(v)
-    return out
-
-
 def _harmful(ws: Workspace, base: SplitReport, runs: int, seed: int) -> list[str]:
     """The variants that hurt on their own, as bench_harness.py says `hurts`: success or
     task done with an interval wholly below 0, or violations wholly above."""
@@ -126,8 +118,8 @@ def _harmful(ws: Workspace, base: SplitReport, runs: int, seed: int) -> list[str
                 continue
             cand = _with(ws, {module: name}, "dev", runs, seed)
             success = _gain(base, cand, seed)
-            done = paired_gain(_per_task(base, "done"), _per_task(cand, "done"), seed=seed)
-            viol = paired_gain(_per_task(base, "viol"), _per_task(cand, "viol"), seed=seed)
+            done = paired_gain(per_task(base, "done"), per_task(cand, "done"), seed=seed)
+            viol = paired_gain(per_task(base, "viol"), per_task(cand, "viol"), seed=seed)
             if success[2] < 0 or done.high < 0 or viol.low > 0:
                 out.append(f"{module}:{name}")
     return out
@@ -259,18 +251,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _g(g: list[float]) -> str:
-    return f"{g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}]"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--persona", default="alex")
-    parser.add_argument("--recipe", default="ace")
-    parser.add_argument("--episodes", type=int, default=40)
-    parser.add_argument("--feedback", default="corrective")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
+    training_options(parser)
     parser.add_argument("--budget", type=int, default=3000)
     parser.add_argument("--per-module", type=int, default=6)
     parser.add_argument("--patience", type=int, default=1)
@@ -309,13 +292,13 @@ def main() -> None:
         print(
             f"{a['arm']:<10} {a['options']['budget']:>6} {a['episodes']:>6} {a['wall_s']:>5.1f}s "
             f"{a['candidates_scored']:>5}  {a['dev_success']:>5.3f} "
-            f"{_g(a['dev_gain_over_defaults']):>24}  {a['holdout_success']:>7.3f} "
-            f"{_g(a['holdout_gain_over_defaults']):>24}  {a['tokens_per_episode']:>6.0f}  {changed}"
+            f"{interval(a['dev_gain_over_defaults']):>24}  {a['holdout_success']:>7.3f} "
+            f"{interval(a['holdout_gain_over_defaults']):>24}  {a['tokens_per_episode']:>6.0f}  {changed}"
         )
     for ab in out["ablations"]:
         print(
             f"ablation {ab['ablation']}: {ab['arms'][0]} - {ab['arms'][1]}: dev "
-            f"{_g(ab['dev_gain'])}, holdout {_g(ab['holdout_gain'])}"
+            f"{interval(ab['dev_gain'])}, holdout {interval(ab['holdout_gain'])}"
         )
     print(
         f"found the best: {'yes' if out['found_the_best'] else 'NO'}; rejected every harmful "

@@ -35,9 +35,9 @@ def _counts(ws: Workspace, harmful: int, message: str, run_git: RunGit) -> None:
     run_git(ws.root, "commit", "--quiet", "-am", message)
 
 
-def test_a_counter_both_sides_moved_alike_counts_both_episodes(
-    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def _moved_alike(ws: Workspace, run_git: RunGit) -> None:
+    """One unit with harmful 1; branch `other` and the current branch each move it to 2 (one
+    harmful episode each): the same bytes on both sides."""
     folder = ws.root / "memory" / "alex"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "ace-0123456789.md").write_text(UNIT, encoding="utf-8")
@@ -51,6 +51,12 @@ def test_a_counter_both_sides_moved_alike_counts_both_episodes(
     run_git(ws.root, "checkout", "--quiet", "other")
     _counts(ws, 2, "theirs: one harmful episode", run_git)
     run_git(ws.root, "checkout", "--quiet", "-")
+
+
+def test_a_counter_both_sides_moved_alike_counts_both_episodes(
+    ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _moved_alike(ws, run_git)
     code, out, err = run_cli(capsys, "merge", "other", "--json")
     assert code == 0, err
     merged = yaml.safe_load(run_git(ws.root, "show", "HEAD:memory/alex/_counters.yaml"))
@@ -61,19 +67,7 @@ def test_a_counter_both_sides_moved_alike_counts_both_episodes(
 def test_after_a_plain_git_merge_merge_fix_counts_both_episodes(
     ws: Workspace, run_git: RunGit, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    folder = ws.root / "memory" / "alex"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "ace-0123456789.md").write_text(UNIT, encoding="utf-8")
-    (folder / "_counters.yaml").write_text(
-        "ace-0123456789:\n  harmful: 1\n  helpful: 0\n", encoding="utf-8"
-    )
-    run_git(ws.root, "add", "memory")
-    run_git(ws.root, "commit", "--quiet", "-m", "base")
-    run_git(ws.root, "branch", "other")
-    _counts(ws, 2, "ours: one harmful episode", run_git)
-    run_git(ws.root, "checkout", "--quiet", "other")
-    _counts(ws, 2, "theirs: one harmful episode", run_git)
-    run_git(ws.root, "checkout", "--quiet", "-")
+    _moved_alike(ws, run_git)
     run_git(ws.root, "merge", "--quiet", "--no-edit", "other")  # git alone: one count kept
     counted = yaml.safe_load(run_git(ws.root, "show", "HEAD:memory/alex/_counters.yaml"))
     assert counted["ace-0123456789"]["harmful"] == 2

@@ -113,3 +113,47 @@ def test_a_workspace_keeping_a_scope_here_trains_and_reports_ok_right_after_its_
     assert report["ok"] is True, report
     code, out, err = run_cli(capsys, "train", "--recipe", "ace", "--episodes", "4")
     assert code == 0, err
+
+
+def test_a_plain_clone_lacks_the_merge_drivers_until_install_drivers_registers_them(
+    ws: Workspace,
+    tmp_path: Path,
+    run_git: RunGit,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _status(capsys)["drivers"] is None  # `evolve init` registered them
+    copy = tmp_path / "copy"
+    run_git(tmp_path, "clone", "--quiet", str(ws.root), str(copy))  # plain git: no config
+    monkeypatch.chdir(copy)
+    report = _status(capsys)
+    assert report["ok"] is False
+    assert isinstance(report["drivers"], str)
+    assert "run `evolve merge --install-drivers` once" in report["drivers"]
+    code, out, err = run_cli(capsys, "status")
+    assert code == 0, err
+    assert "merge drivers: not registered here" in out
+
+    code, out, err = run_cli(capsys, "merge", "--install-drivers", "--json")
+    assert code == 0, err
+    done = json.loads(out)
+    assert done["drivers"] == [
+        "evolve-counters",
+        "evolve-failed",
+        "evolve-staging",
+        "evolve-strata",
+    ]
+    driver = run_git(copy, "config", "--get", "merge.evolve-counters.driver")
+    assert "-m evolve merge-driver counters %O %A %B %P" in driver
+    assert run_git(copy, "status", "--porcelain") == ""  # the working tree is untouched
+    report = _status(capsys)
+    assert report["drivers"] is None
+    code, out, err = run_cli(capsys, "status")
+    assert "merge drivers: registered" in out
+
+
+def test_install_drivers_takes_nothing_else(
+    ws: Workspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(capsys, "merge", "--install-drivers", "--fix")
+    assert code != 0 and "--install-drivers takes no REF" in err and out == ""

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from evolve.cli._common import emit_json, json_option, open_workspace, stdout, workspace_option
+
+if TYPE_CHECKING:
+    from evolve.workspace import Workspace
 
 
 def _takes(values: tuple[str, ...]) -> dict[str, str]:
@@ -40,10 +44,22 @@ def _takes(values: tuple[str, ...]) -> dict[str, str]:
     help="For a unit edited on one side and superseded on the other, or a hand note edited on "
     "both: keep SIDE's version (ours or theirs). Repeatable.",
 )
+@click.option(
+    "--install-drivers",
+    "install_drivers",
+    is_flag=True,
+    help="Register evolve's merge drivers in this repository's config (git never carries "
+    "it: a plain `git clone` lacks them) and nothing else; `evolve status` says when needed.",
+)
 @json_option
 @workspace_option
 def merge_cmd(
-    ref: str | None, fix: bool, take: tuple[str, ...], as_json: bool, workspace: Path | None
+    ref: str | None,
+    fix: bool,
+    take: tuple[str, ...],
+    install_drivers: bool,
+    as_json: bool,
+    workspace: Path | None,
 ) -> None:
     """Merge REF (a branch, a fetched ref, a commit) into this branch as ONE merge commit.
 
@@ -54,6 +70,11 @@ def merge_cmd(
     """
     from evolve.merge import merge_branch, reconcile
 
+    if install_drivers:
+        if ref or fix or take:
+            raise click.UsageError("--install-drivers takes no REF, --fix or --take.")
+        _install_drivers(open_workspace(workspace), as_json)
+        return
     if fix == bool(ref):
         raise click.UsageError("give REF to merge, or --fix (without REF) to settle a git merge.")
     ws = open_workspace(workspace)
@@ -78,6 +99,21 @@ def merge_cmd(
     )
     for note in result.notes:
         stdout.print(f"  {note}", markup=False)
+
+
+def _install_drivers(ws: Workspace, as_json: bool) -> None:
+    from evolve.merge import install_merge_drivers
+
+    keys = install_merge_drivers(ws.root)
+    drivers = sorted({key.split(".")[1] for key in keys})
+    if as_json:
+        emit_json({"root": str(ws.root), "drivers": drivers, "config": keys})
+        return
+    stdout.print(
+        f"registered {len(drivers)} merge drivers in {ws.root} ({', '.join(drivers)}): "
+        "a plain git merge now adds up the counter sidecars' counts.",
+        markup=False,
+    )
 
 
 @click.command(

@@ -8,10 +8,13 @@ command that fixes it:
   plain `git fetch` brings no records;
 - the records (`refs/evolve/train`) are missing (a plain `git clone`) or fetched but not
   merged: training would run on a stale persona clock;
-- HEAD is a plain git merge evolve's merge rules have not settled: writers refuse it.
+- HEAD is a plain git merge evolve's merge rules have not settled: writers refuse it;
+- the merge drivers are not registered (git never carries `.git/config`, so a plain
+  `git clone` lacks them): a plain `git merge` would then merge the counter sidecars line by
+  line instead of adding their counts up.
 
-Reading only: it changes nothing (one `git config` call for the remotes, the records' refs
-read from their files, HEAD's commit through the store's reader).
+Reading only: it changes nothing (`git config` calls for the remotes and the drivers, the
+records' refs read from their files, HEAD's commit through the store's reader).
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ from typing import Any
 from evolve.errors import EvolveError
 from evolve.remote._project import SHARED_PREFIX, is_private
 from evolve.remote._travel import EVOLVE_REFS, _remote_config
-from evolve.workspace import Workspace
+from evolve.workspace import Workspace, drivers_installed
+
+DRIVERS_MISSING = (
+    "not registered here (git does not carry them: a plain `git clone` lacks them, and a "
+    "plain `git merge` would merge the counter sidecars line by line instead of adding "
+    "their counts); run `evolve merge --install-drivers` once"
+)
 
 
 @dataclass
@@ -76,11 +85,15 @@ class Status:
     remotes: list[RemoteStatus] = field(default_factory=list)
     records: str | None = None  # the problem with refs/evolve/train, with its fix
     merge: str | None = None  # the unsettled plain merge at HEAD, with its fix
+    drivers: str | None = None  # the merge drivers git lacks here, with the fix
 
     @property
     def ok(self) -> bool:
         return (
-            all(r.fix is None for r in self.remotes) and self.records is None and self.merge is None
+            all(r.fix is None for r in self.remotes)
+            and self.records is None
+            and self.merge is None
+            and self.drivers is None
         )
 
     def lines(self) -> list[str]:
@@ -91,6 +104,9 @@ class Status:
         ]
         out.append(f"records: {self.records}" if self.records else "records: in place")
         out.append(f"merge: {self.merge}" if self.merge else "merge: nothing to settle")
+        out.append(
+            f"merge drivers: {self.drivers}" if self.drivers else "merge drivers: registered"
+        )
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -101,6 +117,7 @@ class Status:
             "remotes": [r.to_json() for r in self.remotes],
             "records": self.records,
             "merge": self.merge,
+            "drivers": self.drivers,
         }
 
 
@@ -148,4 +165,6 @@ def status(ws: Workspace) -> Status:
     except EvolveError as exc:
         result.records = str(exc)
     result.merge = unsettled_sentence(ws, "evolve train")
+    if not drivers_installed(ws.root):
+        result.drivers = DRIVERS_MISSING
     return result

@@ -11,7 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from evolve.executors._ray import _holding, _remove
+from evolve.executors._keeper import holding as _holding
+from evolve.executors._keeper import remove as _remove
 
 STRAGGLER = """
 import os, sys, time

@@ -31,18 +31,18 @@ import importlib
 import logging
 import math
 import os
-import shutil
 import socket
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from evolve._signals import signals_held
 from evolve.errors import ConfigError
 from evolve.executors._base import executors
 from evolve.executors._failure import EpisodeFailed, failure
+from evolve.executors._keeper import PREFIX, keep, proc_stat, remove, stop
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -187,7 +187,8 @@ def ray_session(ray: Any) -> Iterator[None]:
     temp: str | None = None
     try:
         if not address:
-            temp = tempfile.mkdtemp(prefix="evolve-ray-", dir=_short_tmp())
+            temp = tempfile.mkdtemp(prefix=PREFIX, dir=_short_tmp())
+            keep(temp)  # removed after this process ends, however it ends
         if address:
             _probe(address)
             # The model's settings travel with the job (a node's own environment lacks them).
@@ -235,75 +236,11 @@ def _tear_down(ray: Any, temp: str | None) -> None:
                 ray.shutdown()
         finally:
             if temp:
-                _stop(started + _ray_processes(temp))
-                _remove(temp)
-
-
-def _remove(temp: str) -> None:
-    """Remove the session folder and keep it removed: every process still holding it (naming
-    it on its command line, working in it, or with a file open in it: a worker the raylet
-    started that was reparented when the raylet died, still writing its log) is stopped, and
-    the folder removed again, until no process holds it and it is gone."""
-    import time
-
-    deadline = time.monotonic() + REMOVE_WAIT_S
-    while True:
-        holders = _holding(temp)
-        if holders:
-            _stop(holders)
-        shutil.rmtree(temp, ignore_errors=True)
-        if (not holders and not os.path.exists(temp)) or time.monotonic() > deadline:
-            return
-        time.sleep(0.1)
-
-
-def _holding(temp: str) -> list[tuple[int, int]]:
-    """Every process (but this one) that holds `temp`, a folder unique to this session: on
-    its command line, as its working folder, or through an open file in it."""
-    inside = temp.rstrip("/") + "/"
-    found = []
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            line = open(f"/proc/{entry}/cmdline", "rb").read()  # noqa: SIM115
-        except OSError:
-            continue
-        held = temp.encode() in line or _opens(entry, inside)
-        stat = _proc_stat(int(entry))
-        if held and stat is not None:
-            found.append((int(entry), stat[1]))
-    return found
-
-
-def _opens(pid: str, inside: str) -> bool:
-    """Whether process `pid` works in, or has a file open in, the folder `inside`."""
-    try:
-        if (os.readlink(f"/proc/{pid}/cwd") + "/").startswith(inside):
-            return True
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            with suppress(OSError):
-                if os.readlink(f"/proc/{pid}/fd/{fd}").startswith(inside):
-                    return True
-    except OSError:
-        return False
-    return False
+                stop(started + _ray_processes(temp))
+                remove(temp)
 
 
 # --- the processes of a local cluster --------------------------------------------------------
-
-STOP_WAIT_S = 3.0
-REMOVE_WAIT_S = 10.0
-
-
-def _proc_stat(pid: int) -> tuple[int, int] | None:
-    """(parent pid, start time) of process `pid`, or None when it is gone."""
-    try:
-        raw = open(f"/proc/{pid}/stat", "rb").read()  # noqa: SIM115  (one read)
-    except OSError:
-        return None
-    fields = raw[raw.rfind(b")") + 2 :].split()
-    return int(fields[1]), int(fields[19])
 
 
 def _ray_processes(temp: str) -> list[tuple[int, int]]:
@@ -317,7 +254,7 @@ def _ray_processes(temp: str) -> list[tuple[int, int]]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        stat = _proc_stat(int(entry))
+        stat = proc_stat(int(entry))
         if stat is not None:
             children.setdefault(stat[0], []).append(int(entry))
             starts[int(entry)] = stat[1]
@@ -334,44 +271,6 @@ def _ray_processes(temp: str) -> list[tuple[int, int]]:
         if temp in text or text.startswith("ray::"):
             found.append((pid, starts[pid]))
     return found
-
-
-def _stop(processes: list[tuple[int, int]]) -> None:
-    """SIGTERM to each process still the same one, then SIGKILL to those that stay."""
-    import signal
-    import time
-
-    def alive() -> list[tuple[int, int]]:
-        out = []
-        for pid, start in processes:
-            stat = _proc_stat(pid)
-            if stat is not None and stat[1] == start:
-                with suppress(ChildProcessError):
-                    os.waitpid(pid, os.WNOHANG)  # our own child: reaped, not left a zombie
-                stat = _proc_stat(pid)
-                if stat is not None and stat[1] == start and not _zombie(pid):
-                    out.append((pid, start))
-        return out
-
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        left = alive()
-        for pid, _ in left:
-            with suppress(OSError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + STOP_WAIT_S
-        while left and time.monotonic() < deadline:
-            time.sleep(0.05)
-            left = alive()
-        if not left:
-            return
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        raw = open(f"/proc/{pid}/stat", "rb").read()  # noqa: SIM115
-    except OSError:
-        return True
-    return raw[raw.rfind(b")") + 2 :].split()[:1] == [b"Z"]
 
 
 @executors.register("ray")

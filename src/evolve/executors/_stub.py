@@ -21,6 +21,7 @@ says. The stub never answers early.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import json
@@ -29,6 +30,7 @@ import time
 from types import TracebackType
 from typing import Any
 
+GATHER_WAIT_S = 30.0
 ACTION = {"thought": "done", "tool": "supervisor__complete_task", "arguments": {}}
 _MAX_HEADER = 64 * 1024
 
@@ -42,6 +44,11 @@ class StubServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.formats: set[str] = set()
+        # `reset(gather=N)`: requests wait (beyond their latency) until N are in flight at
+        # once, or GATHER_WAIT_S pass; after that, none waits. A test of "the bound is
+        # reached" then waits on that event instead of on timing a loaded machine keeps.
+        self.gather: int | None = None
+        self._gathered: asyncio.Event | None = None
         self._lock = threading.Lock()
         self._writers: set[asyncio.StreamWriter] = set()
         self._loop = asyncio.new_event_loop()
@@ -100,6 +107,10 @@ class StubServer:
             return "400 Bad Request", {"error": {"message": "the body is not JSON"}}
         self._enter(body)
         try:
+            gathered = self._gathered
+            if gathered is not None and not gathered.is_set():
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(gathered.wait(), GATHER_WAIT_S)
             await self._timer.until(arrived + self.latency_s)
         finally:
             self._leave()
@@ -122,6 +133,8 @@ class StubServer:
             self.requests += 1
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            if self._gathered is not None and self.gather and self.in_flight >= self.gather:
+                self._gathered.set()
             fmt = body.get("response_format")
             self.formats.add(str(fmt.get("type")) if isinstance(fmt, dict) else "none")
 
@@ -129,10 +142,21 @@ class StubServer:
         with self._lock:
             self.in_flight -= 1
 
-    def reset(self) -> None:
+    def reset(self, gather: int | None = None) -> None:
+        """Zero the counts; with `gather`, hold requests until that many are in flight."""
         with self._lock:
             self.requests = self.in_flight = self.max_in_flight = 0
             self.formats.clear()
+            self.gather = gather
+            self._gathered = None
+        if gather:
+
+            async def make() -> asyncio.Event:
+                return asyncio.Event()
+
+            event = asyncio.run_coroutine_threadsafe(make(), self._loop).result()
+            with self._lock:
+                self._gathered = event
 
     def __enter__(self) -> StubServer:
         self._thread.start()

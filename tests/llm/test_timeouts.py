@@ -14,6 +14,7 @@ from evolve.llm._errors import RequestFailed
 from evolve.llm._http import RetryPolicy
 from evolve.llm._openai import OpenAIChat
 from evolve.llm._types import Message
+from listeners import stop_listening
 
 
 class SilentServer:
@@ -28,7 +29,8 @@ class SilentServer:
         self.closed_at: list[float] = []
         # (first line of the request, when it arrived, when the client hung up)
         self.requests: list[tuple[str, float, float]] = []
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
 
     def _serve(self) -> None:
         while True:
@@ -50,7 +52,7 @@ class SilentServer:
             self.requests.append((line, opened, self.closed_at[-1]))
 
     def stop(self) -> None:
-        self.sock.close()
+        stop_listening(self.sock, self.thread)
 
 
 def test_a_timed_out_request_is_closed_then_tried_again() -> None:

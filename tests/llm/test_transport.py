@@ -16,6 +16,7 @@ from llm_cache_isolation import private_cache  # noqa: F401  (autouse)
 from evolve.llm import _transport
 from evolve.llm._http import JsonPoster, RetryPolicy
 from evolve.llm._transport import PlainHTTPTransport, plain_http_transport
+from listeners import stop_listening
 
 Reply = Callable[[int, bytes], bytes]  # (request number, request bytes) -> raw reply bytes
 
@@ -45,7 +46,8 @@ class Server:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen()
         self.base_url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
 
     def _accept(self) -> None:
         while True:
@@ -87,7 +89,7 @@ class Server:
                     return
 
     def stop(self) -> None:
-        self.sock.close()
+        stop_listening(self.sock, self.thread)
 
 
 @pytest.fixture

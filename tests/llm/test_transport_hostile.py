@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from evolve.llm._transport import PlainHTTPTransport
+from listeners import stop_listening
 
 # (request number, counted over all connections; socket; the bytes of the request read so
 # far) -> None: writes whatever it likes.
@@ -40,13 +41,12 @@ def _read_request(conn: socket.socket) -> bytes | None:
 
 @pytest.fixture
 def serve() -> Iterator[Callable[[Answer], str]]:
-    socks: list[socket.socket] = []
+    socks: list[tuple[socket.socket, threading.Thread]] = []
 
     def start(answer: Answer) -> str:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen()
-        socks.append(sock)
 
         count = iter(range(1, 1_000_000))
 
@@ -63,12 +63,14 @@ def serve() -> Iterator[Callable[[Answer], str]]:
                     return
                 threading.Thread(target=talk, args=(conn,), daemon=True).start()
 
-        threading.Thread(target=accept, daemon=True).start()
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        socks.append((sock, thread))
         return f"http://127.0.0.1:{sock.getsockname()[1]}/v1/chat"
 
     yield start
-    for sock in socks:
-        sock.close()
+    for sock, thread in socks:
+        stop_listening(sock, thread)
 
 
 def _client() -> httpx.Client:

@@ -11,6 +11,8 @@ loop's trailers, plus a commit-graph as `evolve train` leaves it) and measures, 
 - floor: on a copy of the same workspace, the change each of those runs committed made the
   way a person makes it: the files written, then `git add -A && git commit` with the same
   message, as processes. The two sides alternate, so a busy moment hits both.
+- context (not a target): a Python process that only starts and reads every unit file once,
+  added to the floor: the least any Python program that does this job pays.
 - at the largest size, `evolve log -n 0 --json` twice (the first run starts the log cache,
   the second uses it): the peak resident memory of evolve's own process (VmHWM, read at exit
   in the process itself; the git processes it runs are their own).
@@ -122,6 +124,23 @@ def _log_peak(root: Path, scratch: Path) -> tuple[float, float]:
     return wall, int(out.read_text(encoding="utf-8")) / 1024
 
 
+# The least any Python program doing this job pays beyond the floor's git commands: start
+# the interpreter and read every unit file once (context for the <= 5x target, not a target).
+_READ_UNITS = (
+    "import pathlib\n"
+    "for p in pathlib.Path('memory').rglob('*'):\n"
+    "    if p.is_file():\n"
+    "        p.read_bytes()\n"
+)
+
+
+def _python_reads(root: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of a Python process that only reads the unit files."""
+    cpu, start = _cpu(), time.perf_counter()
+    subprocess.run([PY, "-c", _READ_UNITS], cwd=root, check=True, env=ENV)
+    return time.perf_counter() - start, _cpu() - cpu
+
+
 def _python_pass(repeats: int = 5) -> float:
     times = []
     for _ in range(repeats):
@@ -148,6 +167,8 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     # per size: train wall, train CPU, floor wall, floor CPU (seconds)
     times: dict[int, tuple[list[float], list[float], list[float], list[float]]] = {}
+    # per size: CPU seconds of a Python process that only reads the unit files
+    reads: dict[int, list[float]] = {c: [] for c in sizes}
     # per size, with --old: the old code's train wall and CPU (seconds)
     olds: dict[int, tuple[list[float], list[float]]] = {c: ([], []) for c in sizes}
     with tempfile.TemporaryDirectory() as tmp:
@@ -179,6 +200,7 @@ def main() -> None:
                 if sha is None:
                     raise SystemExit(f"no episode committed at {commits} commits")
                 floor_wall, floor_cpu = _floor(ws, floor, sha)
+                reads[commits].append(_python_reads(floor)[1])
                 for kept, value in zip(
                     times[commits], (wall, cpu, floor_wall, floor_cpu), strict=True
                 ):
@@ -211,6 +233,16 @@ def main() -> None:
             f"{commits:>8} {wall:9.1f} {floor_wall:9.1f} {wall / floor_wall:7.2f}x "
             f"{wall / low_wall:10.2f}x | {cpu:9.1f} {floor_cpu:9.1f} {cpu / floor_cpu:7.2f}x "
             f"{cpu / low_cpu:10.2f}x"
+        )
+    print(
+        "context, not a target: a Python process that only starts and reads the unit files, "
+        "added to the floor (CPU ms):"
+    )
+    for commits, (_, cpu, _, floor_cpu) in rows.items():
+        least = floor_cpu + _median_ms(reads[commits])
+        print(
+            f"{commits:>8} python floor {least:7.1f} ({least / floor_cpu:.2f}x the floor); "
+            f"train {cpu / least:.2f}x it"
         )
     for what, i, low in (("wall", 0, low_wall), ("CPU", 1, low_cpu)):
         spread = max(r[i] for r in rows.values()) / low

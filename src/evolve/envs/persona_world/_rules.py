@@ -855,6 +855,7 @@ class Recognized:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[])")
+_LEADING_TAG = re.compile(r"^\[[\w.:-]+\]\s*")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -862,9 +863,15 @@ def split_sentences(text: str) -> list[str]:
     out: list[str] = []
     for line in text.splitlines():
         line = line.strip().lstrip("-*•").strip()
-        line = re.sub(r"^\[[\w.:-]+\]\s*", "", line)  # a leading [id] or [key] tag
-        if line:
-            out.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
+        if line.startswith("["):
+            line = _LEADING_TAG.sub("", line)  # a leading [id] or [key] tag
+        if not line:
+            continue
+        parts = _SENTENCE_END.split(line)
+        if len(parts) == 1:
+            out.append(line)  # one sentence, stripped already
+        else:
+            out.extend(s.strip() for s in parts if s.strip())
     return out
 
 

@@ -72,6 +72,8 @@ _PAIR_NEAR = re.compile(
     r"(?i)(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key"
     r"|private[_-]?key|auth|credential)\"?'?\s*[:=]"
 )
+# `_PAIR_NEAR` for lower-cased ASCII text (see `_pair_hits`).
+_PAIR_NEAR_LOWER = re.compile(_PAIR_NEAR.pattern.removeprefix("(?i)"))
 _RUN = re.compile(r"[A-Za-z0-9+=_-]{24,}")
 _HEXISH = re.compile(r"^[0-9a-fA-F-]+$")
 _DIGIT_RUNS = re.compile(r"[0-9]+")
@@ -175,10 +177,13 @@ class Redactor:
         text = self.values_text(text)
         text = _PEM.sub(REDACTED, text)
         text = _KEY_SHAPES.sub(REDACTED, text)
-        if _AUTH_NEAR.search(text):
+        if _auth_near(text):
             text = _AUTH.sub(_auth_sub, text)
-        if _PAIR_NEAR.search(text):
-            text = _PAIR.sub(_pair_sub, text)
+        if len(text) < _LONG:
+            if _PAIR_NEAR.search(text):
+                text = _PAIR.sub(_pair_sub, text)
+        elif hits := _pair_hits(text):
+            text = _sub_pairs(text, hits)
         return _RUN.sub(_run_sub, text)
 
     def __call__(self, value: Any) -> Any:
@@ -193,6 +198,59 @@ def _auth_sub(m: re.Match[str]) -> str:
 
 def _pair_sub(m: re.Match[str]) -> str:
     return f"{m.group(1)}{m.group(2)}{REDACTED}"
+
+
+# From this length on, a text's pairs are looked for where `_PAIR_NEAR` is (`_sub_pairs`);
+# a shorter one is scanned whole, as cheap as finding where to look.
+_LONG = 2_000
+# A character of `_PAIR`'s name part (`[A-Za-z_-]`, case-blind as `_PAIR` reads it).
+_NAME_CHAR = re.compile(r"(?i)[A-Za-z_-]")
+
+
+def _auth_near(text: str) -> bool:
+    """Whether `_AUTH_NEAR` matches in `text` (in ASCII text, by looking for its two words)."""
+    if text.isascii():
+        return "Basic" in text or "bearer" in text.lower()
+    return _AUTH_NEAR.search(text) is not None
+
+
+def _pair_hits(text: str) -> list[int]:
+    """Where `_PAIR_NEAR` matches in `text`. In ASCII text, case-blind matching is matching
+    the lower case: a plain pattern finds the same places, without trying every case of
+    every word at every character (a long prompt's full scan took most of its redaction)."""
+    if text.isascii():
+        return [m.start() for m in _PAIR_NEAR_LOWER.finditer(text.lower())]
+    return [m.start() for m in _PAIR_NEAR.finditer(text)]
+
+
+def _sub_pairs(text: str, hits: list[int]) -> str:
+    """`_PAIR.sub(_pair_sub, text)`, with `_PAIR` tried only where a match can start
+    (`hits`: where `_PAIR_NEAR` matches, in order).
+
+    A match's name part is one run of name characters ending with a word of `_PAIR_NEAR`
+    right before its separator (no such word ends with another), so it starts inside the run
+    that ends at a hit; and a match ends where its value does, before a character that no
+    name holds. So each hit's run is tried from its start, and the text between hits is not
+    scanned word by word.
+    """
+    out: list[str] = []
+    pos = 0  # where the text not yet copied starts: a match starts here or later
+    for hit in hits:
+        if hit < pos:
+            continue  # inside the value of the last match
+        start = hit
+        while start > pos and _NAME_CHAR.match(text, start - 1):
+            start -= 1
+        for at in range(start, hit + 1):
+            found = _PAIR.match(text, at)
+            if found is not None:
+                out += (text[pos : found.start()], _pair_sub(found))
+                pos = found.end()
+                break
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _run_sub(m: re.Match[str]) -> str:

@@ -55,6 +55,11 @@ _COMPUTED_RATES = {
 _LEADING_TAGS = re.compile(r"(?m)^([ \t]*(?:[-*•][ \t]*)?)(?:\[[\w.:-]+\][ \t]*)+(?=\[[\w.:-]+\])")
 
 
+def _indent(match: re.Match[str]) -> str:
+    """What `_LEADING_TAGS` keeps of a line's start (a function: no template to expand)."""
+    return match.group(1)
+
+
 def read_directives(system_prompt: str) -> dict[str, Directive]:
     """The directive in force for each slot: the last one stated wins.
 
@@ -130,7 +135,7 @@ def _load_directives(raw: object) -> tuple[tuple[str, Directive], ...]:
 
 
 def _parse_directives(system_prompt: str) -> tuple[tuple[str, Directive], ...]:
-    readable = _LEADING_TAGS.sub(r"\1", without_sections(system_prompt, ("api_docs", "stats")))
+    readable = _LEADING_TAGS.sub(_indent, without_sections(system_prompt, ("api_docs", "stats")))
     found: dict[str, Directive] = {}
     for sentence in split_sentences(readable):
         for directive in recognized(sentence):

@@ -8,9 +8,9 @@ the sim keeps two caches:
   text itself, so a thousand-unit prompt is not kept alive per entry); the last prompt seen
   is also remembered by identity, so the turns of an episode do not even hash it again;
 - per sentence: the directives a sentence carries (`recognize` over every rule), so a prompt
-  that differs from the last by one unit re-reads one sentence; and per shown unit text, the
-  slots it is about, so the updater roles, which read every unit the prompt shows, read each
-  distinct unit once.
+  that differs from the last by one unit re-reads one sentence; and per shown unit text, its
+  sentences and the slots it is about, so the updater roles, which read every unit the prompt
+  shows, split and read each distinct unit once.
 
 Both are least-recently-used with a fixed number of entries; a sentence longer than
 `MAX_SENTENCE` characters is read every time rather than kept.
@@ -125,8 +125,21 @@ def recognized(sentence: str) -> tuple[Directive, ...]:
 
 
 @lru_cache(maxsize=16_384)
+def _sentences_of(text: str) -> tuple[str, ...]:
+    return tuple(split_sentences(text))
+
+
+def sentences_of(text: str) -> tuple[str, ...]:
+    """`split_sentences(text)` (a unit as a prompt shows it), cached: the slots a unit states
+    and the slots it names vaguely are both read from its sentences."""
+    if len(text) > MAX_SENTENCE:
+        return tuple(split_sentences(text))
+    return _sentences_of(text)
+
+
+@lru_cache(maxsize=16_384)
 def _slots_of(text: str) -> frozenset[str]:
-    return frozenset(d.slot for s in split_sentences(text) for d in recognized(s))
+    return frozenset(d.slot for s in _sentences_of(text) for d in recognized(s))
 
 
 def slots_of(text: str) -> frozenset[str]:
@@ -138,4 +151,5 @@ def slots_of(text: str) -> frozenset[str]:
 
 def clear_sentences() -> None:
     _recognized.cache_clear()
+    _sentences_of.cache_clear()
     _slots_of.cache_clear()

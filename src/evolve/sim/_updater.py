@@ -21,12 +21,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from evolve.agent import section
-from evolve.envs.persona_world import RULES, recognize, split_sentences
+from evolve.envs.persona_world import RULES, recognize
 from evolve.llm import Message
-from evolve.sim._parse import MAX_SENTENCE, recognized, slots_of
+from evolve.sim._parse import MAX_SENTENCE, recognized, sentences_of, slots_of
 
 _INSTANCE = [(rule, rule.instance_regex()) for rule in RULES]
-_VAGUE = [(rule, rule.vague_regex()) for rule in RULES]
+# Each rule's vague statement as a pattern, with the text that pattern ends with (a statement
+# that does not end so is not one: the pattern is tried only on those that do).
+_VAGUE = [
+    (rule, rule.vague_regex(), rule.vague_template.replace("{rule}", rule.name).split("{who}")[-1])
+    for rule in RULES
+]
 _PROFILE = re.compile(r"supervisor__show_profile\(\{\}\) -> (\{.*\})")
 
 NOBODY = "The user"
@@ -135,13 +140,23 @@ def slot_of(statement: str) -> str | None:
 def vague_slot_of(statement: str) -> str | None:
     """The slot a vague statement (one that fixes no value) is about, if it is one."""
     text = statement.strip()
-    return next((rule.slot for rule, pattern in _VAGUE if pattern.fullmatch(text)), None)
+    return next(
+        (
+            rule.slot
+            for rule, pattern, tail in _VAGUE
+            if text.endswith(tail) and pattern.fullmatch(text)
+        ),
+        None,
+    )
 
 
 _ID = re.compile(r"\[([A-Za-z0-9_.:-]+)\]")
 _SHOWN = re.compile(
     r"^\[([A-Za-z0-9_.:-]+)\]\s*(?:\[[A-Za-z0-9_.:-]+\]\s*)?(.*?)\s*(?:\(alpha [^)]*\))?$"
 )
+# `_SHOWN` for a line without "(alpha ": the text is then the rest of the (stripped) line,
+# found without trying every end for the lazy group.
+_SHOWN_PLAIN = re.compile(r"^\[([A-Za-z0-9_.:-]+)\]\s*(?:\[[A-Za-z0-9_.:-]+\]\s*)?(.*)$")
 
 
 def ids_in(text: str) -> list[str]:
@@ -172,16 +187,20 @@ class Shown:
 def _vague_slots_of(text: str) -> frozenset[str]:
     """`Shown.vague_slots` of a unit's text, cached as `slots_of` is (an update request reads
     every shown unit, and `replaced_ids` reads them again for each proposal)."""
-    return frozenset(v for s in split_sentences(text) if (v := vague_slot_of(s)) is not None)
+    return frozenset(v for s in sentences_of(text) if (v := vague_slot_of(s)) is not None)
 
 
 def shown_units(section_text: str | None) -> list[Shown]:
     """The units listed in a prompt section, one `[id] text` line each."""
     out = []
     for line in (section_text or "").splitlines():
-        m = _SHOWN.match(line.strip())
-        if m:
-            out.append(Shown(m.group(1), m.group(2)))
+        line = line.strip()
+        if "(alpha " in line:
+            m = _SHOWN.match(line)
+            if m:
+                out.append(Shown(m.group(1), m.group(2)))
+        elif plain := _SHOWN_PLAIN.match(line):
+            out.append(Shown(plain.group(1), plain.group(2)))
     return out
 
 

@@ -48,6 +48,10 @@ SMS_TOPIC = re.compile(r"\b(text|texts|texting|sms)\b", re.I)
 EMAIL_TOPIC = re.compile(r"\be-?mails?\b", re.I)
 PAYMENT_TOPIC = re.compile(r"\b(venmo|payments?|pay|paying|paid)\b", re.I)
 NOTE_TOPIC = re.compile(r"\bnotes?\b", re.I)
+# The pieces of the topics' and verbs' words, for the rules' `needs`.
+_SMS_WORDS = ("text", "sms")
+_PAYMENT_WORDS = ("venmo", "pay", "paid")
+_GREETING_VERBS = ("start", "begin", "open", "greet", "salutation")
 
 
 def resolve_ref(ref: Ref, profile: Profile) -> str:
@@ -124,6 +128,10 @@ class Rule(ABC):
     rule_class: ClassVar[RuleClass]
     instance_template: ClassVar[str]
     synonyms: ClassVar[tuple[str, ...]] = ()
+    # Words `on_topic` cannot hold without: each group names, in lower case, pieces of which
+    # a sentence about the slot holds at least one (e.g. the topic's words, then the verb's).
+    # `recognize` (the module's) asks a rule only about sentences that have them all.
+    needs: ClassVar[tuple[tuple[str, ...], ...]] = ()
 
     def applies(self, task: Task) -> bool:
         return task.kind == self.kind
@@ -248,6 +256,7 @@ class SmsSignoff(Rule):
     rule_class = "format"
     instance_template = "My text to {name} didn't end with my usual sign-off."
     vague_template = "{who} cares about how text messages are signed off."
+    needs = (_SMS_WORDS, ("sign", "end", "clos", "finish"))
     _verb = re.compile(
         r"\b(sign|signs|signed|sign-?off|signoff|end|ends|ending|close|closing|finish|signature)\b",
         re.I,
@@ -327,6 +336,7 @@ class SmsGreeting(_Greeting):
     rule_class = "format"
     instance_template = "My text to {name} didn't open the way I greet people."
     vague_template = "{who} cares about how text messages open."
+    needs = (_SMS_WORDS, _GREETING_VERBS)
     field = "message"
     separator = " "
 
@@ -358,6 +368,7 @@ class PaymentVisibility(Rule):
         "My payment to {name} was {actual}, visible to {direction} people than I wanted."
     )
     vague_template = "{who} cares about who can see payments."
+    needs = (_PAYMENT_WORDS, ("private", "only me", "just me", "friend", "public", "everyone"))
 
     def on_topic(self, sentence: str) -> bool:
         return bool(PAYMENT_TOPIC.search(sentence)) and any(
@@ -409,6 +420,7 @@ class HabitualCard(Rule):
     instance_template = "I paid {name} with a card I don't normally use."
     implied_value = Computed("habitual_card")
     vague_template = "{who} cares about which card pays."
+    needs = (("card",),)
 
     def instance_value(self, match: re.Match[str]) -> Value | None:
         """The complaint names the habit ("a card I don't normally use"): the habitual card."""
@@ -480,6 +492,7 @@ class RunningTotal(Rule):
     instance_template = "The running total in my payment note to {name} was missing or wrong."
     implied_value = Computed("running_total")
     vague_template = "{who} cares about what payment notes say."
+    needs = (("total",), ("note", "description", "memo"), _PAYMENT_WORDS)
 
     def instance_value(self, match: re.Match[str]) -> Value | None:
         """The complaint names the running total; its value is computed from the history."""
@@ -562,6 +575,10 @@ class PrivateNoteFormat(Rule):
     rule_class = "format"
     instance_template = "My note '{title}' wasn't laid out the way I keep my notes."
     vague_template = "{who} cares about how the items of notes are laid out."
+    needs = (
+        ("note",),
+        ("list", "item", "bullet", "numbered", "check", "layout", "format", "content"),
+    )
     _topic = re.compile(
         r"\b(list|lists|items?|bullet(ed|s)?|numbered|checklist|check-?box(es)?|layout|format|content)\b",
         re.I,
@@ -606,6 +623,7 @@ class NoteTitleFormat(Rule):
     rule_class = "format"
     instance_template = "The title of my note '{title}' isn't in my usual style."
     vague_template = "{who} cares about the style of note titles."
+    needs = (("note",), ("title",))
     _topic = re.compile(r"\btitles?\b", re.I)
 
     def on_topic(self, sentence: str) -> bool:
@@ -651,6 +669,7 @@ class NoteChecksum(Rule):
     instance_template = "The checksum line at the end of my note '{title}' was missing or wrong."
     implied_value = Computed("checksum")
     vague_template = "{who} cares about how notes end."
+    needs = (("checksum",),)
 
     def instance_value(self, match: re.Match[str]) -> Value | None:
         """The complaint names the checksum line; its value is computed from the items."""
@@ -691,6 +710,7 @@ class EmailSignoff(Rule):
     rule_class = "format"
     instance_template = "My email to {name} didn't close the way I sign my emails."
     vague_template = "{who} cares about how emails are closed."
+    needs = (("mail",), ("clos", "sign", "end"))
     _verb = re.compile(
         r"\b(close|closes|closing|sign|sign-?off|signoff|end|ends|ending|signature)\b", re.I
     )
@@ -726,6 +746,7 @@ class EmailSubjectPrefix(Rule):
     rule_class = "format"
     instance_template = "The subject of my email to {name} was missing my usual tag."
     vague_template = "{who} tags email subjects in a particular way."
+    needs = (("mail",), ("subject",))
     _tag = re.compile(r"(?<![\w\]])\[[^\]]+\]")
 
     def on_topic(self, sentence: str) -> bool:
@@ -752,6 +773,7 @@ class EmailCcSelf(Rule):
     rule_class = "format"
     instance_template = "I didn't get a copy of my email to {name}."
     vague_template = "{who} cares about who gets copies of emails."
+    needs = (("cc", "cop"),)
 
     def instance_value(self, match: re.Match[str]) -> Value | None:
         """The complaint says who wanted the copy: the user ("I didn't get a copy")."""
@@ -792,6 +814,7 @@ class EmailGreeting(_Greeting):
     rule_class = "format"
     instance_template = "My email to {name} didn't open with my usual greeting."
     vague_template = "{who} cares about how emails open."
+    needs = (("mail",), _GREETING_VERBS)
     field = "body"
     separator = "\n\n"
 
@@ -832,6 +855,7 @@ class Recognized:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[])")
+_LEADING_TAG = re.compile(r"^\[[\w.:-]+\]\s*")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -839,12 +863,42 @@ def split_sentences(text: str) -> list[str]:
     out: list[str] = []
     for line in text.splitlines():
         line = line.strip().lstrip("-*•").strip()
-        line = re.sub(r"^\[[\w.:-]+\]\s*", "", line)  # a leading [id] or [key] tag
-        if line:
-            out.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
+        if line.startswith("["):
+            line = _LEADING_TAG.sub("", line)  # a leading [id] or [key] tag
+        if not line:
+            continue
+        parts = _SENTENCE_END.split(line)
+        if len(parts) == 1:
+            out.append(line)  # one sentence, stripped already
+        else:
+            out.extend(s.strip() for s in parts if s.strip())
     return out
 
 
+# Each rule with its `needs`, for `recognize`.
+_GATED = tuple((rule, rule.needs) for rule in RULES)
+
+
 def recognize(sentence: str) -> list[Directive]:
-    """Every directive a sentence expresses, over all rules."""
-    return [d for rule in RULES if (d := rule.recognize(sentence)) is not None]
+    """Every directive a sentence expresses, over all rules.
+
+    A rule is asked only when the sentence has the words it `needs`, looked for in the
+    sentence's lower case. That finds what the rules' case-blind patterns find wherever the
+    sentence has no letter beyond ASCII; a sentence with one (which may match an ASCII letter
+    case-blind: "ſ", "K", "İ") is asked of every rule."""
+    if not sentence.isascii() and any(c.isalpha() for c in sentence if not c.isascii()):
+        return [d for rule in RULES if (d := rule.recognize(sentence)) is not None]
+    low = sentence.lower()
+    out = []
+    for rule, needs in _GATED:
+        for group in needs:
+            for word in group:
+                if word in low:
+                    break
+            else:
+                break  # no word of this group: not on the rule's topic
+        else:
+            directive = rule.recognize(sentence)
+            if directive is not None:
+                out.append(directive)
+    return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 import msgspec
 from msgspec import Meta, field
@@ -47,28 +47,28 @@ Name = Annotated[str, Check(_one_word)]
 
 
 class _Frozen(ValueError, AttributeError):
-    """A section's field was assigned to (sections are read-only)."""
+    """A section's field was assigned to (sections are read-only). A ValueError, as
+    pydantic's refusal was."""
 
 
-class _Section(msgspec.Struct, dict=True):
+def _read_only(self: object, name: str, value: object) -> None:
+    raise _Frozen(f"{type(self).__name__} is read-only; use model_copy(update=...)")
+
+
+class _Section(msgspec.Struct, frozen=True, dict=True):
     """A section of `evolve.yaml`: read-only, built by :func:`_fields.parse` (which refuses
     unknown keys and words refusals as pydantic did), with the part of pydantic's model API
     evolve uses (`model_validate`, `model_dump`, `model_copy`, `model_fields_set`)."""
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise _Frozen(f"{type(self).__name__} is read-only; use model_copy(update=...)")
-
-    def __hash__(self) -> int:
-        return hash(tuple(getattr(self, f) for f in self.__struct_fields__))
-
     @classmethod
-    def model_validate(cls, data: Any) -> Any:
+    def model_validate(cls, data: Any) -> Self:
         """An instance from `data` (a mapping), checked.
 
         Raises:
             Invalid: every problem (`errors()`, as pydantic's ValidationError).
         """
-        return parse(cls, data)
+        made: Self = parse(cls, data)
+        return made
 
     @property
     def model_fields_set(self) -> frozenset[str]:
@@ -82,9 +82,9 @@ class _Section(msgspec.Struct, dict=True):
             )
         return frozenset(given)
 
-    def model_copy(self, *, update: dict[str, Any] | None = None) -> Any:
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> Self:
         """A copy with `update`'s fields replaced (not checked, as pydantic's)."""
-        made = msgspec.structs.replace(self, **(update or {}))
+        made: Self = msgspec.structs.replace(self, **(update or {}))
         given = self.__dict__.get("_given")
         if given is not None:
             msgspec.structs.force_setattr(made, "_given", given | set(update or ()))
@@ -106,7 +106,7 @@ def _dump(value: Any, mode: str) -> Any:
     return value
 
 
-class MaxTokens(_Section):
+class MaxTokens(_Section, frozen=True):
     """The reply bound sent with each role's requests (what a reply may cost at most)."""
 
     agent: Annotated[int, Meta(ge=16, le=1_000_000)] = 512
@@ -116,7 +116,7 @@ class MaxTokens(_Section):
     selector: Annotated[int, Meta(ge=16, le=1_000_000)] = 256
 
 
-class RetryBudgets(_Section):
+class RetryBudgets(_Section, frozen=True):
     """Retries each role's model may make in one command, all its requests together: a
     server that is down then costs each further request one try, not all of them."""
 
@@ -127,7 +127,7 @@ class RetryBudgets(_Section):
     selector: Annotated[int, Meta(ge=0, le=100_000)] = 32
 
 
-class RetrySettings(_Section):
+class RetrySettings(_Section, frozen=True):
     """How a request that timed out or failed in a way that may pass (a lost connection,
     429, 5xx) is tried again: up to `attempts` tries, waiting `backoff_s` and then twice as
     long each time (up to `max_backoff_s`, a quarter of it drawn at random), within the
@@ -146,7 +146,7 @@ def _yaml_off(value: Any) -> Any:
     return "off" if value is False else value  # YAML 1.1 reads a bare `off` as false
 
 
-class ModelRoles(_Section):
+class ModelRoles(_Section, frozen=True):
     """Which model backend plays each role (see `evolve.llm`), and how it is asked.
 
     The roles can also be set per command (`--model`, `--updater-model`, `--reflector-model`)
@@ -202,14 +202,14 @@ class ModelRoles(_Section):
     ) = None
 
 
-class Price(_Section):
+class Price(_Section, frozen=True):
     """A model's price in US dollars per million tokens."""
 
     input: Usd
     output: Usd
 
 
-class MemoryConfig(_Section):
+class MemoryConfig(_Section, frozen=True):
     """How memory is injected into the agent's prompt."""
 
     inject: Literal["none", "recipe", "oracle", "fixed"] = "recipe"
@@ -247,7 +247,7 @@ def _env_names(value: tuple[str, ...]) -> tuple[str, ...]:
     return value
 
 
-class AgentConfig(_Section):
+class AgentConfig(_Section, frozen=True):
     """Who plays each episode, and its turn limit.
 
     `name` is an agent of the `agents` registry (`evolve plugins` lists them): `model`, evolve's
@@ -289,13 +289,13 @@ class AgentConfig(_Section):
         return self.name or "model"
 
 
-class RunConfig(_Section):
+class RunConfig(_Section, frozen=True):
     runs: Annotated[int, Meta(ge=1, le=50)] = 1
     seed: Seed = 0
     concurrency: Annotated[int, Meta(ge=1, le=64)] = 1
 
 
-class TrainConfig(_Section):
+class TrainConfig(_Section, frozen=True):
     recipe: Name = "ace"
     episodes: Annotated[int, Meta(ge=1, le=100_000)] = 24
     feedback: Literal["instance", "corrective"] = "instance"
@@ -303,7 +303,7 @@ class TrainConfig(_Section):
     review: bool = False
 
 
-class GateConfig(_Section):
+class GateConfig(_Section, frozen=True):
     """The accept rule of the evolve loop."""
 
     runs: Annotated[int, Meta(ge=1, le=20)] = 3
@@ -336,7 +336,7 @@ class GateConfig(_Section):
             )
 
 
-class RenderConfig(_Section):
+class RenderConfig(_Section, frozen=True):
     """What the agent is shown of memory/."""
 
     recipes: Annotated[
@@ -347,7 +347,7 @@ class RenderConfig(_Section):
     ] = ()
 
 
-class RecipeCaps(_Section):
+class RecipeCaps(_Section, frozen=True):
     """Limits the applier enforces on one recipe's units in one scope (None: no limit).
 
     `units`: active units at once; `chars`: characters of one unit's text; `memory_chars`:
@@ -359,14 +359,14 @@ class RecipeCaps(_Section):
     memory_chars: Annotated[int, Meta(ge=1, le=10_000_000)] | None = None
 
 
-class ShelfCaps(_Section):
+class ShelfCaps(_Section, frozen=True):
     """Active skills a shelf may hold at once (enforced by the applier and the recipe)."""
 
     general: Annotated[int, Meta(ge=1, le=1000)] = 5
     per_topic: Annotated[int, Meta(ge=1, le=1000)] = 5
 
 
-class SkillsConfig(_Section):
+class SkillsConfig(_Section, frozen=True):
     """Skill compilation: shelves, batches, promotion, the scoreboard."""
 
     enabled: Annotated[
@@ -412,7 +412,7 @@ def _protected_paths(value: tuple[str, ...]) -> tuple[str, ...]:
     return value
 
 
-class ParameterRange(_Section):
+class ParameterRange(_Section, frozen=True):
     """A numeric parameter the evolve loop may tune, and its bounds (inclusive)."""
 
     min: Annotated[float, Meta(ge=-1e12, le=1e12)]
@@ -424,7 +424,7 @@ class ParameterRange(_Section):
             raise ValueError(f"min ({self.min}) is above max ({self.max})")
 
 
-class RedactConfig(_Section):
+class RedactConfig(_Section, frozen=True):
     """Secrets to hide by value in everything evolve writes, beyond the built-in shapes.
 
     `values` are literal strings (evolve.yaml is committed, so list only what may sit in the
@@ -449,7 +449,7 @@ class RedactConfig(_Section):
 _SCOPE = re.compile(r"global|skills|user:[a-z0-9][a-z0-9_-]{0,39}")
 
 
-class ShareConfig(_Section):
+class ShareConfig(_Section, frozen=True):
     """Which scopes' memory `evolve push` may send (docs/sharing.md): `all`, or a list of
     `global`, `skills` and `user:<persona>`."""
 
@@ -468,7 +468,7 @@ class ShareConfig(_Section):
 DEFAULT_PARAMETERS = {"agent.max_turns": ParameterRange(min=4.0, max=30.0)}
 
 
-class EvolveConfig(_Section):
+class EvolveConfig(_Section, frozen=True):
     """The whole of `evolve.yaml`."""
 
     version: Literal[1] = 1
@@ -503,6 +503,14 @@ class EvolveConfig(_Section):
     def rendered_recipes(self) -> tuple[str, ...]:
         """The recipes whose units the agent sees: `render.recipes`, else `train.recipe`."""
         return self.render.recipes or (self.train.recipe,)
+
+
+for _cls in (
+    MaxTokens, RetryBudgets, RetrySettings, ModelRoles, Price, MemoryConfig, AgentConfig,
+    RunConfig, TrainConfig, GateConfig, RenderConfig, RecipeCaps, ShelfCaps, SkillsConfig,
+    ParameterRange, RedactConfig, ShareConfig, EvolveConfig,
+):  # fmt: skip
+    type.__setattr__(_cls, "__setattr__", _read_only)  # a ValueError, not msgspec's own
 
 
 def _describe_error(err: dict[str, Any]) -> str:

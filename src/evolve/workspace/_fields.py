@@ -173,7 +173,12 @@ def _literal(choices: tuple[Any, ...]) -> Validator:
         shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}"
     )
 
+    numbers = any(isinstance(c, int) and not isinstance(c, bool) for c in choices)
+
     def check(value: Any, loc: Loc, errors: Errors) -> Any:
+        if numbers and type(value) is int and abs(value) >= _I64:  # pydantic reads it first
+            size = "Unable to parse input string as an integer, exceeded maximum size"
+            return _error(errors, "int_parsing_size", loc, size, value)
         for choice in choices:
             same = type(choice) is type(value)
             if (same or (not isinstance(choice, str) and isinstance(value, int | float))) and (
@@ -367,7 +372,9 @@ def validate(cls: type[msgspec.Struct], value: Any, loc: Loc, errors: Errors) ->
             out[name] = default()
     known = {name for name, _, _ in plan}
     for key in value:
-        if key not in known:
+        if not isinstance(key, str):
+            _error(errors, "invalid_key", (*loc, key), "Keys should be strings", key)
+        elif key not in known:
             _error(
                 errors, "extra_forbidden", (*loc, key), "Extra inputs are not permitted", value[key]
             )

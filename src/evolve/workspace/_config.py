@@ -5,8 +5,6 @@ unknown key (a misspelt key is an error that names the key instead of a setting 
 does nothing) and words every refusal as pydantic did.
 """
 
-from __future__ import annotations
-
 import os
 import re
 from pathlib import Path, PurePosixPath

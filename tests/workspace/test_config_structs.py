@@ -16,6 +16,7 @@ from evolve import _yaml
 from evolve._format._cache import YAML_CACHE, DiskCache
 from evolve.errors import ConfigError
 from evolve.workspace import CONFIG_NAME, EvolveConfig, RecipeCaps, load_config, parse_config
+from evolve.workspace._config import ParameterRange
 from evolve.workspace._fields import Invalid
 
 
@@ -106,6 +107,10 @@ def test_pydantic_model_api_on_the_sections() -> None:
     with pytest.raises(Invalid) as info:
         cfg.models.model_validate({**cfg.models.model_dump(), "timeout_s": -1})
     assert info.value.errors()[0]["loc"] == ("timeout_s",)
+    assert str(info.value) == (  # a traceback reads as pydantic's did
+        "1 validation error for ModelRoles\ntimeout_s\n  Input should be greater than 0 "
+        "[type=greater_than, input_value=-1, input_type=int]"
+    )
     with pytest.raises(AttributeError):
         cfg.run.runs = 2  # type: ignore[misc]
     assert hash(cfg.run) == hash(parse_config("").run)
@@ -114,6 +119,7 @@ def test_pydantic_model_api_on_the_sections() -> None:
 def test_a_directly_built_section_knows_the_fields_it_changed() -> None:
     assert RecipeCaps(units=3).model_fields_set == {"units"}
     assert RecipeCaps().model_copy(update={"chars": 9}).model_fields_set == {"chars"}
+    assert ParameterRange(min=1.0, max=2.0).model_fields_set == {"min", "max"}
 
 
 def test_bad_yaml_is_still_a_config_error_naming_the_line(tmp_path: Path) -> None:

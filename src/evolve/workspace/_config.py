@@ -74,9 +74,10 @@ class _Section(msgspec.Struct, frozen=True, dict=True):
         built directly, those that differ from their defaults."""
         given = self.__dict__.get("_given")
         if given is None:
-            fresh = type(self)()
             given = frozenset(
-                f for f in self.__struct_fields__ if getattr(self, f) != getattr(fresh, f)
+                f.name
+                for f in msgspec.structs.fields(self)
+                if getattr(self, f.name) != _default_of(f)
             )
         return frozenset(given)
 
@@ -91,6 +92,15 @@ class _Section(msgspec.Struct, frozen=True, dict=True):
     def model_dump(self, *, mode: Literal["python", "json"] = "python") -> dict[str, Any]:
         """The fields as plain values (sections as dicts; tuples as lists in `json` mode)."""
         return {f: _dump(getattr(self, f), mode) for f in self.__struct_fields__}
+
+
+def _default_of(f: msgspec.structs.FieldInfo) -> Any:
+    """A field's default (a required field has none: nothing equals it)."""
+    if f.default is not msgspec.NODEFAULT:
+        return f.default
+    if f.default_factory is not msgspec.NODEFAULT:
+        return f.default_factory()
+    return msgspec.NODEFAULT
 
 
 def _dump(value: Any, mode: str) -> Any:

@@ -61,7 +61,16 @@ class Invalid(ValueError):
     `ValidationError.errors()` did (`type`, `loc`, `msg`, `input`)."""
 
     def __init__(self, title: str, errors: Errors) -> None:
-        super().__init__(f"{len(errors)} validation error(s) for {title}")
+        lines = [f"{len(errors)} validation error{'s' if len(errors) > 1 else ''} for {title}"]
+        for e in errors:  # as pydantic printed them
+            shown = f"input_value={e['input']!r}, input_type={type(e['input']).__name__}"
+            where = ".".join(str(p) for p in e["loc"])
+            lines += (
+                [where, f"  {e['msg']} [type={e['type']}, {shown}]"]
+                if where
+                else [f"  {e['msg']} [type={e['type']}, {shown}]"]
+            )
+        super().__init__("\n".join(lines))
         self._errors = errors
 
     def errors(self) -> Errors:

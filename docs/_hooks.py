@@ -1,7 +1,8 @@
 """mkdocs hooks: pages generated from the code, so the reference cannot drift from it.
 
 `<!-- evolve:config-reference -->` becomes the table of every `evolve.yaml` key, read from the
-pydantic model that validates the file (`evolve.workspace.EvolveConfig`).
+sections that validate the file (`evolve.workspace.EvolveConfig` and its msgspec Structs:
+each field's type, default, `msgspec.Meta` bounds and description).
 """
 
 from __future__ import annotations
@@ -11,9 +12,7 @@ import types
 import typing
 from typing import Any
 
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
+import msgspec
 
 MARKER = "<!-- evolve:config-reference -->"
 
@@ -26,35 +25,46 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
     return markdown.replace(MARKER, "\n".join(_model(EvolveConfig, "")))
 
 
-def _section(annotation: Any) -> type[BaseModel] | None:
-    if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
+def _section(annotation: Any) -> type[msgspec.Struct] | None:
+    if inspect.isclass(annotation) and issubclass(annotation, msgspec.Struct):
         return annotation
     return None
 
 
-def _model(model: type[BaseModel], prefix: str) -> list[str]:
+def _model(model: type[msgspec.Struct], prefix: str) -> list[str]:
     rows, nested = [], []
-    for name, field in model.model_fields.items():
-        key = f"{prefix}{field.alias or name}"
-        section = _section(field.annotation)
+    for field in msgspec.structs.fields(model):
+        key = f"{prefix}{field.encode_name}"
+        section = _section(field.type)
         if section is not None:
             nested.append((key, section))
             continue
+        metas = _metas(field.type)
         rows.append(
-            f"| `{key}` | {_type(field.annotation)} | {_default(field)} | {_limits(field)} | "
-            f"{_doc(field)} |"
+            f"| `{key}` | {_type(field.type)} | {_default(field)} | {_limits(metas)} | "
+            f"{_doc(metas)} |"
         )
     out: list[str] = []
     if rows:
         title = prefix.rstrip(".") or "top level"
         out += [f"## `{title}`" if prefix else "## Top level", ""]
-        own = model.__dict__.get("__doc__") if prefix else None  # not BaseModel's own
+        own = model.__dict__.get("__doc__") if prefix else None  # not the base section's
         if own:
             out += [" ".join(inspect.cleandoc(own).split()), ""]
         out += ["| key | type | default | allowed | meaning |", "|---|---|---|---|---|", *rows, ""]
     for key, section in nested:
         out += _model(section, f"{key}.")
     return out
+
+
+def _metas(annotation: Any) -> list[msgspec.Meta]:
+    """The `Meta` of a field's type: its own, or its non-null member's (`X | None`)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return [m for m in typing.get_args(annotation)[1:] if isinstance(m, msgspec.Meta)]
+    if origin in (typing.Union, types.UnionType):
+        return [m for arg in typing.get_args(annotation) for m in _metas(arg)]
+    return []
 
 
 def _type(annotation: Any) -> str:
@@ -82,26 +92,29 @@ def _type(annotation: Any) -> str:
     return f"{getattr(annotation, '__name__', str(annotation))}".replace("|", "\\|")
 
 
-def _default(field: FieldInfo) -> str:
-    if field.default is PydanticUndefined:
-        if field.default_factory is not None:
-            value = field.default_factory()  # type: ignore[call-arg]
-            return f"`{value!r}`"[:80]
+def _default(field: msgspec.structs.FieldInfo) -> str:
+    if field.default is not msgspec.NODEFAULT:
+        value = field.default
+    elif field.default_factory is not msgspec.NODEFAULT:
+        value = field.default_factory()
+    else:
         return "(required)"
-    if isinstance(field.default, BaseModel):
+    if isinstance(value, msgspec.Struct):
         return "(section)"
-    return f"`{field.default!r}`"
+    shown = f"`{value!r}`"
+    return shown if field.default_factory is msgspec.NODEFAULT else shown[:80]
 
 
-def _limits(field: FieldInfo) -> str:
+def _limits(metas: list[msgspec.Meta]) -> str:
     parts = []
-    for item in field.metadata:
+    for meta in metas:
         for attr, sign in (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<")):
-            value = getattr(item, attr, None)
+            value = getattr(meta, attr, None)
             if value is not None:
                 parts.append(f"{sign} {value}")
     return ", ".join(parts)
 
 
-def _doc(field: FieldInfo) -> str:
-    return (field.description or "").replace("\n", " ").replace("|", "\\|")
+def _doc(metas: list[msgspec.Meta]) -> str:
+    text = next((m.description for m in metas if m.description), "")
+    return text.replace("\n", " ").replace("|", "\\|")

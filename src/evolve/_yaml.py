@@ -17,11 +17,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from evolve.errors import EvolveError
 
-_BASE: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import yaml
+
+    StrictLoader: type[yaml.SafeLoader]
+
 _MERGE = "tag:yaml.org,2002:merge"
 
 
@@ -39,26 +44,46 @@ class _Twice(Exception):
         self.key, self.first, self.second = key, first, second
 
 
-class StrictLoader(_BASE):  # type: ignore[valid-type,misc]
-    """The safe loader (libyaml's when available) that refuses a key given twice in one
-    mapping. A merge (`<<: *base`) and the keys that override it are not duplicates."""
+_LOADERS: list[Any] = []
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[object, int] = {}
-            for key_node, _value in node.value:
-                if key_node.tag == _MERGE:
-                    continue
-                key = self.construct_object(key_node, deep=deep)
-                line = key_node.start_mark.line + 1
-                try:
-                    if key in seen:
-                        raise _Twice(key, seen[key], line)
-                    seen[key] = line
-                except TypeError:
-                    continue  # an unhashable key: the base class says so
-        result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
-        return result
+
+def _strict_loader() -> Any:
+    """The safe loader (libyaml's when available) that refuses a key given twice in one
+    mapping. A merge (`<<: *base`) and the keys that override it are not duplicates. Built on
+    first use: a document read from a cache needs no PyYAML."""
+    if _LOADERS:
+        return _LOADERS[0]
+    import yaml
+
+    base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class StrictLoader(base):  # type: ignore[valid-type,misc]
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[object, int] = {}
+                for key_node, _value in node.value:
+                    if key_node.tag == _MERGE:
+                        continue
+                    key = self.construct_object(key_node, deep=deep)
+                    line = key_node.start_mark.line + 1
+                    try:
+                        if key in seen:
+                            raise _Twice(key, seen[key], line)
+                        seen[key] = line
+                    except TypeError:
+                        continue  # an unhashable key: the base class says so
+            result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+            return result
+
+    StrictLoader.__doc__ = _strict_loader.__doc__
+    _LOADERS.append(StrictLoader)
+    return StrictLoader
+
+
+def __getattr__(name: str) -> Any:
+    if name == "StrictLoader":
+        return _strict_loader()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def duplicate_sentence(source: str, key: object, first: int, second: int) -> str:
@@ -73,21 +98,46 @@ def load(
     *,
     error: type[EvolveError] = DuplicateKey,
     line_offset: int = 0,
+    cache: str | None = None,
+    keep: Callable[[Any], bool] | None = None,
 ) -> Any:
     """The YAML document in `text` (the file `source`, named in errors).
 
     `line_offset` is added to the line numbers named (front matter that starts below the
     file's first line).
 
+    `cache`: a cache file (`evolve._format._cache.DiskCache`) that remembers parsed documents
+    by the digest of their text and the source of this module, so the same text is not
+    parsed (nor PyYAML imported) again. Only documents that parsed are kept, and only those
+    `keep` accepts (a file holding secrets must not be copied into a cache file). The
+    caller gets its own copy of a remembered document.
+
     Raises:
         DuplicateKey (or `error`, with the same sentence): a mapping gives a key twice.
         yaml.YAMLError: the text is not valid YAML (the caller words that in its own terms).
     """
+    key = None
+    if cache is not None:
+        import hashlib
+
+        from evolve._format._cache import DiskCache
+
+        store = DiskCache(cache, code=[__file__])
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20)
+        key = ("yaml", digest.digest())
+        known = store.get(key)
+        if isinstance(known, tuple) and len(known) == 1:
+            return known[0]
+    import yaml
+
     try:
-        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 (a safe loader)
+        document = yaml.load(text, Loader=_strict_loader())  # noqa: S506 (a safe loader)
     except _Twice as twice:
         first, second = twice.first + line_offset, twice.second + line_offset
         message = duplicate_sentence(source, twice.key, first, second)
         if error is DuplicateKey:
             raise DuplicateKey(message, twice.key, first, second) from None
         raise error(message) from None
+    if key is not None and (keep is None or keep(document)):
+        store.put(key, (document,))
+    return document

@@ -47,6 +47,7 @@ CONFIG_CACHE = "evolve-config.cache"  # what `memory` and `run` read of evolve.y
 MEMORY_CACHE = "evolve-memory.cache"  # the rendered memory `run` injects
 EVALSET_CACHE = "evolve-evalset.cache"  # the validated evalset (`envs.persona_world`)
 SIM_CACHE = "evolve-sim.cache"  # what the sim parsed from a prompt (`evolve.sim._parse`)
+YAML_CACHE = "evolve-yaml.cache"  # plain YAML documents by text digest (`evolve._yaml.load`)
 # path -> (mtime_ns, size, digest) of an evolve module's source
 Stamp = dict[str, tuple[int, int, bytes]]
 
@@ -204,7 +205,8 @@ def unseal(sealed: bytes) -> bytes | None:
 
 class DiskCache:
     """The file at `path`: entries `key -> value`, valid for the code that wrote them (see
-    the module docstring). `path` None: no file, every lookup misses.
+    the module docstring; `code` names the source files that produce the entries, when they
+    are known, instead of every module loaded). `path` None: no file, every lookup misses.
 
     `valid(value)` says whether a loaded value has the shape its reader expects (a file an
     older evolve wrote, or a damaged one): other entries are dropped, not served.
@@ -216,10 +218,12 @@ class DiskCache:
         *,
         size: int | None = 8,
         valid: Callable[[object], bool] | None = None,
+        code: list[str] | None = None,
     ) -> None:
         self.path = path
         self.size = size
         self.valid = valid
+        self.code = code  # the sources that produce its entries (None: every loaded module)
         self._entries: dict[object, object] | None = None
         self._stamp: Stamp = {}
 
@@ -276,7 +280,7 @@ class DiskCache:
         if self.size is not None and len(entries) > self.size:
             entries = dict(list(entries.items())[-self.size :])
         self._entries = entries
-        stamp = {**self._stamp, **code_version()}
+        stamp = {**self._stamp, **code_version(self.code)}
         self._stamp = stamp
         tmp = f"{self.path}.{os.getpid()}.tmp"
         try:

@@ -38,7 +38,7 @@ from evolve.errors import EvolveError
 from evolve.evaluate import episode_setup, open_env, score_tasks
 from evolve.llm import LLM, make_role_llm, usage_json, with_models
 from evolve.memory import fixed_block
-from evolve.workspace import AgentConfig, EvolveConfig, Workspace, load_config
+from evolve.workspace import AgentConfig, EvolveConfig, RecipeCaps, Workspace, load_config
 
 CLONES = "evolve-compare"
 CELL_SCHEMA = 1
@@ -122,8 +122,8 @@ def _arm_config(cfg: EvolveConfig, spec: JobSpec) -> EvolveConfig:
     if arm.max_memory_chars is not None:
         memory = memory.model_copy(update={"max_memory_chars": arm.max_memory_chars})
     caps = dict(cfg.caps)
-    if arm.caps is not None:
-        caps[arm.recipe] = arm.caps
+    if arm.caps is not None:  # the fields the arm gives, over the recipe's own caps
+        caps[arm.recipe] = RecipeCaps.model_validate(arm.caps.model_dump(exclude_unset=True))
     agent = _own_agent(cfg, arm)
     cfg = _own_models(cfg, arm)
     return cfg.model_copy(

@@ -38,7 +38,6 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from evolve._yaml import load as load_yaml
 from evolve.errors import EvolveError
-from evolve.workspace._config import RecipeCaps
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 ArmType = Literal["none", "oracle", "fixed", "recipe"]
@@ -63,6 +62,16 @@ class ModelsSpec(_Strict):
     updater: str | None = None
 
 
+class ArmCaps(_Strict):
+    """An arm's caps on its recipe's units: the fields of `evolve.yaml`'s `caps:` entries
+    (`evolve.workspace.RecipeCaps`, with the same bounds), checked here with the rest of the
+    experiment file."""
+
+    units: int | None = Field(default=None, ge=1, le=100_000)
+    chars: int | None = Field(default=None, ge=1, le=1_000_000)
+    memory_chars: int | None = Field(default=None, ge=1, le=10_000_000)
+
+
 class ArmSpec(_Strict):
     """One arm: what the agent is given, and for recipe arms how memory is written."""
 
@@ -70,7 +79,7 @@ class ArmSpec(_Strict):
     recipe: str | None = None
     match: str | None = None  # fixed: token-match this recipe arm's memory, cell by cell
     chars: int | None = Field(default=None, ge=0, le=100_000)  # fixed: a constant length
-    caps: RecipeCaps | None = None  # recipe: the applier's caps for this recipe in this arm
+    caps: ArmCaps | None = None  # recipe: the applier's caps for this recipe in this arm
     max_memory_chars: int | None = Field(default=None, ge=100, le=100_000)
     review: bool = False
     # This arm's own models over the experiment's (say another agent, scored beside none)

@@ -2,7 +2,7 @@
 writer lock is `evolve.txn`'s).
 
 Names are imported on first use (PEP 562), so that reading commands that need no
-configuration (`evolve log`, `evolve show`) do not pay for building the pydantic config model.
+configuration (`evolve log`, `evolve show`) do not pay for building the config model.
 """
 
 from __future__ import annotations

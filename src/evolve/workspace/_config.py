@@ -1,29 +1,23 @@
 """The `evolve.yaml` configuration model.
 
-Every section is a pydantic model with ``extra="forbid"``, so a misspelt key is an error that
-names the key instead of a setting that silently does nothing.
+Every section is a msgspec Struct checked by `evolve.workspace._fields`, which refuses an
+unknown key (a misspelt key is an error that names the key instead of a setting that silently
+does nothing) and words every refusal as pydantic did.
 """
 
-from __future__ import annotations
-
+import os
 import re
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-import yaml
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+import msgspec
+from msgspec import Meta, field
 
+from evolve._format._cache import YAML_CACHE
 from evolve._format._limits import read_path
 from evolve._yaml import load as load_yaml
 from evolve.errors import ConfigError
+from evolve.workspace._fields import Before, Check, Invalid, parse
 from evolve.workspace._paths import CONFIG_NAME as CONFIG_NAME
 from evolve.workspace._paths import is_under
 
@@ -34,8 +28,8 @@ CONFIG_VERSION = 1
 # word, and the protected list keeps what the gate stands on.
 _HOUR = 3600.0
 _WEEK = 7 * 24 * _HOUR
-_SEED = Field(default=0, ge=0, le=2**63 - 1)
-_PRICE = Field(ge=0, le=1_000_000)  # US dollars per million tokens
+Seed = Annotated[int, Meta(ge=0, le=2**63 - 1)]
+Usd = Annotated[float, Meta(ge=0, le=1_000_000)]  # US dollars per million tokens
 
 
 def _one_word(value: str) -> str:
@@ -47,50 +41,120 @@ def _one_word(value: str) -> str:
     return value
 
 
-Name = Annotated[str, AfterValidator(_one_word)]
+Name = Annotated[str, Check(_one_word)]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+class _Frozen(ValueError, AttributeError):
+    """A section's field was assigned to (sections are read-only). A ValueError, as
+    pydantic's refusal was."""
 
 
-class MaxTokens(_Section):
+def _read_only(self: object, name: str, value: object) -> None:
+    raise _Frozen(f"{type(self).__name__} is read-only; use model_copy(update=...)")
+
+
+class _Section(msgspec.Struct, frozen=True, dict=True):
+    """A section of `evolve.yaml`: read-only, built by :func:`_fields.parse` (which refuses
+    unknown keys and words refusals as pydantic did), with the part of pydantic's model API
+    evolve uses (`model_validate`, `model_dump`, `model_copy`, `model_fields_set`)."""
+
+    @classmethod
+    def model_validate(cls, data: Any) -> Self:
+        """An instance from `data` (a mapping), checked.
+
+        Raises:
+            Invalid: every problem (`errors()`, as pydantic's ValidationError).
+        """
+        made: Self = parse(cls, data)
+        return made
+
+    @property
+    def model_fields_set(self) -> frozenset[str]:
+        """The fields given when this was validated (or updated by `model_copy`); for one
+        built directly, those that differ from their defaults."""
+        given = self.__dict__.get("_given")
+        if given is None:
+            given = frozenset(
+                f.name
+                for f in msgspec.structs.fields(self)
+                if getattr(self, f.name) != _default_of(f)
+            )
+        return frozenset(given)
+
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> Self:
+        """A copy with `update`'s fields replaced (not checked, as pydantic's)."""
+        made: Self = msgspec.structs.replace(self, **(update or {}))
+        given = self.__dict__.get("_given")
+        if given is not None:
+            msgspec.structs.force_setattr(made, "_given", given | set(update or ()))
+        return made
+
+    def model_dump(self, *, mode: Literal["python", "json"] = "python") -> dict[str, Any]:
+        """The fields as plain values (sections as dicts; tuples as lists in `json` mode)."""
+        return {f: _dump(getattr(self, f), mode) for f in self.__struct_fields__}
+
+
+def _default_of(f: msgspec.structs.FieldInfo) -> Any:
+    """A field's default (a required field has none: nothing equals it)."""
+    if f.default is not msgspec.NODEFAULT:
+        return f.default
+    if f.default_factory is not msgspec.NODEFAULT:
+        return f.default_factory()
+    return msgspec.NODEFAULT
+
+
+def _dump(value: Any, mode: str) -> Any:
+    if isinstance(value, _Section):
+        return value.model_dump(mode=mode)  # type: ignore[arg-type]
+    if isinstance(value, dict):
+        return {k: _dump(v, mode) for k, v in value.items()}
+    if isinstance(value, tuple):
+        items = [_dump(v, mode) for v in value]
+        return items if mode == "json" else tuple(items)
+    return value
+
+
+class MaxTokens(_Section, frozen=True):
     """The reply bound sent with each role's requests (what a reply may cost at most)."""
 
-    agent: int = Field(default=512, ge=16, le=1_000_000)
-    updater: int = Field(default=1024, ge=16, le=1_000_000)
-    reflector: int = Field(default=2048, ge=16, le=1_000_000)
-    evolver: int = Field(default=2048, ge=16, le=1_000_000)
-    selector: int = Field(default=256, ge=16, le=1_000_000)
+    agent: Annotated[int, Meta(ge=16, le=1_000_000)] = 512
+    updater: Annotated[int, Meta(ge=16, le=1_000_000)] = 1024
+    reflector: Annotated[int, Meta(ge=16, le=1_000_000)] = 2048
+    evolver: Annotated[int, Meta(ge=16, le=1_000_000)] = 2048
+    selector: Annotated[int, Meta(ge=16, le=1_000_000)] = 256
 
 
-class RetryBudgets(_Section):
+class RetryBudgets(_Section, frozen=True):
     """Retries each role's model may make in one command, all its requests together: a
     server that is down then costs each further request one try, not all of them."""
 
-    agent: int = Field(default=64, ge=0, le=100_000)
-    updater: int = Field(default=32, ge=0, le=100_000)
-    reflector: int = Field(default=16, ge=0, le=100_000)
-    evolver: int = Field(default=16, ge=0, le=100_000)
-    selector: int = Field(default=32, ge=0, le=100_000)
+    agent: Annotated[int, Meta(ge=0, le=100_000)] = 64
+    updater: Annotated[int, Meta(ge=0, le=100_000)] = 32
+    reflector: Annotated[int, Meta(ge=0, le=100_000)] = 16
+    evolver: Annotated[int, Meta(ge=0, le=100_000)] = 16
+    selector: Annotated[int, Meta(ge=0, le=100_000)] = 32
 
 
-class RetrySettings(_Section):
+class RetrySettings(_Section, frozen=True):
     """How a request that timed out or failed in a way that may pass (a lost connection,
     429, 5xx) is tried again: up to `attempts` tries, waiting `backoff_s` and then twice as
     long each time (up to `max_backoff_s`, a quarter of it drawn at random), within the
     role's `budget`. A request that still fails makes its episode a failed one; the run goes
     on."""
 
-    attempts: int = Field(
-        default=4, ge=1, le=20, description="Tries per request, the first included."
-    )
-    backoff_s: float = Field(default=0.5, ge=0, le=600)
-    max_backoff_s: float = Field(default=8.0, ge=0, le=3600)
-    budget: RetryBudgets = RetryBudgets()
+    attempts: Annotated[
+        int, Meta(ge=1, le=20, description="Tries per request, the first included.")
+    ] = 4
+    backoff_s: Annotated[float, Meta(ge=0, le=600)] = 0.5
+    max_backoff_s: Annotated[float, Meta(ge=0, le=3600)] = 8.0
+    budget: RetryBudgets = field(default_factory=RetryBudgets)
 
 
-class ModelRoles(_Section):
+def _yaml_off(value: Any) -> Any:
+    return "off" if value is False else value  # YAML 1.1 reads a bare `off` as false
+
+
+class ModelRoles(_Section, frozen=True):
     """Which model backend plays each role (see `evolve.llm`), and how it is asked.
 
     The roles can also be set per command (`--model`, `--updater-model`, `--reflector-model`)
@@ -106,57 +170,61 @@ class ModelRoles(_Section):
     # the skills injected into a task (`lexical`: the offline trigger matcher).
     evolver: Name = "sim"
     selector: Name = "lexical"
-    structured: Literal["auto", "json_schema", "json_object", "tools", "prompt"] = Field(
-        default="auto",
-        description="How to ask an OpenAI-compatible server for JSON; auto negotiates.",
-    )
-    max_tokens: MaxTokens = MaxTokens()
-    timeout_s: float = Field(
-        default=120.0, gt=0, le=_HOUR, description="Seconds one request may take."
-    )
-    total_timeout_s: float | None = Field(
-        default=None,
-        gt=0,
-        le=_WEEK,
-        description="Seconds all of one role's requests in a run may take.",
-    )
-    max_retry_wait_s: float = Field(
-        default=60.0, ge=0, le=_HOUR, description="The longest a server's Retry-After is honoured."
-    )
-    cache: Literal["off", "read", "write", "replay"] = Field(
-        default="off", description="The request cache (outside git); replay needs no model."
-    )
-    retry: RetrySettings = RetrySettings()
-    context_tokens: int | None = Field(
-        default=None,
-        ge=256,
-        le=100_000_000,
-        description="The model's context window in tokens, where its server does not say "
-        "(llama.cpp's /props and /v1/models metadata do).",
-    )
+    structured: Annotated[
+        Literal["auto", "json_schema", "json_object", "tools", "prompt"],
+        Meta(description="How to ask an OpenAI-compatible server for JSON; auto negotiates."),
+    ] = "auto"
+    max_tokens: MaxTokens = field(default_factory=MaxTokens)
+    timeout_s: Annotated[
+        float, Meta(gt=0, le=_HOUR, description="Seconds one request may take.")
+    ] = 120.0
+    total_timeout_s: (
+        Annotated[
+            float,
+            Meta(
+                gt=0, le=_WEEK, description="Seconds all of one role's requests in a run may take."
+            ),
+        ]
+        | None
+    ) = None
+    max_retry_wait_s: Annotated[
+        float, Meta(ge=0, le=_HOUR, description="The longest a server's Retry-After is honoured.")
+    ] = 60.0
+    cache: Annotated[
+        Literal["off", "read", "write", "replay"],
+        Before(_yaml_off),
+        Meta(description="The request cache (outside git); replay needs no model."),
+    ] = "off"
+    retry: RetrySettings = field(default_factory=RetrySettings)
+    context_tokens: (
+        Annotated[
+            int,
+            Meta(
+                ge=256,
+                le=100_000_000,
+                description="The model's context window in tokens, where its server does not say "
+                "(llama.cpp's /props and /v1/models metadata do).",
+            ),
+        ]
+        | None
+    ) = None
 
-    @field_validator("cache", mode="before")
-    @classmethod
-    def _yaml_off(cls, value: Any) -> Any:
-        return "off" if value is False else value  # YAML 1.1 reads a bare `off` as false
 
-
-class Price(_Section):
+class Price(_Section, frozen=True):
     """A model's price in US dollars per million tokens."""
 
-    input: float = _PRICE
-    output: float = _PRICE
+    input: Usd
+    output: Usd
 
 
-class MemoryConfig(_Section):
+class MemoryConfig(_Section, frozen=True):
     """How memory is injected into the agent's prompt."""
 
     inject: Literal["none", "recipe", "oracle", "fixed"] = "recipe"
-    stats: bool = Field(
-        default=False,
-        description="Put harness-computed counts (card use, running totals) in <stats>.",
-    )
-    max_memory_chars: int = Field(default=1200, ge=100, le=100_000)
+    stats: Annotated[
+        bool, Meta(description="Put harness-computed counts (card use, running totals) in <stats>.")
+    ] = False
+    max_memory_chars: Annotated[int, Meta(ge=100, le=100_000)] = 1200
 
 
 def _argv(value: tuple[str, ...] | None) -> tuple[str, ...] | None:
@@ -187,7 +255,7 @@ def _env_names(value: tuple[str, ...]) -> tuple[str, ...]:
     return value
 
 
-class AgentConfig(_Section):
+class AgentConfig(_Section, frozen=True):
     """Who plays each episode, and its turn limit.
 
     `name` is an agent of the `agents` registry (`evolve plugins` lists them): `model`, evolve's
@@ -197,31 +265,31 @@ class AgentConfig(_Section):
     on the import path before the agent or a model is imported by name.
     """
 
-    name: Name | None = Field(
-        default=None, description="The agent that plays episodes (default: model)."
-    )
-    path: Annotated[tuple[str, ...], AfterValidator(_folders)] = Field(
-        default=(),
-        description="Workspace folders (each protected) on the import path for `name` and models.",
-    )
-    max_turns: int = Field(default=12, ge=2, le=100)
+    name: Annotated[
+        Name | None, Meta(description="The agent that plays episodes (default: model).")
+    ] = None
+    path: Annotated[
+        Annotated[tuple[str, ...], Check(_folders)],
+        Meta(
+            description="Workspace folders (each protected) on the import path for `name` and models."
+        ),
+    ] = ()
+    max_turns: Annotated[int, Meta(ge=2, le=100)] = 12
     # Command mode (docs/command-agents.md): a program run per episode in the sandbox.
-    command: Annotated[tuple[str, ...] | None, AfterValidator(_argv)] = None
-    env: Annotated[tuple[str, ...], AfterValidator(_env_names)] = ()
-    read: tuple[Annotated[str, AfterValidator(_one_word)], ...] = ()
-    timeout_s: float = Field(default=120.0, gt=0, le=_HOUR)
-    cpu_s: int = Field(default=120, ge=1, le=int(_HOUR))
-    memory_mb: int = Field(default=4096, ge=64, le=1_048_576)
-    processes: int = Field(default=64, ge=1, le=4096)
-    max_output_bytes: int = Field(default=8 * 1024**2, ge=1024, le=1024**3)
+    command: Annotated[tuple[str, ...] | None, Check(_argv)] = None
+    env: Annotated[tuple[str, ...], Check(_env_names)] = ()
+    read: tuple[Annotated[str, Check(_one_word)], ...] = ()
+    timeout_s: Annotated[float, Meta(gt=0, le=_HOUR)] = 120.0
+    cpu_s: Annotated[int, Meta(ge=1, le=int(_HOUR))] = 120
+    memory_mb: Annotated[int, Meta(ge=64, le=1_048_576)] = 4096
+    processes: Annotated[int, Meta(ge=1, le=4096)] = 64
+    max_output_bytes: Annotated[int, Meta(ge=1024, le=1024**3)] = 8 * 1024**2
 
-    @model_validator(mode="after")
-    def _one_agent(self) -> AgentConfig:
+    def _check(self) -> None:
         # Each way of naming the agent is a field of this section; only one may be given.
         given = [key for key in ("name", "command") if getattr(self, key, None) is not None]
         if len(given) > 1:
             raise ValueError(f"set one of {' or '.join(given)}, not both")
-        return self
 
     @property
     def agent_name(self) -> str:
@@ -229,98 +297,103 @@ class AgentConfig(_Section):
         return self.name or "model"
 
 
-class RunConfig(_Section):
-    runs: int = Field(default=1, ge=1, le=50)
-    seed: int = _SEED
-    concurrency: int = Field(default=1, ge=1, le=64)
+class RunConfig(_Section, frozen=True):
+    runs: Annotated[int, Meta(ge=1, le=50)] = 1
+    seed: Seed = 0
+    concurrency: Annotated[int, Meta(ge=1, le=64)] = 1
 
 
-class TrainConfig(_Section):
+class TrainConfig(_Section, frozen=True):
     recipe: Name = "ace"
-    episodes: int = Field(default=24, ge=1, le=100_000)
+    episodes: Annotated[int, Meta(ge=1, le=100_000)] = 24
     feedback: Literal["instance", "corrective"] = "instance"
-    seed: int = _SEED
+    seed: Seed = 0
     review: bool = False
 
 
-class GateConfig(_Section):
+class GateConfig(_Section, frozen=True):
     """The accept rule of the evolve loop."""
 
-    runs: int = Field(default=3, ge=1, le=20)
-    min_gain: float = Field(default=0.0, ge=-1.0, le=1.0)
-    confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
-    bootstrap_samples: int = Field(default=2000, ge=100, le=100_000)
-    max_prompt_chars: int = Field(default=6000, ge=100, le=10_000_000)
-    max_token_factor: float = Field(default=1.5, ge=1.0, le=1000.0)
-    max_cost: float | None = Field(
-        default=None,
-        ge=0,
-        le=1_000_000,
-        description="US dollars one dev episode of a candidate may cost on average, at the "
-        "prices in `prices:` (null: no cap).",
-    )
-    generations: int = Field(default=5, ge=1, le=50)
-    max_generations: int = Field(default=5, ge=1, le=50)
-    train_episodes: int = Field(default=8, ge=0, le=10_000)
-    seed: int = _SEED
+    runs: Annotated[int, Meta(ge=1, le=20)] = 3
+    min_gain: Annotated[float, Meta(ge=-1.0, le=1.0)] = 0.0
+    confidence: Annotated[float, Meta(gt=0.5, lt=1.0)] = 0.95
+    bootstrap_samples: Annotated[int, Meta(ge=100, le=100_000)] = 2000
+    max_prompt_chars: Annotated[int, Meta(ge=100, le=10_000_000)] = 6000
+    max_token_factor: Annotated[float, Meta(ge=1.0, le=1000.0)] = 1.5
+    max_cost: (
+        Annotated[
+            float,
+            Meta(
+                ge=0,
+                le=1_000_000,
+                description="US dollars one dev episode of a candidate may cost on average, at the "
+                "prices in `prices:` (null: no cap).",
+            ),
+        ]
+        | None
+    ) = None
+    generations: Annotated[int, Meta(ge=1, le=50)] = 5
+    max_generations: Annotated[int, Meta(ge=1, le=50)] = 5
+    train_episodes: Annotated[int, Meta(ge=0, le=10_000)] = 8
+    seed: Seed = 0
 
-    @model_validator(mode="after")
-    def _bounded(self) -> GateConfig:
+    def _check(self) -> None:
         if self.generations > self.max_generations:
             raise ValueError(
                 f"generations ({self.generations}) exceeds max_generations ({self.max_generations})"
             )
-        return self
 
 
-class RenderConfig(_Section):
+class RenderConfig(_Section, frozen=True):
     """What the agent is shown of memory/."""
 
-    recipes: tuple[Name, ...] = Field(
-        default=(),
-        description="Recipes whose units are rendered, besides hand notes; empty: train.recipe.",
-    )
+    recipes: Annotated[
+        tuple[Name, ...],
+        Meta(
+            description="Recipes whose units are rendered, besides hand notes; empty: train.recipe."
+        ),
+    ] = ()
 
 
-class RecipeCaps(_Section):
+class RecipeCaps(_Section, frozen=True):
     """Limits the applier enforces on one recipe's units in one scope (None: no limit).
 
     `units`: active units at once; `chars`: characters of one unit's text; `memory_chars`:
     characters of all its active units' text together (what it puts in the prompt).
     """
 
-    units: int | None = Field(default=None, ge=1, le=100_000)
-    chars: int | None = Field(default=None, ge=1, le=1_000_000)
-    memory_chars: int | None = Field(default=None, ge=1, le=10_000_000)
+    units: Annotated[int, Meta(ge=1, le=100_000)] | None = None
+    chars: Annotated[int, Meta(ge=1, le=1_000_000)] | None = None
+    memory_chars: Annotated[int, Meta(ge=1, le=10_000_000)] | None = None
 
 
-class ShelfCaps(_Section):
+class ShelfCaps(_Section, frozen=True):
     """Active skills a shelf may hold at once (enforced by the applier and the recipe)."""
 
-    general: int = Field(default=5, ge=1, le=1000)
-    per_topic: int = Field(default=5, ge=1, le=1000)
+    general: Annotated[int, Meta(ge=1, le=1000)] = 5
+    per_topic: Annotated[int, Meta(ge=1, le=1000)] = 5
 
 
-class SkillsConfig(_Section):
+class SkillsConfig(_Section, frozen=True):
     """Skill compilation: shelves, batches, promotion, the scoreboard."""
 
-    enabled: bool = Field(
-        default=False, description="Select and inject skills (also on with recipe: skills)."
-    )
-    caps: ShelfCaps = ShelfCaps()
-    max_injected: int = Field(default=3, ge=0, le=50)
-    budget_tokens: int = Field(default=400, ge=0, le=100_000)
-    holdout_share: float = Field(default=0.2, ge=0.0, le=1.0)
-    promote_min_topics: int = Field(default=2, ge=1, le=100)
-    staging_threshold: int = Field(
-        default=2, ge=1, le=1000, description="Sightings in the staging area before a promotion."
-    )
-    consolidate_every: int = Field(
-        default=4, ge=0, le=10_000, description="Batches between sleep passes (0: never)."
-    )
-    batch_size: int = Field(default=4, ge=1, le=1000)
+    enabled: Annotated[
+        bool, Meta(description="Select and inject skills (also on with recipe: skills).")
+    ] = False
+    caps: ShelfCaps = field(default_factory=ShelfCaps)
+    max_injected: Annotated[int, Meta(ge=0, le=50)] = 3
+    budget_tokens: Annotated[int, Meta(ge=0, le=100_000)] = 400
+    holdout_share: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.2
+    promote_min_topics: Annotated[int, Meta(ge=1, le=100)] = 2
+    staging_threshold: Annotated[
+        int, Meta(ge=1, le=1000, description="Sightings in the staging area before a promotion.")
+    ] = 2
+    consolidate_every: Annotated[
+        int, Meta(ge=0, le=10_000, description="Batches between sleep passes (0: never).")
+    ] = 4
+    batch_size: Annotated[int, Meta(ge=1, le=1000)] = 4
     near_misses: bool = False
-    retire_confidence: float = Field(default=0.9, gt=0.5, lt=1.0)
+    retire_confidence: Annotated[float, Meta(gt=0.5, lt=1.0)] = 0.9
 
 
 DEFAULT_PROTECTED = ("evalset/", "tests/", "evolve.yaml", ".gitignore")
@@ -347,21 +420,19 @@ def _protected_paths(value: tuple[str, ...]) -> tuple[str, ...]:
     return value
 
 
-class ParameterRange(_Section):
+class ParameterRange(_Section, frozen=True):
     """A numeric parameter the evolve loop may tune, and its bounds (inclusive)."""
 
-    min: float = Field(ge=-1e12, le=1e12)
-    max: float = Field(ge=-1e12, le=1e12)
+    min: Annotated[float, Meta(ge=-1e12, le=1e12)]
+    max: Annotated[float, Meta(ge=-1e12, le=1e12)]
     integer: bool = True
 
-    @model_validator(mode="after")
-    def _ordered(self) -> ParameterRange:
+    def _check(self) -> None:
         if self.min > self.max:
             raise ValueError(f"min ({self.min}) is above max ({self.max})")
-        return self
 
 
-class RedactConfig(_Section):
+class RedactConfig(_Section, frozen=True):
     """Secrets to hide by value in everything evolve writes, beyond the built-in shapes.
 
     `values` are literal strings (evolve.yaml is committed, so list only what may sit in the
@@ -372,8 +443,7 @@ class RedactConfig(_Section):
     values: tuple[str, ...] = ()
     env: tuple[str, ...] = ()
 
-    @model_validator(mode="after")
-    def _usable(self) -> RedactConfig:
+    def _check(self) -> None:
         short = [v for v in self.values if len(v) < 4]
         if short:
             raise ValueError(
@@ -382,54 +452,51 @@ class RedactConfig(_Section):
         bad = [n for n in self.env if not n or not n.replace("_", "A").isalnum()]
         if bad:
             raise ValueError(f"{bad[0]!r} is not an environment variable name")
-        return self
 
 
 _SCOPE = re.compile(r"global|skills|user:[a-z0-9][a-z0-9_-]{0,39}")
 
 
-class ShareConfig(_Section):
+class ShareConfig(_Section, frozen=True):
     """Which scopes' memory `evolve push` may send (docs/sharing.md): `all`, or a list of
     `global`, `skills` and `user:<persona>`."""
 
     scopes: Literal["all"] | tuple[str, ...] = "all"
 
-    @model_validator(mode="after")
-    def _known(self) -> ShareConfig:
+    def _check(self) -> None:
         if self.scopes != "all":
             bad = [s for s in self.scopes if not _SCOPE.fullmatch(s)]
             if bad:
                 raise ValueError(f"{bad[0]!r} is not a scope (global, skills or user:<persona>)")
-        return self
 
     def shared(self, scope: str) -> bool:
         return self.scopes == "all" or scope in self.scopes
 
 
-DEFAULT_PARAMETERS = {"agent.max_turns": ParameterRange(min=4, max=30)}
+DEFAULT_PARAMETERS = {"agent.max_turns": ParameterRange(min=4.0, max=30.0)}
 
 
-class EvolveConfig(_Section):
+class EvolveConfig(_Section, frozen=True):
     """The whole of `evolve.yaml`."""
 
     version: Literal[1] = 1
     environment: Name = "persona_world"
     persona: Name = "alex"
-    models: ModelRoles = ModelRoles()
-    prices: dict[Name, Price] = Field(default_factory=dict)
-    memory: MemoryConfig = MemoryConfig()
-    agent: AgentConfig = AgentConfig()
-    run: RunConfig = RunConfig()
-    train: TrainConfig = TrainConfig()
-    render: RenderConfig = RenderConfig()
-    gate: GateConfig = GateConfig()
-    protected: Annotated[tuple[str, ...], AfterValidator(_protected_paths)] = DEFAULT_PROTECTED
-    redact: RedactConfig = RedactConfig()
-    share: ShareConfig = ShareConfig()
-    skills: SkillsConfig = SkillsConfig()
-    parameters: dict[Name, ParameterRange] = Field(default_factory=lambda: dict(DEFAULT_PARAMETERS))
+    models: ModelRoles = field(default_factory=ModelRoles)
+    prices: dict[Name, Price] = field(default_factory=dict)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    render: RenderConfig = field(default_factory=RenderConfig)
+    gate: GateConfig = field(default_factory=GateConfig)
+    protected: Annotated[tuple[str, ...], Check(_protected_paths)] = DEFAULT_PROTECTED
+    redact: RedactConfig = field(default_factory=RedactConfig)
+    share: ShareConfig = field(default_factory=ShareConfig)
+    skills: SkillsConfig = field(default_factory=SkillsConfig)
+    parameters: dict[Name, ParameterRange] = field(default_factory=lambda: dict(DEFAULT_PARAMETERS))
     # Per recipe; a recipe or field given here overrides that default only (null: no limit).
-    caps: dict[Name, RecipeCaps] = Field(default_factory=dict)
+    caps: dict[Name, RecipeCaps] = field(default_factory=dict)
 
     def caps_for(self, recipe: str, default: RecipeCaps | None = None) -> RecipeCaps:
         """The caps on `recipe`'s units: `default` (the recipe's own, see
@@ -444,6 +511,14 @@ class EvolveConfig(_Section):
     def rendered_recipes(self) -> tuple[str, ...]:
         """The recipes whose units the agent sees: `render.recipes`, else `train.recipe`."""
         return self.render.recipes or (self.train.recipe,)
+
+
+for _cls in (
+    MaxTokens, RetryBudgets, RetrySettings, ModelRoles, Price, MemoryConfig, AgentConfig,
+    RunConfig, TrainConfig, GateConfig, RenderConfig, RecipeCaps, ShelfCaps, SkillsConfig,
+    ParameterRange, RedactConfig, ShareConfig, EvolveConfig,
+):  # fmt: skip
+    type.__setattr__(_cls, "__setattr__", _read_only)  # a ValueError, not msgspec's own
 
 
 def _describe_error(err: dict[str, Any]) -> str:
@@ -465,15 +540,24 @@ def _describe_error(err: dict[str, Any]) -> str:
     return f"key '{loc}': {msg} (got {shown})"
 
 
-def parse_config(text: str, *, source: str = CONFIG_NAME) -> EvolveConfig:
+def parse_config(text: str, *, source: str = CONFIG_NAME, cache: str | None = None) -> EvolveConfig:
     """Parse and validate the text of an `evolve.yaml`.
+
+    `cache`: a cache file (`evolve._yaml.load`) that may keep the parsed document, unless the
+    file lists `redact.values` (secrets are kept out of cache files).
 
     Raises:
         ConfigError: one sentence naming the offending key and what was expected.
     """
     try:
-        data = load_yaml(text, source, error=ConfigError)  # a key given twice: refused
-    except yaml.YAMLError as exc:
+        data = load_yaml(text, source, error=ConfigError, cache=cache, keep=_no_secrets)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        import yaml  # loaded already: it raised this
+
+        if not isinstance(exc, yaml.YAMLError):
+            raise
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{source} is not valid YAML{where}; fix the syntax and retry.") from exc
@@ -484,12 +568,20 @@ def parse_config(text: str, *, source: str = CONFIG_NAME) -> EvolveConfig:
             f"{source} must be a mapping of keys to values, not a {type(data).__name__}."
         )
     try:
-        return EvolveConfig.model_validate(data)
-    except ValidationError as exc:
+        config: EvolveConfig = parse(EvolveConfig, data)
+    except Invalid as exc:
         first = exc.errors()[0]
         more = len(exc.errors()) - 1
         extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
         raise ConfigError(f"{source}: {_describe_error(dict(first))}{extra}.") from exc
+    return config
+
+
+def _no_secrets(document: Any) -> bool:
+    """Whether a parsed `evolve.yaml` may be kept in a cache file: it lists no
+    `redact.values` (literal secrets)."""
+    redact = document.get("redact") if isinstance(document, dict) else None
+    return not (isinstance(redact, dict) and redact.get("values"))
 
 
 def load_config(path: Path) -> EvolveConfig:
@@ -502,4 +594,6 @@ def load_config(path: Path) -> EvolveConfig:
         ) from exc
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not UTF-8 text; save it as UTF-8 and retry.") from None
-    return parse_config(text, source=str(path))
+    git_dir = os.path.join(path.parent, ".git")  # a workspace's own repository keeps the cache
+    cache = os.path.join(git_dir, YAML_CACHE) if os.path.isdir(git_dir) else None
+    return parse_config(text, source=str(path), cache=cache)

@@ -307,14 +307,14 @@ def _implicit() -> Any:
 
 
 def _printable_char(c: str) -> bool:
-    """libyaml's printable (no escape needed): what `safe_text` allows, but for a line break,
-    a tab, U+0085 and U+FEFF (which this writer leaves to PyYAML)."""
+    """What libyaml writes as it is: printable ASCII and the printable part of the Basic
+    Multilingual Plane (it escapes a character beyond it, such as an emoji); a line break
+    (U+0085, U+2028 and U+2029 too), a tab and U+FEFF are left to PyYAML."""
     o = ord(c)
     return (
         0x20 <= o <= 0x7E
-        or 0xA0 <= o <= 0xD7FF
+        or (0xA0 <= o <= 0xD7FF and o != 0x2028 and o != 0x2029)
         or (0xE000 <= o <= 0xFFFD and o != 0xFEFF)
-        or 0x10000 <= o <= 0x10FFFF
     )
 
 

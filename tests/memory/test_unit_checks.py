@@ -13,7 +13,7 @@ import pytest
 
 from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, parse_unit
 from evolve.memory._checks import InvalidUnit
-from tests.memory.unit_cases import cases, decode
+from unit_cases import cases, decode
 
 _ROWS = [
     json.loads(line)
@@ -36,7 +36,7 @@ def test_the_recorded_mappings_are_the_generated_ones() -> None:
 
 
 def test_every_mapping_gets_the_first_error_pydantic_gave() -> None:
-    mismatches = []
+    mismatches: list[tuple[Any, ...]] = []
     for row in _ROWS:
         data = decode(row["in"])
         try:

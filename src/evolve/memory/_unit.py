@@ -10,6 +10,7 @@ as it is, which is how a person adds a fact without learning the format.
 
 from __future__ import annotations
 
+from copy import copy
 from functools import cache
 from pathlib import PurePosixPath
 from typing import Any, ClassVar, Literal
@@ -136,7 +137,7 @@ class MemoryUnit(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
     def with_(self, **changes: Any) -> MemoryUnit:
         """A copy with `changes` (field names), unchecked, as pydantic's `model_copy`."""
-        out = self.__copy__()
+        out = copy(self)
         for name, value in changes.items():
             force_setattr(out, name, value)
         return out
@@ -171,7 +172,7 @@ class MemoryUnit(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     @classmethod
     def model_construct(cls, **values: Any) -> MemoryUnit:
         """A unit of `values` (field names or keys) without checks: for values proved valid."""
-        out = _prototype().__copy__()
+        out = copy(_prototype())
         for name, value in values.items():
             force_setattr(out, _KEYS.get(name, name), value)
         return out

@@ -6,7 +6,8 @@ builds operations cannot reach the applier or the store by construction.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from copy import copy
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import msgspec
 from msgspec.structs import force_setattr
@@ -43,7 +44,7 @@ class _Model(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     and `model_dump`."""
 
     def model_copy(self, *, update: dict[str, Any] | None = None) -> Any:
-        out = self.__copy__()
+        out = copy(self)
         for name, value in (update or {}).items():
             force_setattr(out, name, value)
         return out
@@ -68,6 +69,12 @@ class Op(_Model, frozen=True, kw_only=True):
     unit: MemoryUnit
     reason: str = ""
     room_for: str | None = None
+
+    if TYPE_CHECKING:  # `op` is checked when built, as pydantic did: any string is given
+
+        def __init__(
+            self, *, op: str, unit: MemoryUnit, reason: str = "", room_for: str | None = None
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if self.op not in _OP_NAMES:

@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from evolve._format import Unhandled
-from evolve._format._units import dump_front, read_front, yaml_scalar
+from evolve._format._units import dump_counters, dump_front, read_front, yaml_scalar
 
 _DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _KEYS = ["id", "schema", "recipe", "kind", "scope", "valid_from", "key", "trigger", "evidence"]
@@ -71,4 +71,36 @@ def test_most_one_line_strings_are_written_without_pyyaml(value: str) -> None:
 def test_timestamps_and_words_are_quoted_as_pyyaml_quotes_them() -> None:
     assert dump_front({"valid_from": "2026-01-01T00:00:00Z", "kind": "yes", "id": "a-1"}) == (
         "valid_from: '2026-01-01T00:00:00Z'\nkind: 'yes'\nid: a-1\n"
+    )
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.dictionaries(
+        st.one_of(
+            st.sampled_from(["1", "yes", "1e3", "0x1", "a", "ace-0123456789", "No", "1.5"]),
+            st.text("ab.-_019eE", min_size=1, max_size=8),
+        ),
+        st.dictionaries(
+            st.sampled_from(["helpful", "harmful", "alpha", "beta", "injected"]),
+            st.one_of(st.integers(-5, 10**20), st.floats(), st.sampled_from([1e17, 1e-5, 0.1])),
+        ),
+        max_size=4,
+    )
+)
+def test_counters_are_written_as_pyyaml_writes_them(data: dict[str, dict[str, Any]]) -> None:
+    want = {
+        ident: {k: fields[k] for k in sorted(fields)}
+        for ident, fields in sorted(data.items())
+        if fields
+    }
+    expected = yaml.dump(want, Dumper=_DUMPER, sort_keys=True, width=10_000) if want else ""
+    assert dump_counters(data) == expected
+
+
+def test_plain_counters_are_written_without_pyyaml() -> None:
+    from evolve._format._units import _dump_counters
+
+    assert _dump_counters({"ace-1": {"alpha": 1e17, "helpful": 2}, "1": {"beta": 0.5}}) == (
+        "ace-1:\n  alpha: 1.0e+17\n  helpful: 2\n'1':\n  beta: 0.5\n"
     )

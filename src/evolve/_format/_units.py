@@ -592,10 +592,43 @@ def dump_counters(counters: Mapping[str, Mapping[str, float | int]]) -> str:
     }
     if not data:
         return ""
-    import yaml
+    try:
+        return _dump_counters(data)
+    except Unhandled:  # a value the canonical writer leaves to PyYAML
+        import yaml
 
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return str(yaml.dump(data, Dumper=dumper, sort_keys=True, width=10_000))
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        return str(yaml.dump(data, Dumper=dumper, sort_keys=True, width=10_000))
+
+
+def _dump_counters(data: Mapping[str, Mapping[str, Any]]) -> str:
+    """What PyYAML's safe dumper writes for sorted counters (ids as `yaml_scalar` writes a
+    value, which a key of at most 64 characters is written as, numbers as it represents
+    them).
+
+    Raises:
+        Unhandled: an id or a value it does not prove.
+    """
+    lines = []
+    for ident, fields in data.items():
+        if type(ident) is not str or not valid_id(ident):
+            raise Unhandled("counter id")
+        lines.append(f"{yaml_scalar(ident)}:\n")
+        for name, value in fields.items():
+            kind = type(value)
+            if kind is int:
+                text = str(value)
+            elif kind is float and value == value and value not in (_INF, -_INF):
+                text = repr(value).lower()
+                if "." not in text and "e" in text:  # 1e+17: YAML's float needs the point
+                    text = text.replace("e", ".0e", 1)
+            else:
+                raise Unhandled("counter")
+            lines.append(f"  {name}: {text}\n")
+    return "".join(lines)
+
+
+_INF = float("inf")
 
 
 def _number(v: str) -> int | float:

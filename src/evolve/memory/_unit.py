@@ -16,7 +16,7 @@ from pathlib import PurePosixPath
 from typing import Any, ClassVar, Literal
 
 import msgspec
-from msgspec.structs import force_setattr
+from msgspec.structs import astuple, force_setattr
 
 from evolve._format import Unhandled
 from evolve._format._units import (
@@ -116,12 +116,18 @@ class MemoryUnit(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     def __post_init__(self) -> None:
         # Every field, in order (the first error is reported); no control character (but
         # newline and tab) or lone surrogate reaches a unit file, a commit or git's log framing.
-        for name in _NAMES:
-            value = getattr(self, name)
-            if value is not None or name not in _NULLABLE:
-                kept = check_field(name, name, value)
-                if kept is not value:  # an int for a float field
-                    force_setattr(self, name, kept)
+        for (name, kind, nullable), value in zip(_SPECS, astuple(self), strict=True):
+            if value is None:
+                if nullable:
+                    continue
+            elif type(value) is str:
+                if kind == "plain" and value.isprintable():
+                    continue  # what most fields hold: nothing more to check
+            elif type(value) is int and kind == "int":
+                continue
+            kept = check_field(name, name, value)
+            if kept is not value:  # an int for a float field
+                force_setattr(self, name, kept)
         check_shelf(self.shelf, self.topic)
 
     @property
@@ -207,7 +213,16 @@ class MemoryUnit(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
 
 _NAMES = tuple(FIELDS)
-_NULLABLE = frozenset(name for name, (_, _, nullable) in FIELDS.items() if nullable)
+# (name, kind, nullable): `plain` for a string without a check of its own, `int` for one
+# without a bound; anything else goes to `check_field`
+_SPECS = tuple(
+    (
+        name,
+        "plain" if kind == "str" and name not in ("id", "scope", "topic") else kind,
+        nullable,
+    )
+    for name, (_, kind, nullable) in FIELDS.items()
+)
 _ITEMS = tuple((name, key) for name, (key, _, _) in FIELDS.items())
 _KEYS = {**{name: name for name in FIELDS}, **{key: name for name, (key, _, _) in FIELDS.items()}}
 

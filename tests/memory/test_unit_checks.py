@@ -86,3 +86,12 @@ def test_built_and_copied_units_keep_the_model_api() -> None:
     assert dict(copy)["status"] == "revoked"
     assert MemoryUnit.model_validate(unit.model_dump(by_alias=True)) == unit
     assert parse_unit("memory/a.md", dump_unit(unit)).id == "a"
+
+
+def test_a_unit_pickles_as_it_is() -> None:
+    import pickle
+
+    unit = MemoryUnit(id="a", recipe="ace", kind="b", evidence=["x"], alpha=2)
+    assert pickle.loads(pickle.dumps(unit)) == unit
+    unchecked = unit.with_(status="bogus")  # copies are not checked, as pydantic's were not
+    assert pickle.loads(pickle.dumps(unchecked)).status == "bogus"

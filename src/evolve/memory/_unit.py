@@ -207,6 +207,10 @@ class MemoryUnit(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             out[key if by_alias else name] = list(value) if type(value) is list else value
         return out
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # unpickled as it was, unchecked (as pydantic did): a copy made by `with_` included
+        return _rebuilt, (astuple(self),)
+
     def __iter__(self) -> Any:
         """(name, value) pairs, as a pydantic model iterates (`dict(unit)`)."""
         return ((name, getattr(self, name)) for name in _NAMES)
@@ -225,6 +229,10 @@ _SPECS = tuple(
 )
 _ITEMS = tuple((name, key) for name, (key, _, _) in FIELDS.items())
 _KEYS = {**{name: name for name in FIELDS}, **{key: name for name, (key, _, _) in FIELDS.items()}}
+
+
+def _rebuilt(values: tuple[Any, ...]) -> MemoryUnit:
+    return MemoryUnit.model_construct(**dict(zip(_NAMES, values, strict=True)))
 
 
 @cache

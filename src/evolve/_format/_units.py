@@ -1,5 +1,5 @@
-"""Unit files and counter sidecars: their layout, their fields, and a reader of the canonical
-form in the standard library (no pydantic, no PyYAML).
+"""Unit files and counter sidecars: their layout, their fields, and a reader and a writer of
+the canonical form in the standard library (no pydantic, no PyYAML).
 
 evolve writes unit files canonically (`evolve.memory.dump_unit`: fixed key order, one
 `key: value` line per field, strings plain or quoted on one line). For such a file this
@@ -7,6 +7,11 @@ module produces exactly the values `evolve.memory.parse_unit` produces, as a lig
 :class:`Unit`. Anything else (a comment, a multi-line value, a key it does not know, a value
 it cannot prove valid, any error) is :class:`Unhandled`, and the caller parses that one file
 with `parse_unit` itself, which also reports a malformed file with its path, in its words.
+
+The writer (`dump_front`, `dump_counters`) writes the bytes PyYAML's safe dumper writes, for
+the values it can prove them of (one-line strings, integers, lists of strings; counters);
+anything else is :class:`Unhandled`, and the caller dumps with PyYAML. `parse_unit` reads
+front matter in that form with `read_front`, and anything else with PyYAML.
 
 What both readers share is defined here once: where a unit lives (scope from its folder, the
 skills folder, a hand note's id), the rules of ids and scopes (`MemoryUnit` validates with

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evolve.memory import MalformedUnit, MemoryUnit, dump_unit, parse_unit
 from evolve.memory._checks import InvalidUnit
@@ -95,3 +97,13 @@ def test_a_unit_pickles_as_it_is() -> None:
     assert pickle.loads(pickle.dumps(unit)) == unit
     unchecked = unit.with_(status="bogus")  # copies are not checked, as pydantic's were not
     assert pickle.loads(pickle.dumps(unchecked)).status == "bogus"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text())
+def test_the_quick_printable_check_never_passes_what_the_full_one_refuses(text: str) -> None:
+    from evolve._format._units import safe_text
+    from evolve._text import unsafe_char
+
+    if safe_text(text):
+        assert unsafe_char(text) is None

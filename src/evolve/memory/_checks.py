@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from evolve._format._units import GLOBAL_SCOPE, valid_id, valid_scope
+from evolve._format._units import GLOBAL_SCOPE, safe_text, valid_id, valid_scope
 from evolve._text import describe_char, unsafe_char
 
 UNIT_SCHEMA = 1
@@ -116,7 +116,7 @@ def check_field(name: str, key: str, value: Any) -> Any:
     if kind == "str":
         if not isinstance(value, str):
             raise InvalidUnit((key,), "string_type", _STRING)
-        bad = unsafe_char(value)
+        bad = None if safe_text(value) else unsafe_char(value)
         if bad is not None:
             raise _value_error((key,), f"contains the character {describe_char(bad)}")
         if name == "id" and not valid_id(value):

@@ -103,6 +103,13 @@ class InvalidUnit(ValueError):
         return [{"loc": self.loc, "type": self.type, "msg": self.msg}]
 
 
+def string_fault(value: str) -> str | None:
+    """The first character of a string field that no unit may hold (a control character but
+    newline and tab, a lone surrogate, a line separator: `evolve._text.unsafe_char`), or None;
+    one `isprintable()` for a string that holds no more than newlines and tabs."""
+    return None if safe_text(value) else unsafe_char(value)
+
+
 def _value_error(loc: Loc, sentence: str) -> InvalidUnit:
     return InvalidUnit(loc, "value_error", f"Value error, {sentence}")
 
@@ -116,7 +123,7 @@ def check_field(name: str, key: str, value: Any) -> Any:
     if kind == "str":
         if not isinstance(value, str):
             raise InvalidUnit((key,), "string_type", _STRING)
-        bad = None if safe_text(value) else unsafe_char(value)
+        bad = string_fault(value)
         if bad is not None:
             raise _value_error((key,), f"contains the character {describe_char(bad)}")
         if name == "id" and not valid_id(value):

@@ -32,6 +32,7 @@ from evolve._format._units import SKILLS_FOLDER as SKILLS_FOLDER  # re-exported
 from evolve._format._units import valid_scope as valid_scope  # re-exported
 from evolve._registry import is_import_path
 from evolve.errors import EvolveError
+from evolve.memory import _checks
 from evolve.memory._checks import (
     FIELDS,
     REQUIRED,
@@ -121,7 +122,7 @@ class MemoryUnit(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
                 if nullable:
                     continue
             elif type(value) is str:
-                if kind == "plain" and value.isprintable():
+                if kind == "plain" and _checks.string_fault(value) is None:
                     continue  # what most fields hold: nothing more to check
             elif type(value) is int and kind == "int":
                 continue

@@ -116,7 +116,7 @@ def test_a_change_to_unit_validation_is_not_answered_from_the_units_cache(
     """The case issue 21 found: validation in `evolve/_text.py` changed, and `evolve memory`
     served a unit the full path refuses from a stale `evolve-units.cache`."""
     import evolve._text
-    import evolve.memory._unit
+    import evolve.memory._checks
 
     calls = count_full_parses(monkeypatch)
     path = ws.root / "memory" / "alex" / "odd-1.md"
@@ -134,7 +134,7 @@ def test_a_change_to_unit_validation_is_not_answered_from_the_units_cache(
     def refuses_p(text: str) -> str | None:
         return "P" if "P" in text else None
 
-    monkeypatch.setattr(evolve.memory._unit, "unsafe_char", refuses_p)
+    monkeypatch.setattr(evolve.memory._checks, "string_fault", refuses_p)
     text_py = evolve._text.__file__
     assert text_py is not None
     monkeypatch.setitem(_cache._FINGERPRINTS, text_py, (0, 0, b"edited _text.py"))

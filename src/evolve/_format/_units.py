@@ -1,5 +1,5 @@
-"""Unit files and counter sidecars: their layout, their fields, and a reader of the canonical
-form in the standard library (no pydantic, no PyYAML).
+"""Unit files and counter sidecars: their layout, their fields, and a reader and a writer of
+the canonical form in the standard library (no pydantic, no PyYAML).
 
 evolve writes unit files canonically (`evolve.memory.dump_unit`: fixed key order, one
 `key: value` line per field, strings plain or quoted on one line). For such a file this
@@ -7,6 +7,11 @@ module produces exactly the values `evolve.memory.parse_unit` produces, as a lig
 :class:`Unit`. Anything else (a comment, a multi-line value, a key it does not know, a value
 it cannot prove valid, any error) is :class:`Unhandled`, and the caller parses that one file
 with `parse_unit` itself, which also reports a malformed file with its path, in its words.
+
+The writer (`dump_front`, `dump_counters`) writes the bytes PyYAML's safe dumper writes, for
+the values it can prove them of (one-line strings, integers, lists of strings; counters);
+anything else is :class:`Unhandled`, and the caller dumps with PyYAML. `parse_unit` reads
+front matter in that form with `read_front`, and anything else with PyYAML.
 
 What both readers share is defined here once: where a unit lives (scope from its folder, the
 skills folder, a hand note's id), the rules of ids and scopes (`MemoryUnit` validates with
@@ -270,6 +275,148 @@ def scalar(v: str) -> str | int:
     raise Unhandled("value")
 
 
+# --- writing front matter (`evolve.memory.dump_unit`) ------------------------------------
+#
+# What PyYAML's safe dumper (libyaml's emitter, `allow_unicode=True`, `width=10_000`, keys in
+# the order given) writes for a mapping of one-line strings, integers and lists of such
+# strings, decided here without it: a string is plain unless YAML would read it as something
+# else or an indicator forbids it, then single-quoted. Anything this cannot prove (a line
+# break, a tab or other character the emitter escapes, a float, a long value) is Unhandled,
+# and the caller dumps with PyYAML. A test compares the bytes with PyYAML's on generated
+# values.
+
+# YAML 1.1's implicit types (the safe resolver's): a plain scalar matching one is not a string.
+_IMPLICIT = None
+_FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
+_SPACE_AFTER = frozenset(" \t\r\n\x85\u2028\u2029")
+_MAX_SCALAR = 4_000  # far below the width, where the emitter would fold a line
+
+
+def _implicit() -> Any:
+    global _IMPLICIT
+    if _IMPLICIT is None:
+        import re
+
+        _IMPLICIT = re.compile(
+            r"""[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+
+            |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+
+            |[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+            |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)
+            |[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+            |[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[\ \t]+)[0-9][0-9]?:[0-9][0-9]
+             :[0-9][0-9](?:\.[0-9]*)?(?:[\ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?
+            |<<|=|~""",
+            re.VERBOSE,
+        )
+    return _IMPLICIT
+
+
+def _printable_char(c: str) -> bool:
+    """What libyaml writes as it is: printable ASCII and the printable part of the Basic
+    Multilingual Plane (it escapes a character beyond it, such as an emoji); a line break
+    (U+0085, U+2028 and U+2029 too), a tab and U+FEFF are left to PyYAML."""
+    o = ord(c)
+    return (
+        0x20 <= o <= 0x7E
+        or (0xA0 <= o <= 0xD7FF and o != 0x2028 and o != 0x2029)
+        or (0xE000 <= o <= 0xFFFD and o != 0xFEFF)
+    )
+
+
+def yaml_scalar(v: str) -> str:
+    """`v` as the safe dumper writes it as a block mapping's value or sequence item.
+
+    Raises:
+        Unhandled: a value this writer cannot prove the emitter's bytes of.
+    """
+    if not v:
+        return "''"
+    if len(v) > _MAX_SCALAR or (
+        not (v.isascii() and v.isprintable()) and not all(_printable_char(c) for c in v)
+    ):
+        raise Unhandled("scalar")
+    plain = v[0] != " " and v[-1] != " "
+    if plain:
+        first = v[0]
+        spaced = len(v) == 1 or v[1] in _SPACE_AFTER
+        if (
+            first in _FIRST_INDICATORS
+            or (first in "?:-" and spaced)
+            or v.startswith(("---", "..."))
+            or ": " in v
+            or " #" in v
+            or v[-1] == ":"
+        ):
+            plain = False
+    if plain and (v in _WORDS or (v[0] in "-+0123456789.<=~" and _implicit().fullmatch(v))):
+        plain = False
+    if plain:
+        return v
+    return "'" + v.replace("'", "''") + "'"
+
+
+def dump_front(data: Mapping[str, Any]) -> str:
+    """The safe dumper's text of a mapping of strings, integers and lists of strings (keys
+    plain names), in the order given.
+
+    Raises:
+        Unhandled: any other value, or a string `yaml_scalar` leaves to PyYAML.
+    """
+    lines = []
+    for key, value in data.items():
+        kind = type(value)
+        if kind is str:
+            lines.append(f"{key}: {yaml_scalar(value)}\n")
+        elif kind is int:
+            lines.append(f"{key}: {value}\n")
+        elif kind is list:
+            if not value:
+                lines.append(f"{key}: []\n")
+                continue
+            lines.append(f"{key}:\n")
+            for item in value:
+                if type(item) is not str:
+                    raise Unhandled("list item")
+                lines.append(f"- {yaml_scalar(item)}\n")
+        else:
+            raise Unhandled("value")
+    return "".join(lines) if lines else "{}\n"
+
+
+def read_front(text: str) -> dict[str, Any]:
+    """The mapping YAML's safe loader reads from front matter `text` in the form `dump_front`
+    writes (one `key: value` line per field, a list as `key: []` or `key:` and `- item` lines),
+    keys the unit fields' only.
+
+    Raises:
+        Unhandled: anything else (a comment, a multi-line value, a key given twice, a value
+            form `scalar` does not read): the caller parses with PyYAML.
+    """
+    out: dict[str, Any] = {}
+    items: list[Any] | None = None
+    for line in text.split("\n"):
+        if items is not None and line.startswith("- "):
+            items.append(scalar(line[2:]))
+            continue
+        if items is not None and not items:
+            raise Unhandled("empty list")  # `key:` alone is null, not a list
+        items = None
+        key, sep, value = line.partition(":")
+        if key not in _BY_KEY or key in out:
+            raise Unhandled("line")
+        if value == "":
+            items = out[key] = []
+        elif value == " []":
+            out[key] = []
+        elif value[:1] == " ":
+            out[key] = scalar(value[1:])
+        else:
+            raise Unhandled("line")
+    if items is not None and not items:
+        raise Unhandled("empty list")
+    return out
+
+
 def _checked(name: str, kind: str, value: str | int) -> Any:
     if kind == "skill":
         raise Unhandled(name)
@@ -450,10 +597,43 @@ def dump_counters(counters: Mapping[str, Mapping[str, float | int]]) -> str:
     }
     if not data:
         return ""
-    import yaml
+    try:
+        return _dump_counters(data)
+    except Unhandled:  # a value the canonical writer leaves to PyYAML
+        import yaml
 
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return str(yaml.dump(data, Dumper=dumper, sort_keys=True, width=10_000))
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        return str(yaml.dump(data, Dumper=dumper, sort_keys=True, width=10_000))
+
+
+def _dump_counters(data: Mapping[str, Mapping[str, Any]]) -> str:
+    """What PyYAML's safe dumper writes for sorted counters (ids as `yaml_scalar` writes a
+    value, which a key of at most 64 characters is written as, numbers as it represents
+    them).
+
+    Raises:
+        Unhandled: an id or a value it does not prove.
+    """
+    lines = []
+    for ident, fields in data.items():
+        if type(ident) is not str or not valid_id(ident):
+            raise Unhandled("counter id")
+        lines.append(f"{yaml_scalar(ident)}:\n")
+        for name, value in fields.items():
+            kind = type(value)
+            if kind is int:
+                text = str(value)
+            elif kind is float and value == value and value not in (_INF, -_INF):
+                text = repr(value).lower()
+                if "." not in text and "e" in text:  # 1e+17: YAML's float needs the point
+                    text = text.replace("e", ".0e", 1)
+            else:
+                raise Unhandled("counter")
+            lines.append(f"  {name}: {text}\n")
+    return "".join(lines)
+
+
+_INF = float("inf")
 
 
 def _number(v: str) -> int | float:

@@ -29,8 +29,6 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-import yaml
-
 from evolve._format._units import (
     COUNTER_DEFAULTS,
     COUNTER_FIELDS,
@@ -42,7 +40,6 @@ from evolve._format._units import (
     scope_of_counters,
 )
 from evolve._format._units import INT_COUNTERS as _INT_FIELDS
-from evolve._yaml import load as load_yaml
 from evolve.memory._unit import GLOBAL_SCOPE, MalformedUnit, MemoryUnit
 
 __all__ = [
@@ -142,6 +139,10 @@ def parse_counters(path: str, raw: str) -> Counters:
         MalformedUnit: not a mapping of unit ids to mappings of known counter fields, or a
             skill's scoreboard counts that cannot be episodes (`arms_fault`).
     """
+    import yaml  # the full reader only: the canonical one (`evolve._format._units`) is not
+
+    from evolve._yaml import load as load_yaml
+
     try:
         data = load_yaml(raw, path, error=MalformedUnit)  # a key given twice: refused
     except yaml.YAMLError as exc:

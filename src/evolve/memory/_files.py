@@ -40,64 +40,10 @@ def read_unit(rel: str, raw: str) -> MemoryUnit:
     return construct_unit(values)
 
 
-class _Constructor:
-    """`MemoryUnit.model_construct(**values)` for the field values the canonical reader
-    proved valid, without its per-field work: a thousand units cost a dictionary copy and
-    an update each. The instance is the one `model_construct` makes (the same `__dict__`,
-    in field order, the same fields set); a values mapping it was not built for (a key given
-    both by name and by alias, a model with factories or hooks) goes to `model_construct`."""
-
-    def __init__(self) -> None:
-        fields = MemoryUnit.__pydantic_fields__
-        self.names = {name: name for name in fields}
-        self.names.update({f.alias: name for name, f in fields.items() if f.alias is not None})
-        self.required = frozenset(name for name, f in fields.items() if f.is_required())
-        # what every instance starts from, in field order (a required field's place kept)
-        self.template = {
-            name: (None if f.is_required() else f.default) for name, f in fields.items()
-        }
-        plain = all(
-            f.default_factory is None
-            and f.validation_alias in (None, f.alias)
-            and (f.is_required() or isinstance(f.default, (type(None), str, int, float)))
-            for f in fields.values()
-        )
-        self.usable = (
-            plain
-            and not MemoryUnit.__pydantic_post_init__
-            and MemoryUnit.model_config.get("extra") != "allow"
-        )
-
-    def __call__(self, values: Mapping[str, Any]) -> MemoryUnit:
-        names = self.names
-        given = {names[key] for key in values if key in names}
-        if not self.usable or len(given) != sum(key in names for key in values):
-            return MemoryUnit.model_construct(**values)  # e.g. a name and its alias both
-        if not self.required <= given:
-            return MemoryUnit.model_construct(**values)  # it leaves a required field out
-        fields = self.template.copy()
-        for key, value in values.items():
-            name = names.get(key)
-            if name is not None:
-                fields[name] = value
-        unit = MemoryUnit.__new__(MemoryUnit)
-        object.__setattr__(unit, "__dict__", fields)
-        object.__setattr__(unit, "__pydantic_fields_set__", given)
-        object.__setattr__(unit, "__pydantic_extra__", None)
-        object.__setattr__(unit, "__pydantic_private__", None)
-        return unit
-
-
-_constructor: _Constructor | None = None
-
-
 def construct_unit(values: Mapping[str, Any]) -> MemoryUnit:
-    """The unit of field values the canonical reader checked, as
-    `MemoryUnit.model_construct(**values)` builds it (see `_Constructor`)."""
-    global _constructor
-    if _constructor is None:
-        _constructor = _Constructor()
-    return _constructor(values)
+    """The unit of field values the canonical reader checked, built without checking them
+    again (`MemoryUnit.model_construct`)."""
+    return MemoryUnit.model_construct(**values)
 
 
 def read_counters(rel: str, raw: str) -> Counters:

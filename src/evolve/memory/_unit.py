@@ -10,37 +10,45 @@ as it is, which is how a person adds a fact without learning the format.
 
 from __future__ import annotations
 
-import re
+from copy import copy
 from functools import cache
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
+import msgspec
+from msgspec.structs import astuple, force_setattr
+
+from evolve._format import Unhandled
+from evolve._format._units import (
+    BUILTIN_RECIPES,
+    dump_front,
+    folder_scope,
+    hand_id,
+    read_front,
+    skill_folder,
 )
-
-from evolve._format._units import BUILTIN_RECIPES, folder_scope, hand_id, skill_folder, valid_id
 from evolve._format._units import GLOBAL_SCOPE as GLOBAL_SCOPE  # re-exported
 from evolve._format._units import SKILLS_FOLDER as SKILLS_FOLDER  # re-exported
 from evolve._format._units import valid_scope as valid_scope  # re-exported
 from evolve._registry import is_import_path
-from evolve._text import describe_char, unsafe_char
-from evolve._yaml import load as load_yaml
 from evolve.errors import EvolveError
+from evolve.memory import _checks
+from evolve.memory._checks import (
+    FIELDS,
+    REQUIRED,
+    TOPIC_PATTERN,
+    TOPIC_RULE,
+    UNIT_SCHEMA,
+    InvalidUnit,
+    check_field,
+    check_mapping,
+    check_shelf,
+)
 
-UNIT_SCHEMA = 1
-# libyaml when available (its loader is evolve._yaml's strict one): units are read every episode.
-_DUMPER: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+__all__ = ["TOPIC_PATTERN", "TOPIC_RULE", "UNIT_SCHEMA", "InvalidUnit"]
+
 # `retired`: a skill the scoreboard found harmful (not rendered, not injected, like revoked).
 Status = Literal["active", "revoked", "pending", "tombstoned", "retired"]
-TOPIC_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-TOPIC_RULE = "1-32 lower-case letters, digits or '_', starting with a letter"  # TOPIC_PATTERN
 Shelf = Literal["general", "topic"]
 
 
@@ -48,14 +56,17 @@ class MalformedUnit(EvolveError):
     """A unit file that cannot be read; the message names the path."""
 
 
-class MemoryUnit(BaseModel):
-    """One unit of memory. Recipe-specific fields are optional and typed."""
+class MemoryUnit(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One unit of memory. Recipe-specific fields are optional and typed.
 
-    # strict: a hand edit such as `helpful: true` is reported, not coerced and rewritten.
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
+    Checked when built (`evolve.memory._checks`): strictly, so a hand edit such as
+    `helpful: true` is reported, not coerced and rewritten; a wrong field raises `InvalidUnit`
+    (a ValueError) in the words pydantic used. The part of pydantic's model API evolve uses
+    is kept (`model_validate`, `model_dump`, `model_copy`, `model_construct`, `model_fields`).
+    """
 
     id: str
-    schema_version: int = Field(default=UNIT_SCHEMA, alias="schema")
+    schema_version: int = msgspec.field(default=UNIT_SCHEMA, name="schema")
     recipe: str
     kind: str
     status: Status = "active"
@@ -64,15 +75,15 @@ class MemoryUnit(BaseModel):
     updated_episode: int | None = None
     valid_from: str | None = None
     valid_to: str | None = None
-    # ACE
-    helpful: int | None = Field(default=None, ge=0)
-    harmful: int | None = Field(default=None, ge=0)
+    # ACE (>= 0)
+    helpful: int | None = None
+    harmful: int | None = None
     # skills scoreboard (evolve.skills._scoreboard): training episodes with the skill injected
-    # or held out, and how many of each passed
-    injected: int | None = Field(default=None, ge=0)
-    injected_pass: int | None = Field(default=None, ge=0)
-    held_out: int | None = Field(default=None, ge=0)
-    held_out_pass: int | None = Field(default=None, ge=0)
+    # or held out, and how many of each passed (>= 0)
+    injected: int | None = None
+    injected_pass: int | None = None
+    held_out: int | None = None
+    held_out_pass: int | None = None
     # TEPA
     key: str | None = None
     revoked_at: int | None = None
@@ -82,9 +93,9 @@ class MemoryUnit(BaseModel):
     argument: str | None = None
     predicate: str | None = None
     value: str | None = None
-    # Beta posterior (topl)
-    alpha: float | None = Field(default=None, gt=0)
-    beta: float | None = Field(default=None, gt=0)
+    # Beta posterior (topl), > 0
+    alpha: float | None = None
+    beta: float | None = None
     # skills: the shelf (general or topic) and topic, when it applies, and what it came from
     shelf: Shelf | None = None
     topic: str | None = None
@@ -100,44 +111,25 @@ class MemoryUnit(BaseModel):
     complaint: str | None = None
     text: str = ""
 
-    @field_validator("*")
-    @classmethod
-    def _printable(cls, v: Any) -> Any:
-        # The last line of defence: no control character (but newline and tab) or lone
-        # surrogate reaches a unit file, a commit or git's log framing (see evolve._text).
-        bad = unsafe_char(v) if isinstance(v, str) else None
-        if bad is not None:
-            raise ValueError(f"contains the character {describe_char(bad)}")
-        return v
+    # field name -> key in a file (the name but for `schema`), in the model's order
+    model_fields: ClassVar[dict[str, str]] = {name: key for name, (key, _, _) in FIELDS.items()}
 
-    @field_validator("id")
-    @classmethod
-    def _id(cls, v: str) -> str:
-        if not valid_id(v):
-            raise ValueError("must be 1-64 letters, digits, '.', '_' or '-'")
-        return v
-
-    @field_validator("scope")
-    @classmethod
-    def _scope(cls, v: str) -> str:
-        if not valid_scope(v):
-            raise ValueError("must be 'global' or 'user:<name>'")
-        return v
-
-    @field_validator("topic")
-    @classmethod
-    def _topic(cls, v: str | None) -> str | None:
-        if v is not None and not TOPIC_PATTERN.match(v):
-            raise ValueError(f"must be {TOPIC_RULE}")
-        return v
-
-    @model_validator(mode="after")
-    def _shelved(self) -> MemoryUnit:
-        if self.shelf == "topic" and self.topic is None:
-            raise ValueError("a topic skill needs a topic")
-        if self.shelf != "topic" and self.topic is not None:
-            raise ValueError("only a topic skill has a topic")
-        return self
+    def __post_init__(self) -> None:
+        # Every field, in order (the first error is reported); no control character (but
+        # newline and tab) or lone surrogate reaches a unit file, a commit or git's log framing.
+        for (name, kind, nullable), value in zip(_SPECS, astuple(self), strict=True):
+            if value is None:
+                if nullable:
+                    continue
+            elif type(value) is str:
+                if kind == "plain" and _checks.string_fault(value) is None:
+                    continue  # what most fields hold: nothing more to check
+            elif type(value) is int and kind == "int":
+                continue
+            kept = check_field(name, name, value)
+            if kept is not value:  # an int for a float field
+                force_setattr(self, name, kept)
+        check_shelf(self.shelf, self.topic)
 
     @property
     def is_hand_written(self) -> bool:
@@ -151,7 +143,103 @@ class MemoryUnit(BaseModel):
         return unit_path(self.scope, self.id)
 
     def with_(self, **changes: Any) -> MemoryUnit:
-        return self.model_copy(update=changes)
+        """A copy with `changes` (field names), unchecked, as pydantic's `model_copy`."""
+        out = copy(self)
+        for name, value in changes.items():
+            force_setattr(out, name, value)
+        return out
+
+    # --- the part of pydantic's model API evolve's callers use ---------------------------
+
+    @classmethod
+    def model_validate(cls, data: object) -> MemoryUnit:
+        """The unit a mapping describes (keys as in a file, or field names), checked.
+
+        Raises:
+            InvalidUnit: the first thing wrong, as pydantic reported it.
+        """
+        if isinstance(data, dict) and len(data) <= len(_NAMES):
+            values: dict[str, Any] = {}
+            for key, value in data.items():
+                name = _KEYS.get(key) if isinstance(key, str) else None
+                if name is None or name in values:
+                    break  # an unknown key, or a field given twice: the full check says
+                values[name] = value
+            else:
+                if values.keys() >= REQUIRED:
+                    try:
+                        return cls(**values)
+                    except InvalidUnit as exc:  # named by the key it was given under
+                        if exc.loc[:1] == ("schema_version",) and "schema" in data:
+                            raise InvalidUnit(("schema", *exc.loc[1:]), exc.type, exc.msg) from None
+                        raise
+        values = check_mapping(data)
+        return cls.model_construct(**values)
+
+    @classmethod
+    def model_construct(cls, **values: Any) -> MemoryUnit:
+        """A unit of `values` (field names or keys) without checks: for values proved valid."""
+        out = copy(_prototype())
+        for name, value in values.items():
+            force_setattr(out, _KEYS.get(name, name), value)
+        return out
+
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> MemoryUnit:
+        return self.with_(**(update or {}))
+
+    def model_dump(
+        self,
+        *,
+        mode: Literal["python", "json"] = "python",
+        by_alias: bool = False,
+        exclude_none: bool = False,
+        exclude: set[str] | frozenset[str] | None = None,
+    ) -> dict[str, Any]:
+        """The fields as a dict, in the model's order (`mode` is accepted: every value is JSON's
+        already)."""
+        del mode
+        out: dict[str, Any] = {}
+        for name, key in _ITEMS:
+            if exclude is not None and name in exclude:
+                continue
+            value = getattr(self, name)
+            if value is None and exclude_none:
+                continue
+            out[key if by_alias else name] = list(value) if type(value) is list else value
+        return out
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # unpickled as it was, unchecked (as pydantic did): a copy made by `with_` included
+        return _rebuilt, (astuple(self),)
+
+    def __iter__(self) -> Any:
+        """(name, value) pairs, as a pydantic model iterates (`dict(unit)`)."""
+        return ((name, getattr(self, name)) for name in _NAMES)
+
+
+_NAMES = tuple(FIELDS)
+# (name, kind, nullable): `plain` for a string without a check of its own, `int` for one
+# without a bound; anything else goes to `check_field`
+_SPECS = tuple(
+    (
+        name,
+        "plain" if kind == "str" and name not in ("id", "scope", "topic") else kind,
+        nullable,
+    )
+    for name, (_, kind, nullable) in FIELDS.items()
+)
+_ITEMS = tuple((name, key) for name, (key, _, _) in FIELDS.items())
+_KEYS = {**{name: name for name in FIELDS}, **{key: name for name, (key, _, _) in FIELDS.items()}}
+
+
+def _rebuilt(values: tuple[Any, ...]) -> MemoryUnit:
+    return MemoryUnit.model_construct(**dict(zip(_NAMES, values, strict=True)))
+
+
+@cache
+def _prototype() -> MemoryUnit:
+    """The unit every unchecked one is copied from (required fields are set after)."""
+    return MemoryUnit(id="x", recipe="x", kind="x")
 
 
 def scope_for(persona: str) -> str:
@@ -204,7 +292,6 @@ def hand_skill_defaults(rel: PurePosixPath, shelved: tuple[Shelf, str | None]) -
     return out
 
 
-_ORDER = [name for name in MemoryUnit.model_fields if name != "text"]
 # Evidence counters live in the scope's `_counters.yaml` sidecar (evolve.memory._counters),
 # never in the unit file: a unit file changes only when what it says or its status changes.
 # They stay fields of the model so that old files that still carry them are read.
@@ -224,14 +311,15 @@ FILE_EXCLUDED = frozenset(
 
 def dump_unit(unit: MemoryUnit) -> str:
     """The canonical file text of a unit (its counters belong to the sidecar, not the file)."""
-    data = unit.model_dump(by_alias=True, exclude_none=True, exclude=set(FILE_EXCLUDED))
+    data = unit.model_dump(by_alias=True, exclude_none=True, exclude=FILE_EXCLUDED)
     text = str(data.pop("text", "")).strip()
-    ordered = {}
-    for name in _ORDER:
-        alias = "schema" if name == "schema_version" else name
-        if alias in data:
-            ordered[alias] = data[alias]
-    front = yaml.dump(ordered, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, width=10_000)
+    try:
+        front = dump_front(data)
+    except Unhandled:  # a value the canonical writer leaves to PyYAML (a line break, a float)
+        import yaml
+
+        dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        front = yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=10_000)
     return f"---\n{front}---\n{text}\n"
 
 
@@ -267,8 +355,8 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
                 scope=folder_scope(list(rel.parts)) or GLOBAL_SCOPE,
                 text=raw.strip(),
             )
-        except ValidationError as exc:
-            what = exc.errors()[0].get("msg", "invalid")
+        except InvalidUnit as exc:
+            what = exc.msg
             raise MalformedUnit(f"{path}: {what}.") from exc
     end = raw.find("\n---\n", 3)
     if end < 0:
@@ -278,9 +366,9 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
         end = raw.rstrip().rfind("\n---")
     front_text, body = raw[4:end], raw[end + 5 :]
     try:
-        front = load_yaml(front_text, str(path), error=MalformedUnit, line_offset=1)
-    except yaml.YAMLError as exc:
-        raise MalformedUnit(f"{path}: the front matter is not valid YAML.") from exc
+        front: Any = read_front(front_text)  # the canonical form, without PyYAML
+    except Unhandled:
+        front = _load_front(front_text, path)
     if not isinstance(front, dict):
         raise MalformedUnit(f"{path}: the front matter must be a mapping of fields.")
     if "text" in front:
@@ -294,12 +382,9 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
         front = {**hand_skill_defaults(rel, shelved), **front}
     try:
         unit = MemoryUnit.model_validate({**front, "text": body.strip()})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "?"
-        what = (
-            "unknown field" if err.get("type") == "extra_forbidden" else err.get("msg", "invalid")
-        )
+    except InvalidUnit as exc:
+        loc = ".".join(str(p) for p in exc.loc) or "?"
+        what = "unknown field" if exc.type == "extra_forbidden" else exc.msg
         raise MalformedUnit(f"{path}: field '{loc}': {what}.") from exc
     if shelved is not None:
         if (unit.shelf, unit.topic) != shelved:
@@ -320,6 +405,19 @@ def parse_unit(path: str, raw: str) -> MemoryUnit:
             f"{', '.join(sorted(BUILTIN_RECIPES | installed_recipes()))}, or module:Object)."
         )
     return unit
+
+
+def _load_front(text: str, path: str) -> Any:
+    """Front matter that is not in the canonical form, read by PyYAML (libyaml's strict
+    loader, `evolve._yaml`)."""
+    import yaml
+
+    from evolve._yaml import load as load_yaml
+
+    try:
+        return load_yaml(text, str(path), error=MalformedUnit, line_offset=1)
+    except yaml.YAMLError as exc:
+        raise MalformedUnit(f"{path}: the front matter is not valid YAML.") from exc
 
 
 def known_recipe(name: str) -> bool:

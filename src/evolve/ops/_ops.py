@@ -6,9 +6,11 @@ builds operations cannot reach the applier or the store by construction.
 
 from __future__ import annotations
 
-from typing import Literal
+from copy import copy
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+import msgspec
+from msgspec.structs import force_setattr
 
 from evolve._text import printable
 from evolve.memory import MemoryUnit
@@ -34,7 +36,24 @@ OpName = Literal[
 TEXT_OPS: frozenset[str] = frozenset({"add", "modify", "reactivate", "rewrite"})
 
 
-class Op(BaseModel):
+_OP_NAMES = frozenset(get_args(OpName))
+
+
+class _Model(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The part of pydantic's model API callers use: `model_copy` (unchecked, as pydantic's)
+    and `model_dump`."""
+
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> Any:
+        out = copy(self)
+        for name, value in (update or {}).items():
+            force_setattr(out, name, value)
+        return out
+
+    def model_dump(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__struct_fields__}
+
+
+class Op(_Model, frozen=True, kw_only=True):
     """One change to one memory unit.
 
     `unit` is the unit's full new state (for `evict`, the state it had), so a record of
@@ -46,34 +65,48 @@ class Op(BaseModel):
     cap, an archive bound) stands alone and says why in `reason`.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     op: OpName
     unit: MemoryUnit
     reason: str = ""
     room_for: str | None = None
+
+    if TYPE_CHECKING:  # `op` is checked when built, as pydantic did: any string is given
+
+        def __init__(
+            self, *, op: str, unit: MemoryUnit, reason: str = "", room_for: str | None = None
+        ) -> None: ...
+
+    def __post_init__(self) -> None:
+        if self.op not in _OP_NAMES:
+            raise ValueError(f"op: {self.op!r} is not one of {', '.join(sorted(_OP_NAMES))}")
+        if not isinstance(self.unit, MemoryUnit):
+            raise ValueError("unit: not a MemoryUnit")
+        if not isinstance(self.reason, str) or not isinstance(self.room_for, str | None):
+            raise ValueError("reason and room_for are strings")
 
     @property
     def id(self) -> str:
         return self.unit.id
 
 
-class Refusal(BaseModel):
+class Refusal(_Model, frozen=True, kw_only=True):
     """A proposal that was not written, and why (logged in the episode's commit)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     op: str
     what: str
     reason: str
 
-    @field_validator("op", "what", "reason")
-    @classmethod
-    def _quotable(cls, v: str, info: ValidationInfo) -> str:
+    def __post_init__(self) -> None:
         # Refusals quote model text into logs and commit bodies: secrets never; control
         # characters escaped (`what` is shown with repr() by line(), which escapes them).
-        v = redact_text(v)
-        return v if info.field_name == "what" else printable(v)
+        for name in ("op", "what", "reason"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise ValueError(f"{name}: Input should be a valid string")
+            kept = redact_text(value)
+            kept = kept if name == "what" else printable(kept)
+            if kept != value:
+                force_setattr(self, name, kept)
 
     def line(self) -> str:
         return f"refused {self.op} {self.what!r}: {self.reason}"

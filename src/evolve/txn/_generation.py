@@ -27,6 +27,7 @@ import subprocess
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 from evolve._format._message import PREFIX
 from evolve._io import atomic_write
@@ -204,7 +205,9 @@ def generation_commits(store: GitStore, base: str, tip: str, number: int) -> lis
             continue
         if trailers.get(GENERATION) != str(number):
             continue
-        kind = "prompt" if trailers.get(KIND) == "reflector" else "memory"
+        kind: Literal["memory", "prompt"] = (
+            "prompt" if trailers.get(KIND) == "reflector" else "memory"
+        )
         out.append(ChangeRecord(kind=kind, commit=sha, subject=subject[:200]))
     return out
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+import msgspec
 
 from evolve import _confine as confined
 from evolve._format._limits import check_size
@@ -34,11 +34,56 @@ def candidate_ref(number: int) -> str:
 GENERATION_SCHEMA = 1
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Record(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A record's fields, typed; the part of pydantic's model API callers use. Read as
+    pydantic read it (a number for a float field, a string of digits for a number), with
+    msgspec; built ones keep a float field a float (`1` is written `1.0`, as before)."""
+
+    def __post_init__(self) -> None:
+        for name in _floats(type(self)):
+            value = getattr(self, name)
+            if type(value) is int:
+                setattr(self, name, float(value))
+            elif type(value) is dict and any(type(v) is int for v in value.values()):
+                setattr(
+                    self, name, {k: float(v) if type(v) is int else v for k, v in value.items()}
+                )
+
+    @classmethod
+    def model_validate(cls, data: Any) -> Any:
+        """Raises:
+        msgspec.ValidationError (a ValueError): a wrong type, an unknown field."""
+        return msgspec.convert(data, cls, strict=False)
+
+    @classmethod
+    def model_validate_json(cls, raw: str | bytes) -> Any:
+        return msgspec.json.decode(raw, type=cls, strict=False)
+
+    def model_dump(self, *, mode: str = "python") -> dict[str, Any]:
+        del mode  # every value is JSON's already
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        return out
+
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> Any:
+        return msgspec.structs.replace(self, **(update or {}))
 
 
-class ScoreRecord(_Record):
+_FLOATS: dict[type, tuple[str, ...]] = {}
+
+
+def _floats(cls: type) -> tuple[str, ...]:
+    """The fields of `cls` that hold a float (or a mapping to floats)."""
+    found = _FLOATS.get(cls)
+    if found is None:
+        found = _FLOATS[cls] = tuple(
+            f.name
+            for f in msgspec.structs.fields(cls)
+            if f.type in (float, float | None, dict[str, float])
+        )
+    return found
+
+
+class ScoreRecord(_Record, kw_only=True):
     score: float  # episodes whose task was done with no preference violated
     violation_rate: float
     task_done: float | None = None  # the task-done rate, beside the violation rate
@@ -48,7 +93,7 @@ class ScoreRecord(_Record):
     rules: dict[str, float]
 
 
-class RoleUsageRecord(_Record):
+class RoleUsageRecord(_Record, kw_only=True):
     """What one role's model requests used in a generation (`evolve.llm._meter`)."""
 
     requests: int
@@ -59,7 +104,7 @@ class RoleUsageRecord(_Record):
     cost: float = 0.0
 
 
-class GainRecord(_Record):
+class GainRecord(_Record, kw_only=True):
     mean: float
     low: float
     high: float
@@ -67,13 +112,13 @@ class GainRecord(_Record):
     pairs: int
 
 
-class ChangeRecord(_Record):
+class ChangeRecord(_Record, kw_only=True):
     kind: Literal["memory", "prompt"]
     commit: str
     subject: str
 
 
-class GenerationRecord(_Record):
+class GenerationRecord(_Record, kw_only=True):
     """Everything a person needs to audit one generation."""
 
     schema_version: Literal[1] = 1
@@ -84,14 +129,14 @@ class GenerationRecord(_Record):
     base: str
     candidate: str
     final: str
-    changes: list[ChangeRecord] = []
-    refused: list[str] = []
+    changes: list[ChangeRecord] = msgspec.field(default_factory=list)
+    refused: list[str] = msgspec.field(default_factory=list)
     dev_base: ScoreRecord | None = None
     dev: ScoreRecord | None = None
     holdout_base: ScoreRecord | None = None
     holdout: ScoreRecord | None = None
     dev_gain: GainRecord | None = None
-    prompt_sizes: dict[str, int] = {}
+    prompt_sizes: dict[str, int] = msgspec.field(default_factory=dict)
     protected_hash: str
     protected_hash_candidate: str
     tests_passed: bool
@@ -102,7 +147,11 @@ class GenerationRecord(_Record):
     phase: str | None = None  # the step an erroring generation was in
     scored_tree: str | None = None  # the tree id that was scored (the accepted tree is it)
     # every role's tokens and cost in this generation: training, reflection, scoring
-    usage: dict[str, RoleUsageRecord] = {}
+    usage: dict[str, RoleUsageRecord] = msgspec.field(default_factory=dict)
+
+    if TYPE_CHECKING:  # any values are given, as to the pydantic model (checked when read)
+
+        def __init__(self, **values: Any) -> None: ...
 
     @property
     def error(self) -> bool:
@@ -190,7 +239,7 @@ def load_records(ws: Workspace) -> list[GenerationRecord]:
         check_size(f"generations/{path}", len(raw))  # before it is parsed
         try:
             records.append(GenerationRecord.model_validate(json.loads(raw)))
-        except (ValidationError, ValueError) as exc:
+        except ValueError as exc:  # msgspec.ValidationError is one
             raise EvolveError(
                 f"generation record {path} in {RECORDS_REF} is malformed: {exc}"
             ) from exc

@@ -2,7 +2,8 @@
 
 The files are validated by the models (`_TaskSpec`, `_Splits`, `_ProcedureSpec` of `_specs`,
 and the persona model of `_personas`, through pydantic), in the order and with the errors
-the environment has always given. What they validate to is held as plain values: task specs,
+the environment has always given; a file in the plain form (exactly the fields, of exactly
+their types) is taken without pydantic, as the models would take it. What they validate to is held as plain values: task specs,
 and personas (`_personas.Persona`, which the judge, the worlds and the sim read). A caller
 that names a cache file (`evolve run`'s fast path, in `.git/`) gets the validated values
 remembered there, keyed by a digest of every evalset file's bytes and by the validating
@@ -118,40 +119,140 @@ def _validated_specs(evalset: Path, files: Files) -> tuple[list[Spec], dict[str,
         ConfigError: a missing or malformed file, or a task in two splits.
     """
     import yaml
-    from pydantic import ValidationError
 
     from evolve.envs.persona_world._procedures import PROCEDURES_FILE, procedure_specs
-    from evolve.envs.persona_world._specs import _ProcedureSpec, _Splits, _TaskSpec
 
-    try:
-        specs = [_TaskSpec.model_validate(t) for t in _document(evalset, files, "tasks.yaml")]
-        splits = _Splits.model_validate(_document(evalset, files, "splits.yaml"))
-    except (ValidationError, TypeError) as exc:
-        raise ConfigError(
-            f"{evalset} has a malformed tasks.yaml or splits.yaml: {_first_problem(exc)}."
-        ) from exc
+    # not the plain form: the models say what is wrong (tasks.yaml first, as always)
+    tasks = _document(evalset, files, "tasks.yaml")
+    specs = _plain_tasks(tasks, with_split=False)
+    if specs is None:
+        specs = _model_specs(evalset, tasks)
+    splits_doc = _document(evalset, files, "splits.yaml")
+    splits = _plain_splits(splits_doc)
+    if splits is None:
+        splits = _model_splits(evalset, splits_doc)
     split_of: dict[str, Split] = {}
     try:  # procedure-shaped tasks, only when evalset/procedures.yaml exists
         raw = files.get(PROCEDURES_FILE)
         entries = procedure_specs(raw, evalset / PROCEDURES_FILE)
-        extra = [_ProcedureSpec.model_validate(t) for t in entries]
+        extra = _plain_tasks(entries, with_split=True)
+        if extra is None:
+            extra = _model_procedures(evalset, entries)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{evalset}/procedures.yaml is not valid YAML{where}.") from exc
-    except (ValidationError, TypeError) as exc:
-        raise ConfigError(
-            f"{evalset} has a malformed procedures.yaml: {_first_problem(exc)}."
-        ) from exc
-    out: list[Spec] = [(t.id, t.family, t.params) for t in specs]
-    out += [(t.id, t.family, t.params) for t in extra]
-    split_of.update({t.id: t.split for t in extra})
+    out: list[Spec] = [(t[0], t[1], t[2]) for t in specs]
+    out += [(t[0], t[1], t[2]) for t in extra]
+    split_of.update({t[0]: t[3] for t in extra if t[3] is not None})
     for split in SPLITS:
-        for task_id in getattr(splits, split):
+        for task_id in splits[split]:
             if task_id in split_of:
                 raise ConfigError(f"task {task_id} is in both {split_of[task_id]} and {split}.")
             split_of[task_id] = split
     return out, split_of
+
+
+_Entry = tuple[str, str, dict[str, Any], Split | None]  # a task spec, and its split if given
+_TASK_KEYS = frozenset({"id", "family", "params"})
+_PROCEDURE_KEYS = _TASK_KEYS | {"split"}
+
+
+def _plain_tasks(entries: Any, *, with_split: bool) -> list[_Entry] | None:
+    """The task specs of `entries` in the plain form (a list of mappings of exactly `id`,
+    `family`, `params` (and `split`): strings, a mapping of string keys, a split's name), as
+    the models validate them; None for anything else (the models then say what is wrong)."""
+    if type(entries) is not list:
+        return None
+    keys = _PROCEDURE_KEYS if with_split else _TASK_KEYS
+    out: list[_Entry] = []
+    for entry in entries:
+        if type(entry) is not dict or entry.keys() != keys:
+            return None
+        ident, family, params = entry["id"], entry["family"], entry["params"]
+        split = entry.get("split")
+        if (
+            type(ident) is not str
+            or type(family) is not str
+            or type(params) is not dict
+            or not all(type(k) is str for k in params)
+            or (with_split and split not in SPLITS)
+        ):
+            return None
+        out.append((ident, family, dict(params), split))
+    return out
+
+
+def _plain_splits(doc: Any) -> dict[str, tuple[str, ...]] | None:
+    """The splits of `doc` in the plain form (a mapping of exactly the three splits, each a
+    list of strings); None for anything else."""
+    if type(doc) is not dict or doc.keys() != set(SPLITS):
+        return None
+    out = {}
+    for split, ids in doc.items():
+        if type(ids) is not list or not all(type(i) is str for i in ids):
+            return None
+        out[split] = tuple(ids)
+    return out
+
+
+def _malformed(evalset: Path, exc: Exception) -> ConfigError:
+    return ConfigError(
+        f"{evalset} has a malformed tasks.yaml or splits.yaml: {_first_problem(exc)}."
+    )
+
+
+def _model_specs(evalset: Path, tasks: Any) -> list[_Entry]:
+    """`tasks.yaml` validated by the model (pydantic), in its words.
+
+    Raises:
+        ConfigError: naming the first problem.
+    """
+    from pydantic import ValidationError
+
+    from evolve.envs.persona_world._specs import _TaskSpec
+
+    try:
+        specs = [_TaskSpec.model_validate(t) for t in tasks]
+    except (ValidationError, TypeError) as exc:
+        raise _malformed(evalset, exc) from exc
+    return [(t.id, t.family, t.params, None) for t in specs]
+
+
+def _model_splits(evalset: Path, splits: Any) -> dict[str, tuple[str, ...]]:
+    """`splits.yaml` validated by the model (pydantic), in its words.
+
+    Raises:
+        ConfigError: naming the first problem.
+    """
+    from pydantic import ValidationError
+
+    from evolve.envs.persona_world._specs import _Splits
+
+    try:
+        valid = _Splits.model_validate(splits)
+    except (ValidationError, TypeError) as exc:
+        raise _malformed(evalset, exc) from exc
+    return {split: getattr(valid, split) for split in SPLITS}
+
+
+def _model_procedures(evalset: Path, entries: Any) -> list[_Entry]:
+    """`procedures.yaml`'s entries validated by the model (pydantic), in its words.
+
+    Raises:
+        ConfigError: naming the first problem.
+    """
+    from pydantic import ValidationError
+
+    from evolve.envs.persona_world._specs import _ProcedureSpec
+
+    try:
+        specs = [_ProcedureSpec.model_validate(t) for t in entries]
+    except (ValidationError, TypeError) as exc:
+        raise ConfigError(
+            f"{evalset} has a malformed procedures.yaml: {_first_problem(exc)}."
+        ) from exc
+    return [(t.id, t.family, t.params, t.split) for t in specs]
 
 
 # --- remembered ------------------------------------------------------------------------------

@@ -9,9 +9,10 @@ passes it to the judge as the `episode`; see docs/sim.md, "Drift".
 
 One model, frozen dataclasses of the standard library: the checks that need the world (a
 known rule, a value it can state, a known contact, a card the persona holds) run whenever one
-is built. A persona file is validated into it by pydantic (:meth:`Persona.validate`, imported
-only then: types, unknown fields); `evolve run`'s fast path rebuilds it from the values it
-remembered (:meth:`Persona.of`) without importing pydantic.
+is built. A persona file in the plain form (exactly the fields, of exactly their types) is
+built directly; any other is validated into it by pydantic (:meth:`Persona.validate`, imported
+only then: types, unknown fields, the error's words); `evolve run`'s fast path rebuilds it
+from the values it remembered (:meth:`Persona.of`).
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ class Preference:
         Raises:
             pydantic.ValidationError: a wrong type, an unknown field, or a failed check.
         """
-        return _validated(cls, data)
+        plain = _plain(_preference, data)
+        return plain if plain is not None else _validated(cls, data)
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,8 @@ class Persona:
         Raises:
             pydantic.ValidationError: a wrong type, an unknown field, or a failed check.
         """
-        return _validated(cls, data)
+        plain = _plain(_persona, data)
+        return plain if plain is not None else _validated(cls, data)
 
     def dump(self) -> dict[str, Any]:
         """The persona as plain values (what `evolve run`'s fast path remembers)."""
@@ -194,6 +197,93 @@ class Persona:
                 for p in dump["preferences"]
             ),
         )
+
+
+# --- the plain form, without pydantic -------------------------------------------------------
+#
+# A persona file as people write it (mappings of exactly the fields, strings, integers, lists)
+# is built here directly: the values pydantic would make of it, the same checks (the
+# dataclasses' own). Anything else, and anything a check refuses, is validated by pydantic,
+# which words the error as it always has.
+
+
+class _NotPlain(Exception):
+    """Not the plain form: pydantic validates it."""
+
+
+def _fields(data: Any, required: frozenset[str], optional: frozenset[str] = frozenset()) -> Any:
+    if type(data) is not dict or not required <= data.keys() <= required | optional:
+        raise _NotPlain
+    return data
+
+
+def _str(value: Any) -> str:
+    if type(value) is not str:
+        raise _NotPlain
+    return value
+
+
+def _int(value: Any) -> int:
+    if type(value) is not int:
+        raise _NotPlain
+    return value
+
+
+def _list(value: Any) -> list[Any]:
+    if type(value) is not list:
+        raise _NotPlain
+    return value
+
+
+_PERSONA = frozenset(
+    {"name", "first_name", "last_name", "email", "phone_number", "venmo_password", "cards"}
+)
+
+
+def _preference(data: Any) -> Preference:
+    p = _fields(data, frozenset({"rule"}), frozenset({"value", "changes"}))
+    changes = tuple(
+        PreferenceChange(_int(c["at_episode"]), c["value"])
+        for c in (
+            _fields(c, frozenset({"at_episode", "value"})) for c in _list(p.get("changes", []))
+        )
+    )
+    return Preference(_str(p["rule"]), p.get("value"), changes)
+
+
+def _payment(data: Any) -> PaymentSpec:
+    p = _fields(data, frozenset({"contact", "amount", "card"}))
+    amount = p["amount"]
+    if type(amount) is not float and type(amount) is not int:
+        raise _NotPlain
+    return PaymentSpec(_str(p["contact"]), float(amount), _int(p["card"]))
+
+
+def _persona(data: Any) -> Persona:
+    d = _fields(data, _PERSONA | {"preferences"}, frozenset({"history"}))
+    cards = tuple(
+        CardSpec(_int(c["id"]), _str(c["name"]))
+        for c in (_fields(c, frozenset({"id", "name"})) for c in _list(d["cards"]))
+    )
+    return Persona(
+        name=_str(d["name"]),
+        first_name=_str(d["first_name"]),
+        last_name=_str(d["last_name"]),
+        email=_str(d["email"]),
+        phone_number=_str(d["phone_number"]),
+        venmo_password=_str(d["venmo_password"]),
+        cards=cards,
+        preferences=tuple(_preference(p) for p in _list(d["preferences"])),
+        history=tuple(_payment(p) for p in _list(d.get("history", []))),
+    )
+
+
+def _plain(build: Any, data: Any) -> Any:
+    """What `build` makes of `data` in the plain form, or None (pydantic validates it)."""
+    try:
+        return build(data)
+    except (_NotPlain, ValueError, TypeError, KeyError):
+        return None
 
 
 _ADAPTERS: dict[type, Any] = {}

@@ -13,11 +13,12 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from evolve._held import host
 
 MARKER = ".evolve-owner"
 PREFIX = "evolve-"
@@ -57,7 +58,7 @@ def temp_copy(kind: str) -> Iterator[Path]:
     pid = os.getpid()
     path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-{pid}-", dir=temp_root()))
     try:
-        owner = {"pid": pid, "host": socket.gethostname(), "start": _start_time(pid)}
+        owner = {"pid": pid, "host": host(), "start": _start_time(pid)}
         (path / MARKER).write_text(json.dumps(owner), encoding="utf-8")
         yield path
     finally:
@@ -74,7 +75,7 @@ def _stale(path: Path) -> bool:
             return False
     except (OSError, ValueError):
         return False
-    if not isinstance(owner, dict) or owner.get("host") != socket.gethostname():
+    if not isinstance(owner, dict) or owner.get("host") != host():
         return False
     pid = owner.get("pid")
     if not isinstance(pid, int) or pid == os.getpid():

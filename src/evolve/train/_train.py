@@ -789,9 +789,11 @@ class _EpisodeLoop:
             return
         if self.batches is not None:
             update = self.batches.take(k, update)
-        from evolve.review import as_pending
+        ops = update.ops
+        if request.review:
+            from evolve.review import as_pending  # only where ops wait for a person
 
-        ops = as_pending(update.ops, ep.visible) if request.review else update.ops
+            ops = as_pending(update.ops, ep.visible)
         applier = self.committer.applier
         applied = applier.apply(ops, ep.units)
         ep.outcome.refused = [r.line() for r in [*update.refused, *applied.refused]]

@@ -52,7 +52,7 @@ from evolve.applier import ApplyResult
 from evolve.envs import Environment, Task, Tier, environments, personas_of
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, ModelError, UnknownName
-from evolve.evaluate import make_verifier, open_env
+from evolve.evaluate import make_verifier
 from evolve.evaluate._setup import command_agent_of
 from evolve.harness import load_harness
 from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
@@ -362,6 +362,8 @@ def _open_env(ws: Workspace) -> Environment:
     from evolve.envs.persona_world import PersonaWorldEnv
 
     if factory is not PersonaWorldEnv:
+        from evolve.evaluate import open_env  # scoring's runner: only for another environment
+
         return open_env(ws)
     return PersonaWorldEnv(ws.evalset_dir, remember=str(ws.store.git_dir / EVALSET_CACHE))
 

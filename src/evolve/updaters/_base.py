@@ -9,7 +9,6 @@ very next episode.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from evolve._format._render import active_by_age as _active_by_age
 from evolve._format._units import content_id
 from evolve._io import package_text
+from evolve._lazy import pattern
 from evolve._registry import Registry
 from evolve._text import fragment, is_placeholder
 from evolve.envs import ApiCall
@@ -361,7 +361,7 @@ def strict_fields(
 
 
 MAX_STATEMENT = 300
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_SENTENCE = pattern(r"(?<=[.!?])\s+")
 
 
 def sentences(text: str) -> list[str]:

@@ -92,7 +92,9 @@ def test_a_train_run_loads_only_what_it_runs(workspace: Workspace) -> None:
 
 
 def test_the_host_is_the_name_socket_gives() -> None:
-    assert host() == socket.gethostname()
+    from evolve.gate._tempdirs import host as gate_host
+
+    assert host() == gate_host() == socket.gethostname()
 
 
 def test_package_text_reads_what_the_resource_reader_reads() -> None:

@@ -18,13 +18,23 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from evolve._held import host
-
 MARKER = ".evolve-owner"
 PREFIX = "evolve-"
 KINDS = ("gate", "score", "dry-run")
 # Copies made by versions without the marker are removed only when this old (seconds).
 UNMARKED_AGE = 24 * 3600
+
+
+def host() -> str:
+    """This machine's name, as `socket.gethostname()` says it, without importing `socket`
+    (`os.uname()`'s node name, the same name): `evolve._held.host`, kept here because the gate
+    imports nothing of evolve's beyond the store and the statistics."""
+    uname = getattr(os, "uname", None)
+    if uname is not None:
+        return str(uname().nodename)
+    import socket  # pragma: no cover - a system without uname (Windows)
+
+    return socket.gethostname()  # pragma: no cover
 
 
 def _start_time(pid: int) -> str | None:

@@ -12,6 +12,7 @@ import pytest
 from evolve._lazy import lazy_exports
 
 PACKAGES = [
+    "evolve.applier",
     "evolve.episode",
     "evolve.evaluate",
     "evolve.history",

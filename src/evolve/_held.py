@@ -47,6 +47,18 @@ def process_start(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
+def host() -> str:
+    """This machine's name, as `socket.gethostname()` says it: read from `os.uname()` where the
+    system has it (the same name: gethostname is uname's node name), so that a writer that only
+    records its owner does not import `socket`."""
+    uname = getattr(os, "uname", None)
+    if uname is not None:
+        return str(uname().nodename)
+    import socket  # pragma: no cover - a system without uname (Windows)
+
+    return socket.gethostname()  # pragma: no cover
+
+
 _OWNER: dict[int, dict[str, object]] = {}  # by pid: a forked child is an owner of its own
 
 
@@ -55,9 +67,7 @@ def owner() -> dict[str, object]:
     pid = os.getpid()
     mine = _OWNER.get(pid)
     if mine is None:
-        import socket
-
-        mine = _OWNER[pid] = {"pid": pid, "start": process_start(pid), "host": socket.gethostname()}
+        mine = _OWNER[pid] = {"pid": pid, "start": process_start(pid), "host": host()}
     return dict(mine)
 
 
@@ -66,12 +76,10 @@ def owner_gone(record: Mapping[str, object]) -> bool:
     process has its pid, or the process that has it started at another time (the pid was
     reused). A record of another host, or of a process that cannot be inspected, is not
     provably gone."""
-    import socket
-
     pid, start = record.get("pid"), record.get("start")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
-    if record.get("host") != socket.gethostname():
+    if record.get("host") != host():
         return False
     try:
         os.kill(pid, 0)

@@ -1,4 +1,4 @@
-"""Small I/O helpers: atomic writes and canonical JSON.
+"""Small I/O helpers: atomic writes, canonical JSON and the files shipped in evolve's packages.
 
 Canonical JSON (sorted keys, no insignificant whitespace, UTF-8) is what every hash in evolve
 is taken over; changing it changes every hash.
@@ -9,11 +9,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import importlib
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 
 def canonical_json(value: Any) -> str:
@@ -90,3 +94,22 @@ def io_fault(path: object) -> None:
         return
     code = getattr(errno, name)
     raise OSError(code, os.strerror(code), str(path))
+
+
+def package_files(package: str) -> Path | Traversable:
+    """The files shipped in `package`, as `importlib.resources.files(package)` gives them: the
+    package's own folder where it is one on disk (an installed or checked-out evolve), so that
+    reading a prompt imports neither `importlib.resources` nor `zipfile`; the resource reader
+    otherwise (a package in a zip file, say)."""
+    spec = importlib.import_module(package).__spec__
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if len(folders) == 1 and os.path.isdir(folders[0]):
+        return Path(folders[0])
+    from importlib import resources
+
+    return resources.files(package)
+
+
+def package_text(package: str, *parts: str) -> str:
+    """The text (UTF-8) of the file at `parts` in `package` (see :func:`package_files`)."""
+    return package_files(package).joinpath(*parts).read_text("utf-8")

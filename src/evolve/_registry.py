@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from evolve._builtins import PLACES
+from evolve._lazy import pattern
 from evolve.errors import UnknownName
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ REGISTERED = "registered"  # by decorator, in a module that is not evolve's
 ENTRY_POINT = "entry point"
 IMPORT_PATH = "import path"
 SEPARATORS = "/:"
-_IMPORT_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_IMPORT_PATH = pattern(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
+from evolve._io import package_files
 from evolve._text import is_placeholder, printable
 
 # The proposer prompt folders, by their path inside the `evolve` package.
@@ -92,7 +92,7 @@ def _template(name: str, text: str) -> _Template:
 
 
 def _prompt_files() -> Iterable[tuple[str, str]]:
-    root = resources.files("evolve")
+    root = package_files("evolve")
     for folder in PROMPT_FOLDERS:
         here = root.joinpath(*folder.split("/"))
         if not here.is_dir():

@@ -12,8 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from evolve._format import _limits as limits
 from evolve._text import describe_char, hidden_char, printable, unsafe_char
 from evolve.applier._copied import copied
@@ -194,5 +192,7 @@ def plan_prompt_changes(
                 values[str(name)] = checked
                 changed = True
         if changed:
+            import yaml  # only where parameters are written
+
             out.files[PARAMETERS_FILE] = yaml.safe_dump(values, sort_keys=True).encode("utf-8")
     return out

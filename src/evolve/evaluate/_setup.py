@@ -12,8 +12,7 @@ from evolve.episode import EpisodeSetup, Redactor
 from evolve.harness import load_harness
 from evolve.llm import LLM
 from evolve.memory import MemoryUnit, fixed_block, in_scope, load_units, scope_for
-from evolve.skills._select import SkillPicker, make_picker, settings_of
-from evolve.skills._strata import load_strata
+from evolve.skills._settings import settings_of
 from evolve.updaters import MAX_ATTEMPTS, RECIPES, get_recipe, render_for
 from evolve.workspace import Workspace, max_turns
 
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from evolve.agent import Agent
+    from evolve.skills._select import SkillPicker
     from evolve.workspace import AgentConfig
 
 InjectMode = Literal["none", "recipe", "oracle", "fixed"]
@@ -130,4 +130,7 @@ def _picker(ws: Workspace, env: Environment, units: Sequence[MemoryUnit]) -> Ski
     read only when skills are on), as training broke them."""
     if not settings_of(ws.config).enabled:
         return None
+    from evolve.skills._select import make_picker  # the picker loads only where skills are on
+    from evolve.skills._strata import load_strata
+
     return make_picker(ws.config, units, training=False, env=env, strata=load_strata(ws.root))

@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,6 +23,18 @@ PREFIX = "evolve-"
 KINDS = ("gate", "score", "dry-run")
 # Copies made by versions without the marker are removed only when this old (seconds).
 UNMARKED_AGE = 24 * 3600
+
+
+def host() -> str:
+    """This machine's name, as `socket.gethostname()` says it, without importing `socket`
+    (`os.uname()`'s node name, the same name): `evolve._held.host`, kept here because the gate
+    imports nothing of evolve's beyond the store and the statistics."""
+    uname = getattr(os, "uname", None)
+    if uname is not None:
+        return str(uname().nodename)
+    import socket  # pragma: no cover - a system without uname (Windows)
+
+    return socket.gethostname()  # pragma: no cover
 
 
 def _start_time(pid: int) -> str | None:
@@ -57,7 +68,7 @@ def temp_copy(kind: str) -> Iterator[Path]:
     pid = os.getpid()
     path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-{pid}-", dir=temp_root()))
     try:
-        owner = {"pid": pid, "host": socket.gethostname(), "start": _start_time(pid)}
+        owner = {"pid": pid, "host": host(), "start": _start_time(pid)}
         (path / MARKER).write_text(json.dumps(owner), encoding="utf-8")
         yield path
     finally:
@@ -74,7 +85,7 @@ def _stale(path: Path) -> bool:
             return False
     except (OSError, ValueError):
         return False
-    if not isinstance(owner, dict) or owner.get("host") != socket.gethostname():
+    if not isinstance(owner, dict) or owner.get("host") != host():
         return False
     pid = owner.get("pid")
     if not isinstance(pid, int) or pid == os.getpid():

@@ -11,19 +11,19 @@ the sandbox (`evolve.harness._sandboxed`; docs/harness.md, variant files).
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from evolve._format import _limits as limits
+from evolve._lazy import pattern
 from evolve.errors import ConfigError, PathRefused
 from evolve.harness._contracts import MODULES
 from evolve.harness._harness import BUILTINS, DEFAULT_HARNESS, DEFAULTS, Harness
 
 HARNESS_FILE = "prompts/harness.yaml"
 VARIANTS_DIR = "harness"  # where workspace variant files will live: harness/<module>/<name>.py
-_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_NAME = pattern(r"[a-z][a-z0-9_]{0,63}")
 VARIANT_MAX_BYTES = 64 * 1024  # a variant file at most
 APPROVED_FILE = f"{VARIANTS_DIR}/approved.yaml"  # module/name -> SHA-256 a person approved
 

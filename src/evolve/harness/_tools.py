@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from evolve._lazy import pattern
 from evolve.agent import DEFAULT_HOOKS, AgentRequest, LoopHooks
 from evolve.harness._variant import Variant
 
@@ -14,7 +14,7 @@ from evolve.harness._variant import Variant
 DOC_TOOL = "harness__api_doc"
 
 # One API's entry in the docs: `- app__api(arguments): what it does`.
-_ENTRY = re.compile(r"^- (\w+)\((.*?)\): (.*)$")
+_ENTRY = pattern(r"^- (\w+)\((.*?)\): (.*)$")
 
 
 def _purpose(description: str) -> str:

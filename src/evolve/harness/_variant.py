@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from evolve._lazy import pattern
 from evolve.llm import estimate_tokens
 
 
@@ -36,7 +36,7 @@ class Variant:
 
 # --- lexical similarity, shared by the relevance variants ------------------------------
 
-_WORD = re.compile(r"[a-z]+")
+_WORD = pattern(r"[a-z]+")
 _STOP = frozenset(
     [
         "a",

@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evolve._registry import Registry
-from evolve.llm._mock import MockLLM
 from evolve.llm._types import LLM
 
 if TYPE_CHECKING:
@@ -36,6 +35,8 @@ models: Registry[ModelFactory] = Registry("model", "evolve.models")
 
 @models.register("mock")
 def mock_model(model: str, /, *, env: Environment | None = None, **options: Any) -> LLM:
+    from evolve.llm._mock import MockLLM  # scripted replies: only where `mock` is chosen
+
     return MockLLM(**options)
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from evolve.llm._budget import Budget, RetryBudget
-from evolve.llm._cache import CachedLLM
 from evolve.llm._cost import PricedLLM, Rate, find_rate
 from evolve.llm._errors import KeyMissing
 from evolve.llm._meter import current_meter
@@ -16,6 +14,7 @@ from evolve.redact import Redactor
 
 if TYPE_CHECKING:
     from evolve.envs import Environment
+    from evolve.llm._budget import Budget
     from evolve.workspace import EvolveConfig
 
 RoleName = Literal["agent", "updater", "reflector", "evolver", "selector"]
@@ -77,6 +76,7 @@ def make_role_llm(
     options: dict[str, Any] = {}
     if name.strip().startswith(_HTTP):
         from evolve.llm import _http  # httpx: only for the HTTP backends, not sim or mock
+        from evolve.llm._budget import Budget, RetryBudget
 
         r = m.retry
         options = {
@@ -106,6 +106,8 @@ def make_role_llm(
             raise KeyMissing(exc.key_env, _INSTEAD[role]) from None
     redactor = Redactor.from_config(config.redact)
     if m.cache != "off":
+        from evolve.llm._cache import CachedLLM  # only where requests are cached
+
         llm = CachedLLM(llm, m.cache, redactor=redactor)
     prices = {key: Rate(p.input, p.output) for key, p in config.prices.items()}
     rate = find_rate(llm.name, prices)

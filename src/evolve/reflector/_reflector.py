@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from string import Template
 from typing import Any
 
+from evolve._io import package_text
 from evolve._text import fragment
 from evolve.llm import LLM, JsonSchema, Message, ReplyMalformed, RequestFailed
 from evolve.ops import Refusal
@@ -33,9 +33,7 @@ SCHEMA = JsonSchema(
     },
 )
 # In a prompt file, like every instruction evolve sends (the applier's copy check reads them).
-SYSTEM = (
-    resources.files("evolve.reflector").joinpath("prompts", "system.md").read_text("utf-8").strip()
-)
+SYSTEM = package_text("evolve.reflector", "prompts", "system.md").strip()
 
 
 @dataclass
@@ -65,11 +63,7 @@ class Reflector:
         max_chars: int,
         seed: int,
     ) -> PromptProposal:
-        template = Template(
-            resources.files("evolve.reflector")
-            .joinpath("prompts", "reflector.md")
-            .read_text("utf-8")
-        )
+        template = Template(package_text("evolve.reflector", "prompts", "reflector.md"))
         prompt = template.safe_substitute(
             failures=summarize_failures(failures),
             guidance="\n".join(f"- {g}" for g in guidance) or "(empty)",

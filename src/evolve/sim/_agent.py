@@ -35,12 +35,14 @@ from evolve.envs.persona_world import (
     reference_args,
     split_sentences,
 )
+from evolve.envs.persona_world._procedures import READ_BACK
 from evolve.envs.persona_world._rules import Rule
 from evolve.harness import DOC_TOOL, FINISH_NOTE, REVIEW_NOTE
 from evolve.llm import Message
 from evolve.sim._parse import DiskMemo, PromptCache, recognized
 from evolve.sim._rates import SimRates
-from evolve.sim._skills_agent import SENT_PAYMENTS, follow_skills
+
+SENT_PAYMENTS = READ_BACK["payment"]  # the one read-back call that needs the access token
 
 _COMPUTED_RATES = {
     "payment.card": ("habitual_card_stated", "habitual_card_given"),
@@ -243,7 +245,11 @@ class SimAgent:
         directives = read_directives(system)
         stats = read_stats(system)
         need_history = self._needs_history(task, directives, stats)
-        steps = follow_skills(_plan(task, need_history), task, system)  # `<skills>` only
+        steps = _plan(task, need_history)
+        if "<skills>" in system:  # the injected skills change the plan (loaded only then)
+            from evolve.sim._skills_agent import follow_skills
+
+            steps = follow_skills(steps, task, system)
         # Harness modules reach the sim only through what they put in the messages
         # (docs/sim.md, "Harness variants"): a review note, a looked-up API entry.
         note = messages[-1].content if messages[-1].role == "user" else ""

@@ -21,10 +21,25 @@ from evolve.sim._agent import SimAgent
 from evolve.sim._rates import SimRates
 from evolve.sim._role import ROLES, Sim, role
 
+# Where the roles that are not the recipes' live (the recipes', the reflector's: `_roles`), so
+# that a request loads only the module of its own role: a training run on the sim loads neither
+# the skill library's roles nor the selector's unless skills are on.
+ROLE_MODULES = {
+    "skill_selection": "evolve.sim._selector",
+    "skill_reflection": "evolve.sim._skills",
+    "skill_evolve": "evolve.sim._skills",
+    "skill_consolidate": "evolve.sim._skills",
+}
 
-def load_roles() -> None:
-    """Import the modules that register the other roles (the agent's is built in)."""
-    from evolve.sim import _roles, _selector, _skills  # noqa: F401  (they register roles)
+
+def load_roles(name: str | None = None) -> None:
+    """Import the module that registers role `name` (the agent's is built in); every role's
+    module without a name, or when that one does not register it."""
+    import importlib
+
+    importlib.import_module(ROLE_MODULES.get(name or "", "evolve.sim._roles"))
+    if name is None or name not in ROLES:
+        from evolve.sim import _roles, _selector, _skills  # noqa: F401  (they register roles)
 
 
 @role("statements")
@@ -61,7 +76,7 @@ class SimLLM:
         name = json_schema.name if json_schema is not None else "text"
         key = f"{self.seed}|{seed}"
         if name != "agent_action" and name not in ROLES:
-            load_roles()
+            load_roles(name)
         if name == "agent_action":
             payload: Any = self._agent.act(messages, derive_seed(key))
         elif name in ROLES:

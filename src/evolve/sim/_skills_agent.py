@@ -43,7 +43,6 @@ _LOOKUP = re.compile(
 )
 _HEAD = re.compile(r"^\s*\[[^\]\s]+\]\s*")
 _LOOKUPS = frozenset(LOOK_UP.values())
-SENT_PAYMENTS = READ_BACK["payment"]  # the one read-back call that needs the access token
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from importlib import resources
 from string import Template
 
+from evolve._io import package_text
 from evolve._text import fragment
 from evolve.llm import LLM, JsonSchema, Message, ReplyMalformed, RequestFailed
 from evolve.memory import TOPIC_PATTERN
@@ -40,7 +40,7 @@ _CALL = re.compile(r"^\s*([a-z][a-z0-9_]*)__[a-z0-9_]+\(", re.M)
 
 
 def load_prompt(name: str) -> Template:
-    text = resources.files("evolve.skills").joinpath("prompts", f"{name}.md").read_text("utf-8")
+    text = package_text("evolve.skills", "prompts", f"{name}.md")
     return Template(text)
 
 

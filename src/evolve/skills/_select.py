@@ -76,6 +76,9 @@ from evolve.llm import (
     RequestFailed,
     estimate_tokens,
 )
+from evolve.skills._settings import LEXICAL as LEXICAL
+from evolve.skills._settings import SkillSettings as SkillSettings
+from evolve.skills._settings import settings_of as settings_of
 from evolve.skills._skill import Skill as Skill
 from evolve.skills._skill import skill_of as skill_of
 from evolve.skills._skill import skills_of as skills_of
@@ -88,7 +91,6 @@ SELECTION_SCHEMA = JsonSchema(
         "required": ["skills"],
     },
 )
-LEXICAL = "lexical"
 
 
 def evidence_of(strata: Mapping[str, Mapping[str, Sequence[int]]] | None) -> dict[str, float]:
@@ -292,36 +294,6 @@ def describe(selection: Selection) -> str:
     inj = ", ".join(selection.injected) or "none"
     out = ", ".join(selection.held_out) or "none"
     return printable(f"skills injected: {inj}; held out: {out}", 300)
-
-
-@dataclass(frozen=True)
-class SkillSettings:
-    """The `skills:` section of evolve.yaml as selection reads it (the defaults are the README's)."""
-
-    enabled: bool = False
-    max_injected: int = 3
-    budget_tokens: int = 400
-    holdout_share: float = 0.2
-    retire_confidence: float = 0.9
-    selector: str = LEXICAL
-
-
-def settings_of(config: Any, recipe: str | None = None) -> SkillSettings:
-    """The skill settings of an `EvolveConfig`: on when `skills.enabled` is true, the training
-    recipe is `skills` (in the file, or `recipe`: the one a run was given), or `skills` is
-    among the rendered recipes."""
-    section = getattr(config, "skills", None)
-    base = SkillSettings()
-    recipes = set(config.rendered_recipes()) | {config.train.recipe, recipe or ""}
-    enabled = bool(getattr(section, "enabled", False)) or "skills" in recipes
-    return SkillSettings(
-        enabled=enabled,
-        max_injected=int(getattr(section, "max_injected", base.max_injected)),
-        budget_tokens=int(getattr(section, "budget_tokens", base.budget_tokens)),
-        holdout_share=float(getattr(section, "holdout_share", base.holdout_share)),
-        retire_confidence=float(getattr(section, "retire_confidence", base.retire_confidence)),
-        selector=str(getattr(config.models, "selector", LEXICAL) or LEXICAL),
-    )
 
 
 def make_picker(

@@ -52,7 +52,7 @@ from evolve.applier import ApplyResult
 from evolve.envs import Environment, Task, Tier, environments, personas_of
 from evolve.episode import EpisodeResult, EpisodeSetup, Redactor, run_episode
 from evolve.errors import EvolveError, ModelError, UnknownName
-from evolve.evaluate import make_verifier, open_env
+from evolve.evaluate import make_verifier
 from evolve.evaluate._setup import command_agent_of
 from evolve.harness import load_harness
 from evolve.history import clip, refresh_commit_graph, tombstone_git_reverts
@@ -60,10 +60,7 @@ from evolve.llm import LLM, RequestFailed, make_role_llm
 from evolve.llm._meter import Meter, RoleUsage, difference, metering, usage_json
 from evolve.memory import MemoryUnit, UnitReader, in_scope, scope_for
 from evolve.ops import Op
-from evolve.skills._failed import fail, failed_files, load_failed
-from evolve.skills._records import check_records
-from evolve.skills._select import make_picker, settings_of, skills_of
-from evolve.skills._strata import load_strata
+from evolve.skills._settings import settings_of
 from evolve.store import (
     EPISODE,
     GENERATION,
@@ -365,6 +362,8 @@ def _open_env(ws: Workspace) -> Environment:
     from evolve.envs.persona_world import PersonaWorldEnv
 
     if factory is not PersonaWorldEnv:
+        from evolve.evaluate import open_env  # scoring's runner: only for another environment
+
         return open_env(ws)
     return PersonaWorldEnv(ws.evalset_dir, remember=str(ws.store.git_dir / EVALSET_CACHE))
 
@@ -393,6 +392,7 @@ def score_episodes(
     """Count training episodes on the skills scoreboard (see evolve.skills._scoreboard) and
     retire what is then confidently harmful; the commits carry episode `k`, like the
     episode or batch commit (`outcomes` empty: a skills batch counted them already)."""
+    from evolve.skills._failed import failed_files
     from evolve.train._scoreboard import settle  # looked up per call (a test stops it midway)
 
     settle(
@@ -453,6 +453,8 @@ def stratum(
     before = task_id in failed
     counts: Counts = [(*seen, passed, task_id, before)] if seen[0] or seen[1] else []
     if not passed:
+        from evolve.skills._failed import fail
+
         fail(failed, task_id)
     return counts, not passed
 
@@ -523,6 +525,9 @@ def _check_memory(ws: Workspace, request: TrainRequest) -> tuple[UnitReader, lis
     reader = UnitReader(ws.root, remember=str(ws.store.git_dir / UNITS_CACHE))
     loaded = reader.load()
     if settings_of(ws.config).enabled or request.recipe == "skills":
+        from evolve.skills._records import check_records
+        from evolve.skills._select import skills_of
+
         check_records(ws.root)
         skills_of(in_scope(loaded, request.scope))  # two skills with one id: refused
     return reader, loaded
@@ -657,9 +662,11 @@ class _EpisodeLoop:
                 ws, request.recipe, stream.sid, request.persona, env, request.review,
                 request.generation, models.evolver,
             )  # fmt: skip
-        self.failed = (
-            load_failed(ws.root) if settings_of(ws.config).enabled or self.batches else None
-        )
+        self.failed: dict[str, int] | None = None
+        if settings_of(ws.config).enabled or self.batches:  # the scoreboard's record of tasks
+            from evolve.skills._failed import load_failed
+
+            self.failed = load_failed(ws.root)
         if self.batches is not None:
             self.batches.failed = self.failed
 
@@ -716,6 +723,20 @@ class _EpisodeLoop:
 
     def _setup(self, task: Task, visible: list[MemoryUnit]) -> EpisodeSetup:
         ws, name = self.ws, self.request.recipe
+        skills = None  # the picker (and the skill library) loads only where skills are on
+        if settings_of(ws.config, name).enabled:
+            from evolve.skills._select import make_picker
+            from evolve.skills._strata import load_strata
+
+            skills = make_picker(
+                ws.config,
+                visible,  # global skills and this persona's own
+                training=True,
+                env=self.env,
+                recipe=name,
+                strata=load_strata(ws.root) if self.failed is not None else None,
+                task=task.id,
+            )  # the scoreboard's hold-out, balanced within the task
         return EpisodeSetup(
             prompt_files=self.prompt_files,
             memory=render_for(visible, self.request.scope, (name,)),  # what this recipe learns
@@ -728,15 +749,7 @@ class _EpisodeLoop:
             # who plays: the Python API's agent, else `agent.name`'s, else `agent.command`'s, else
             # evolve's own over the model
             agent=self.models.player or self.agent or command_agent_of(ws.config.agent, ws.root),
-            skills=make_picker(
-                ws.config,
-                visible,  # global skills and this persona's own
-                training=True,
-                env=self.env,
-                recipe=name,
-                strata=load_strata(ws.root) if self.failed is not None else None,
-                task=task.id,
-            ),  # the scoreboard's hold-out, balanced within the task
+            skills=skills,
             harness=load_harness(ws.root),  # prompts/harness.yaml, read as each episode starts
         )
 
@@ -789,9 +802,11 @@ class _EpisodeLoop:
             return
         if self.batches is not None:
             update = self.batches.take(k, update)
-        from evolve.review import as_pending
+        ops = update.ops
+        if request.review:
+            from evolve.review import as_pending  # only where ops wait for a person
 
-        ops = as_pending(update.ops, ep.visible) if request.review else update.ops
+            ops = as_pending(update.ops, ep.visible)
         applier = self.committer.applier
         applied = applier.apply(ops, ep.units)
         ep.outcome.refused = [r.line() for r in [*update.refused, *applied.refused]]

@@ -22,7 +22,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from evolve._format._message import PREFIX
+from evolve._held import host
 from evolve._io import atomic_write
 from evolve.errors import EvolveError, WriteFailed, write_failure
 from evolve.gate import index_flags, sweep
@@ -56,7 +56,7 @@ class GenerationJournal:
     branch: str | None
     protected_hash: str
     pid: int = field(default_factory=os.getpid)
-    host: str = field(default_factory=socket.gethostname)
+    host: str = field(default_factory=host)
     started: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     phase: str = "start"
     stream_end: int | None = None

@@ -9,16 +9,16 @@ very next episode.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from importlib import resources
 from string import Template
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evolve._format._render import active_by_age as _active_by_age
 from evolve._format._units import content_id
+from evolve._io import package_text
+from evolve._lazy import pattern
 from evolve._registry import Registry
 from evolve._text import fragment, is_placeholder
 from evolve.envs import ApiCall
@@ -306,7 +306,7 @@ def copied_name(ref: str) -> bool:
 
 def load_prompt(name: str) -> Template:
     """A recipe's prompt template from the package's `prompts/` folder."""
-    text = resources.files("evolve.updaters").joinpath("prompts", f"{name}.md").read_text("utf-8")
+    text = package_text("evolve.updaters", "prompts", f"{name}.md")
     return Template(text)
 
 
@@ -361,7 +361,7 @@ def strict_fields(
 
 
 MAX_STATEMENT = 300
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_SENTENCE = pattern(r"(?<=[.!?])\s+")
 
 
 def sentences(text: str) -> list[str]:

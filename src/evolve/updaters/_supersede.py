@@ -21,17 +21,17 @@ similarity net and re-affirming apply: docs/updaters.md, "When the updater names
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from evolve._format._render import learned_key, tagged
+from evolve._lazy import pattern
 from evolve.memory import MemoryUnit
 from evolve.memory._similarity import normalize
 from evolve.updaters._base import RecipeContext, Update
 
 MAX_SUBJECT = 48
-_SLUG = re.compile(r"[^a-z0-9]+")
+_SLUG = pattern(r"[^a-z0-9]+")
 # A subject made only of these says nothing (a copied field name: "SUBJECT", "the topic").
 _EMPTY_WORDS = frozenset(
     {"subject", "topic", "key", "id", "text", "none", "null", "string", "the", "a"}

@@ -1,0 +1,152 @@
+"""A train run imports only what it runs: `evolve train` as a user runs it (its own process,
+the sim models, skills off) loads none of the parts it does not reach, no evolve module of
+its imports `socket`, `zipfile` or the resource readers itself, and evolve's module count
+stays under a bound (`sys.modules`, not time; the time is `benchmarks/bench_scale.py`'s)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import zipfile
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from evolve._held import host
+from evolve._io import package_files, package_text
+from evolve._lazy import pattern
+from evolve.workspace import Workspace
+
+# What a plain training run (no --review, skills off, evolve's persona world, no git revert
+# to answer, no request cache) never needs.
+NEVER = (
+    "evolve.review",  # only with --review
+    "evolve.skills._select", "evolve.skills._skill", "evolve.skills._failed",
+    "evolve.skills._strata", "evolve.skills._records", "evolve.skills._staging",  # skills on
+    "evolve.sim._skills", "evolve.sim._skills_agent", "evolve.sim._selector",  # their roles
+    "evolve.llm._cache", "evolve.llm._budget", "evolve.llm._mock", "evolve.llm._paths",
+    "evolve.applier._caps", "evolve.applier._prompts", "evolve.applier._harness",
+    "evolve.history._gitanswer", "evolve.history._changes", "evolve.history._restarts",
+    "evolve.history._unretire",  # the answer to a plain git revert
+    "evolve.evaluate._run", "evolve.evaluate._report", "evolve.executors",  # scoring's runner
+    "click", "rich",
+)  # fmt: skip
+# Standard-library modules no evolve module imports itself on this path (a dependency may).
+NOT_BY_EVOLVE = ("socket", "zipfile", "importlib.resources", "importlib.metadata")
+# evolve's modules the run below loads: 165 before this bound was set, 136 then.
+BOUND = 140
+
+_PROBE = """
+import builtins, json, runpy, sys
+direct = set()
+_import = builtins.__import__
+def probe(name, globals=None, locals=None, fromlist=(), level=0):
+    importer = (globals or {}).get("__name__") or ""
+    if level == 0 and importer.startswith("evolve"):
+        for full in (name, *(f"{name}.{part}" for part in fromlist or ())):
+            if full.startswith(NOT_BY_EVOLVE):
+                direct.add(f"{importer} -> {full}")
+    return _import(name, globals, locals, fromlist, level)
+builtins.__import__ = probe
+sys.argv = ["evolve", *ARGS]
+try:
+    runpy.run_module("evolve", run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    code = exc.code
+finally:
+    print("LOADED:" + json.dumps({"modules": sorted(sys.modules), "direct": sorted(direct)}))
+sys.exit(code)
+"""
+
+
+def _train(root: Path, *args: str) -> tuple[dict[str, object], list[str], list[str]]:
+    """The report of `evolve train --json ARGS` run as a user runs it, the modules loaded when it
+    ended, and the imports of `NOT_BY_EVOLVE` an evolve module made itself."""
+    code = _PROBE.replace("NOT_BY_EVOLVE", repr(NOT_BY_EVOLVE)).replace(
+        "ARGS", repr(["train", "--json", *args])
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, env=os.environ
+    )
+    assert done.returncode == 0, done.stderr
+    out, loaded = done.stdout.rsplit("LOADED:", 1)
+    seen = json.loads(loaded)
+    return json.loads(out), seen["modules"], seen["direct"]
+
+
+def test_a_train_run_loads_only_what_it_runs(workspace: Workspace) -> None:
+    report, loaded, direct = _train(workspace.root, "--episodes", "2", "--seed", "3")
+    assert len(report["outcomes"]) == 2  # type: ignore[arg-type]
+    assert "evolve.train._train" in loaded and "evolve.applier._memory" in loaded
+    needless = [m for m in loaded if m.startswith(NEVER)]
+    assert needless == [], needless
+    assert direct == [], direct
+    ours = [m for m in loaded if m == "evolve" or m.startswith("evolve.")]
+    assert len(ours) <= BOUND, f"{len(ours)} of evolve's modules loaded (bound {BOUND})"
+
+
+def test_the_host_is_the_name_socket_gives() -> None:
+    from evolve.gate._tempdirs import host as gate_host
+
+    assert host() == gate_host() == socket.gethostname()
+
+
+def test_package_text_reads_what_the_resource_reader_reads() -> None:
+    for package, parts in [
+        ("evolve.updaters", ("prompts", "tepa.md")),
+        ("evolve.reflector", ("prompts", "system.md")),
+    ]:
+        expected = resources.files(package).joinpath(*parts).read_text("utf-8")
+        assert package_text(package, *parts) == expected
+    assert isinstance(package_files("evolve"), Path)
+
+
+def test_package_text_of_a_zipped_package_goes_through_the_resource_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = tmp_path / "pkgs.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("zipped_probe/__init__.py", "")
+        z.writestr("zipped_probe/prompts/a.md", "line one\nline two\n")
+    monkeypatch.syspath_prepend(str(archive))
+    monkeypatch.delitem(sys.modules, "zipped_probe", raising=False)
+    assert not isinstance(package_files("zipped_probe"), Path)
+    assert package_text("zipped_probe", "prompts", "a.md") == "line one\nline two\n"
+
+
+def test_a_pattern_compiles_on_first_use_and_then_is_the_compiled_one() -> None:
+    lazy = pattern(r"(?<=[.!?])\s+", re.I)
+    assert "split" not in vars(lazy)  # nothing compiled yet
+    assert lazy.split("One. Two!  Three") == ["One.", "Two!", "Three"]
+    compiled = re.compile(r"(?<=[.!?])\s+", re.I)
+    assert lazy.pattern == compiled.pattern and lazy.flags == compiled.flags
+    assert lazy.sub("_", "a. b") == "a._b" and lazy.search("x") is None
+    assert vars(lazy)["findall"].__self__ is vars(lazy)["search"].__self__  # one compile
+    with pytest.raises(AttributeError):
+        getattr(lazy, "_private")  # noqa: B009
+    bad = pattern(r"(")
+    with pytest.raises(re.error):
+        bad.search("(")
+
+
+def test_each_sim_role_is_found_in_the_module_named_for_it() -> None:
+    """`sim._model.ROLE_MODULES` names where the roles outside `_roles` live: every role those
+    modules register is listed there, under its own module."""
+    from evolve.sim._model import ROLE_MODULES, load_roles
+    from evolve.sim._role import ROLES
+
+    load_roles()
+    elsewhere = {
+        name: fn.__module__
+        for name, fn in ROLES.items()
+        if fn.__module__ not in ("evolve.sim._roles", "evolve.sim._model")
+    }
+    assert elsewhere == ROLE_MODULES
+    for module in set(ROLE_MODULES.values()):
+        assert importlib.import_module(module) is not None

@@ -56,7 +56,7 @@ def assert_rolled_back(
     assert not (ws.store.git_dir / "evolve-journal.json").exists()
     with txn_lock(Workspace(root), "test: the lock is free"):  # LockHeld if a writer still held it
         pass
-    assert leftovers(tmpdir) == []
+    assert leftovers(tmpdir) == [], leftovers(tmpdir)
     records = {r.number: r for r in load_records(Workspace(root))}
     record = records[number]
     assert record.verdict == "rejected"

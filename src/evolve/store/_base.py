@@ -116,7 +116,15 @@ class _ObjectReader:
         if "\n" in name or not name:
             return None
         with self._lock:  # one request and its answer at a time on the pipe
-            return self._get(name)
+            try:
+                return self._get(name)
+            except BaseException:
+                # Stopped between the request and the end of its answer (Ctrl-C, a time
+                # limit's alarm, SIGTERM, an error): the pipe may still hold part of the
+                # answer, which the next request would read as its own. This process goes;
+                # the next request starts a new one.
+                self.close()
+                raise
 
     def _get(self, name: str) -> tuple[str, str, bytes] | None:
         proc = self._start()

@@ -60,3 +60,23 @@ def signals_held() -> Iterator[None]:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """A short step that must not be cut in half (a folder made and named, or removed) and
+    must not lose a signal either: SIGINT, SIGTERM, SIGHUP or SIGALRM (a time limit) arriving
+    inside the block take effect when it ends, delivered to the handlers as they were."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)
+    old = {sig: signal.signal(sig, lambda signum, frame: arrived.append(signum)) for sig in sigs}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        for signum in dict.fromkeys(arrived):
+            signal.raise_signal(signum)

@@ -115,6 +115,9 @@ def test_cli_dry_run_prints_the_diff_and_verdict_and_changes_nothing(
     ws = _configure(workspace, run_git, train_episodes=2, runs=1)
     monkeypatch.chdir(ws.root)
     monkeypatch.delenv("EVOLVE_WORKSPACE", raising=False)
+    # No cache file yet: a dry run that wrote one (evolve.yaml's parsed text) would show.
+    for cache in (ws.root / ".git").glob("evolve-*.cache"):
+        cache.unlink()
     files, mtimes, state = _files(ws.root), _mtimes(ws.root), _git_state(ws.root, run_git)
 
     assert main(["evolve", "--generations", "1", "--dry-run"]) == 0

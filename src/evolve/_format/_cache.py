@@ -203,6 +203,21 @@ def unseal(sealed: bytes) -> bytes | None:
     return data if hmac.compare_digest(mac, _mac(key, data)) else None
 
 
+# Inside `frozen()` (a dry run: it changes nothing, not even inside .git) no cache file is
+# written; lookups still read, and what a process learns stays in its memory.
+_FROZEN = [0]
+
+
+class frozen:  # noqa: N801 - used as `with frozen():`, as contextlib's helpers are
+    """Within the block, every `DiskCache` of this process only reads (nestable)."""
+
+    def __enter__(self) -> None:
+        _FROZEN[0] += 1
+
+    def __exit__(self, *exc: object) -> None:
+        _FROZEN[0] -= 1
+
+
 class DiskCache:
     """The file at `path`: entries `key -> value`, valid for the code that wrote them (see
     the module docstring; `code` names the source files that produce the entries, when they
@@ -280,6 +295,8 @@ class DiskCache:
         if self.size is not None and len(entries) > self.size:
             entries = dict(list(entries.items())[-self.size :])
         self._entries = entries
+        if _FROZEN[0]:
+            return
         stamp = {**self._stamp, **code_version(self.code)}
         self._stamp = stamp
         tmp = f"{self.path}.{os.getpid()}.tmp"

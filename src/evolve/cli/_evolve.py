@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import IO, Any
 
@@ -132,23 +133,27 @@ def evolve_cmd(
     accept. A generation that fails, is interrupted (Ctrl-C, SIGTERM) or runs past --timeout
     is reset to its base and recorded as `rejected (error: ...)`; one whose process was killed
     is reset by the next evolve command."""
-    ws = models.apply(open_workspace(workspace))
-    from evolve.history import require_records
+    from evolve._format._cache import frozen
 
-    require_records(ws.store, ws.config.persona, "evolving")  # a generation trains
-    try:
-        result = evolve(
-            ws,
-            generations=generations,
-            dry_run=dry_run,
-            timeout=timeout,
-            executor=executor,
-            concurrency=concurrency,
-            trust_git_config=trust_git_config,
-            progress=None if as_json else (lambda m: stderr.print(m, style="dim")),
-        )
-    except KeyboardInterrupt as exc:
-        raise _Interrupted(str(exc) or "nothing half-written was kept.") from None
+    # A dry run changes nothing, not even a cache file in .git, from its first read on.
+    with frozen() if dry_run else contextlib.nullcontext():
+        ws = models.apply(open_workspace(workspace))
+        from evolve.history import require_records
+
+        require_records(ws.store, ws.config.persona, "evolving")  # a generation trains
+        try:
+            result = evolve(
+                ws,
+                generations=generations,
+                dry_run=dry_run,
+                timeout=timeout,
+                executor=executor,
+                concurrency=concurrency,
+                trust_git_config=trust_git_config,
+                progress=None if as_json else (lambda m: stderr.print(m, style="dim")),
+            )
+        except KeyboardInterrupt as exc:
+            raise _Interrupted(str(exc) or "nothing half-written was kept.") from None
     if as_json:
         emit_json(
             {

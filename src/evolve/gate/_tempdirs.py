@@ -18,6 +18,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from evolve._signals import signals_deferred
+
 MARKER = ".evolve-owner"
 PREFIX = "evolve-"
 KINDS = ("gate", "score", "dry-run")
@@ -66,13 +68,21 @@ def temp_copy(kind: str) -> Iterator[Path]:
     """A new empty folder for a copy of kind `kind`, removed when the block ends."""
     assert kind in KINDS, kind
     pid = os.getpid()
-    path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-{pid}-", dir=temp_root()))
+    # Made and marked, and removed, with signals deferred: a Ctrl-C or a generation's time
+    # limit arriving in either step takes effect after it (here, inside the `try`), not
+    # halfway: a folder made but not yet named, or half removed, would outlive the command
+    # with a live owner, which no sweep takes.
+    path: Path | None = None
     try:
-        owner = {"pid": pid, "host": host(), "start": _start_time(pid)}
-        (path / MARKER).write_text(json.dumps(owner), encoding="utf-8")
+        with signals_deferred():
+            path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-{pid}-", dir=temp_root()))
+            owner = {"pid": pid, "host": host(), "start": _start_time(pid)}
+            (path / MARKER).write_text(json.dumps(owner), encoding="utf-8")
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        if path is not None:
+            with signals_deferred():
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def _stale(path: Path) -> bool:

@@ -28,7 +28,7 @@ import re
 import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import FrameType
@@ -808,8 +808,10 @@ def evolve(
         count, dry_run, gate or Gate(), models, progress or (lambda _msg: None), timeout,
         executor, concurrency, trust_git_config,
     )  # fmt: skip
+    from evolve._format._cache import frozen
+
     try:
-        with _signals_raise(), executor_session(executor):
+        with _signals_raise(), executor_session(executor), frozen() if dry_run else nullcontext():
             return _evolve(ws, request)
     except Terminated as exc:  # between generations: nothing was running
         raise WriteInterrupted(

@@ -19,7 +19,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from evolve._confine import append_under
@@ -101,19 +101,52 @@ class GitRefs(GitObjects):
 
     def _open_ref_lock(self, lock_path: Path) -> int:
         """Create git's `<ref>.lock` (recovering one a killed evolve left), its owner record
-        written first (removed by the caller with `_disown`)."""
+        written first (removed by `_replace_under`)."""
         if lock_path.exists() and not self.recover_stale_lock(lock_path):
             raise _held_by_another(lock_path, "updating the branch")
-        write_owner(self.git_dir, lock_path, owner())
+        fd = self._create_lock(lock_path)
+        if fd is None:
+            raise _held_by_another(lock_path, "updating the branch")
+        return fd
+
+    def _create_lock(self, lock: Path) -> int | None:
+        """Take git's `lock` the way git does, exclusively created, with evolve's owner record
+        written first: its descriptor, or None (no record left) where it already exists."""
+        write_owner(self.git_dir, lock, owner())
         try:
-            io_fault(lock_path)
-            return os.open(lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o644)
+            io_fault(lock)
+            return os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o644)
         except FileExistsError:
-            self._disown(lock_path)
-            raise _held_by_another(lock_path, "updating the branch") from None
+            self._disown(lock)
+            return None
         except BaseException:
-            self._disown(lock_path)
+            self._disown(lock)
             raise
+
+    def _replace_under(
+        self, fd: int, lock: Path, path: Path, value: str, still: Callable[[], bool]
+    ) -> bool:
+        """With `lock` held (`fd`): if `still()` holds, write `value` into the lock and rename
+        it over `path` (True); else drop the lock (False). `still` may raise instead. Either
+        way the lock is gone and its owner record with it."""
+        try:
+            if not still():
+                os.close(fd)
+                fd = -1
+                lock.unlink()
+                return False
+            os.write(fd, (value + "\n").encode("ascii"))
+            os.close(fd)
+            fd = -1
+            os.replace(lock, path)
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            lock.unlink(missing_ok=True)
+            raise
+        finally:
+            self._disown(lock)
+        return True
 
     def _disown(self, *locks: Path) -> None:
         for lock in locks:
@@ -155,23 +188,15 @@ class GitRefs(GitObjects):
         lock_path = ref_path.with_name(ref_path.name + ".lock")
         ref_path.parent.mkdir(parents=True, exist_ok=True)
         fd = self._open_ref_lock(lock_path)
-        try:
-            current = self.head()
-            if current != old:
+
+        def unmoved() -> bool:
+            if self.head() != old:
                 raise EvolveError(
                     "the branch moved while evolve was committing; rerun the command."
                 )
-            os.write(fd, (new + "\n").encode("ascii"))
-            os.close(fd)
-            fd = -1
-            os.replace(lock_path, ref_path)
-        except BaseException:
-            if fd >= 0:
-                os.close(fd)
-            lock_path.unlink(missing_ok=True)
-            raise
-        finally:
-            self._disown(lock_path)
+            return True
+
+        self._replace_under(fd, lock_path, ref_path, new, unmoved)
         name, email = self._identity_of("COMMITTER")
         stamp = f"{int(time.time())} {time.strftime('%z')}"
         flat = " ".join(subject.split())
@@ -257,34 +282,11 @@ class GitRefs(GitObjects):
             or os.path.lexists(lock)
         ):
             return False
-        write_owner(self.git_dir, lock, owner())
-        try:
-            io_fault(lock)
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o644)
-        except FileExistsError:  # taken meanwhile: git says what holds it
-            self._disown(lock)
+        fd = self._create_lock(lock)
+        if fd is None:  # taken meanwhile: git says what holds it
             return False
-        except BaseException:
-            self._disown(lock)
-            raise
-        try:
-            if not _holds(path, expected):  # moved meanwhile: git says so
-                os.close(fd)
-                fd = -1
-                lock.unlink()
-                return False
-            os.write(fd, (new + "\n").encode("ascii"))
-            os.close(fd)
-            fd = -1
-            os.replace(lock, path)
-        except BaseException:
-            if fd >= 0:
-                os.close(fd)
-            lock.unlink(missing_ok=True)
-            raise
-        finally:
-            self._disown(lock)
-        return True
+        # moved meanwhile: git says so
+        return self._replace_under(fd, lock, path, new, lambda: _holds(path, expected))
 
     def read_side_ref(self, ref: str, prefix: str = "") -> dict[str, bytes]:
         """Every file of the tree at `ref` (empty if the ref does not exist)."""

@@ -122,6 +122,9 @@ class GenerationTimeout(BaseException):
         self.seconds = seconds
 
 
+_ALARM_AGAIN = 1.0  # seconds between the time limit's alarms once it has passed
+
+
 @contextmanager
 def _time_limit(seconds: float | None) -> Iterator[None]:
     if not seconds or threading.current_thread() is not threading.main_thread():
@@ -132,7 +135,10 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
         raise GenerationTimeout(seconds)
 
     old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # Again every second after the limit: what a handler raises inside a `__del__` or a
+    # finalizer the garbage collector runs is swallowed (printed as "Exception ignored"), and
+    # a one-shot alarm that landed there would let the generation run on without a limit.
+    signal.setitimer(signal.ITIMER_REAL, seconds, _ALARM_AGAIN)
     try:
         yield
     finally:

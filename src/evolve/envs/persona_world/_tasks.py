@@ -9,15 +9,15 @@ kind's final call (no preference applied), and the functional success check.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
-
-import msgspec
 
 from evolve.envs._protocol import ApiCall, Task
 from evolve.envs.persona_world._world import CONTACTS_BY_KEY, Contact
 
 
-class Family(msgspec.Struct, frozen=True):
+@dataclass(frozen=True)
+class Family:
     name: str
     kind: str
     template: str

@@ -9,11 +9,11 @@ learners' records (`evolve.remote`), which must not load the training loop to re
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+
+import msgspec
 
 
-@dataclass(frozen=True)
-class Segment:
+class Segment(msgspec.Struct, frozen=True):
     stream: str
     start: int
     end: int
@@ -38,5 +38,5 @@ def parse_segments(raw: bytes) -> list[Segment]:
 
 def timeline_text(persona: str, segments: list[Segment]) -> str:
     """The timeline file's text."""
-    data = {"persona": persona, "segments": [s.__dict__ for s in segments]}
+    data = {"persona": persona, "segments": [msgspec.structs.asdict(s) for s in segments]}
     return json.dumps(data, indent=2, sort_keys=True) + "\n"

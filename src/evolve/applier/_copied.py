@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
+
+import msgspec
 
 from evolve._io import package_files
 from evolve._text import is_placeholder, printable
@@ -60,14 +61,12 @@ _SCHEMA_WORDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class _Template:
+class _Template(msgspec.Struct, frozen=True):
     name: str  # "updaters/prompts/ace.md"
     grams: frozenset[tuple[str, ...]]
 
 
-@dataclass(frozen=True)
-class _Corpus:
+class _Corpus(msgspec.Struct, frozen=True):
     templates: tuple[_Template, ...]
     tokens: frozenset[str]  # template tokens the prompts show, lower case
     tags: frozenset[str]  # section tags (`<complaint>`, `</task>`), lower case

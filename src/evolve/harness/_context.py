@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
+
+import msgspec
 
 from evolve.agent import build_system_prompt
 from evolve.agent._prompt import PromptFile
@@ -20,8 +22,7 @@ def _prompt(parts: PromptParts) -> str:
     )
 
 
-@dataclass(frozen=True)
-class FullContext:
+class FullContext(msgspec.Struct, frozen=True):
     """Default: every part, in the order of :func:`evolve.agent.build_system_prompt`."""
 
     def assemble(self, parts: PromptParts, task: TaskView) -> str:
@@ -42,8 +43,7 @@ def _fit(lines: list[str], order: list[int], budget: int) -> list[str]:
     return [line for i, line in enumerate(lines) if i in kept]
 
 
-@dataclass(frozen=True)
-class BudgetFifo:
+class BudgetFifo(msgspec.Struct, frozen=True):
     """A FIFO context window (MemGPT): memory lines kept newest first while they fit the
     budget; the oldest fall out."""
 
@@ -56,8 +56,7 @@ class BudgetFifo:
         return _prompt(replace(parts, memory=memory))
 
 
-@dataclass(frozen=True)
-class BudgetRelevance:
+class BudgetRelevance(msgspec.Struct, frozen=True):
     """Relevance-ranked context under a budget (Generative Agents' relevance score): memory
     lines ranked by the stems they share with the task (newer first on a tie) and kept while
     they fit the budget, in their original order."""

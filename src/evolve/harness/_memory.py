@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from evolve.harness._contracts import TaskView
 from evolve.harness._variant import Param, Variant, similarity, stems
@@ -12,16 +12,14 @@ def _lines(memory: str) -> list[str]:
     return [line for line in memory.splitlines() if line.strip()]
 
 
-@dataclass(frozen=True)
-class AllMemory:
+class AllMemory(msgspec.Struct, frozen=True):
     """Default: every rendered line, oldest learned first, as memory rendered it."""
 
     def retrieve(self, memory: str, task: TaskView) -> str:
         return memory
 
 
-@dataclass(frozen=True)
-class TopKSimilar:
+class TopKSimilar(msgspec.Struct, frozen=True):
     """Retrieval top-k by task similarity (retrieval-augmented generation): the k lines that
     share the most stems with the task (newer first on a tie), rendered most similar first,
     as a retriever ranks them."""
@@ -35,8 +33,7 @@ class TopKSimilar:
         return "\n".join(lines[i] for i in order[: self.k])
 
 
-@dataclass(frozen=True)
-class NewestFirst:
+class NewestFirst(msgspec.Struct, frozen=True):
     """Recency-ranked rendering (Generative Agents' recency score): every line, the most
     recently learned first."""
 

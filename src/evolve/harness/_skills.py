@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from evolve.harness._contracts import TaskView
 from evolve.harness._variant import Variant
@@ -20,16 +20,14 @@ def _with(picked: str, line: str) -> str:
     return f"{picked.strip()}\n{line}" if picked.strip() else line
 
 
-@dataclass(frozen=True)
-class PickedSkills:
+class PickedSkills(msgspec.Struct, frozen=True):
     """Default: the skills the skills library picked for the task, as it rendered them."""
 
     def inject(self, picked: str, task: TaskView) -> str:
         return picked
 
 
-@dataclass(frozen=True)
-class Checklist:
+class Checklist(msgspec.Struct, frozen=True):
     """A general insight injected in every task (ExpeL): check every remembered preference
     before a write."""
 
@@ -37,8 +35,7 @@ class Checklist:
         return _with(picked, CHECKLIST)
 
 
-@dataclass(frozen=True)
-class ReadBack:
+class ReadBack(msgspec.Struct, frozen=True):
     """A general workflow injected in every task (Agent Workflow Memory): after a write,
     read the record back."""
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
+
+import msgspec
 
 from evolve._lazy import pattern
 from evolve.agent import DEFAULT_HOOKS, AgentRequest, LoopHooks
@@ -41,8 +43,7 @@ def entry_of(api_docs: str, api: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class PlainTools:
+class PlainTools(msgspec.Struct, frozen=True):
     """Default: the environment's docs as they are; the loop's own result and correction
     messages."""
 
@@ -53,8 +54,7 @@ class PlainTools:
         return DEFAULT_HOOKS
 
 
-@dataclass(frozen=True)
-class CompactDocs:
+class CompactDocs(msgspec.Struct, frozen=True):
     """Concise tool descriptions (EasyTool): each API by name and purpose, no arguments."""
 
     def describe(self, api_docs: str, tools: Sequence[str]) -> str:
@@ -70,8 +70,7 @@ DOC_NOTE = (
 )
 
 
-@dataclass(frozen=True)
-class DocsOnDemand:
+class DocsOnDemand(msgspec.Struct, frozen=True):
     """Documentation on demand: compact docs, and a tool the harness answers with an API's
     full entry (the docs cost tokens only for the APIs the model looks up)."""
 

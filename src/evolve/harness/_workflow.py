@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
+
+import msgspec
 
 from evolve.agent import Action, AgentRequest, LoopHooks, Review, Trace, run_agent
 from evolve.envs import World
@@ -40,8 +42,7 @@ def _play(llm: LLM, world: World, request: AgentRequest, hooks: LoopHooks) -> Tr
     )
 
 
-@dataclass(frozen=True)
-class Act:
+class Act(msgspec.Struct, frozen=True):
     """Default: one action per turn, each run as the model proposes it (a ReAct-style loop
     without a separate thought step)."""
 
@@ -59,8 +60,7 @@ def _review_finish(action: Action, reviewed: int) -> Review | None:
     return Review(FINISH_NOTE) if is_finish(action.tool) and reviewed == 0 else None
 
 
-@dataclass(frozen=True)
-class VerifyFirst:
+class VerifyFirst(msgspec.Struct, frozen=True):
     """Self-Refine before acting: each call with arguments is drafted, checked by the model
     against the prompt, and the refined call runs (one more model call per such action)."""
 
@@ -68,8 +68,7 @@ class VerifyFirst:
         return _play(llm, world, request, replace(hooks, review=_review_writes))
 
 
-@dataclass(frozen=True)
-class VerifyFinish:
+class VerifyFinish(msgspec.Struct, frozen=True):
     """A Reflexion-style self-check before finishing: when the model first proposes to finish,
     it is asked to go over its calls and redo one that broke a preference. What already ran
     stays run: a redone write is a second write."""

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+import msgspec
+
 from evolve.agent import section
 from evolve.envs.persona_world import RULES, recognize
 from evolve.llm import Message
@@ -163,8 +165,7 @@ def ids_in(text: str) -> list[str]:
     return _ID.findall(text)
 
 
-@dataclass(frozen=True)
-class Shown:
+class Shown(msgspec.Struct, frozen=True):
     """A unit as an updater prompt shows it: `[id] text` (a TEPA key or topl counts aside)."""
 
     id: str

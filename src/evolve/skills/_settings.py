@@ -8,14 +8,14 @@ triggers' ranking or the skill library.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 LEXICAL = "lexical"
 
 
-@dataclass(frozen=True)
-class SkillSettings:
+class SkillSettings(msgspec.Struct, frozen=True):
     """The `skills:` section of evolve.yaml as selection reads it (the defaults are the README's)."""
 
     enabled: bool = False

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from evolve import _confine as confined
 from evolve._format._cache import EVALSET_CACHE, UNITS_CACHE
 from evolve._format._message import SKILLS_SEEN
@@ -272,8 +274,7 @@ class TrainRequest:
         return out
 
 
-@dataclass(frozen=True)
-class TrainModels:
+class TrainModels(msgspec.Struct, frozen=True):
     """The recipe and the models the stream runs with."""
 
     recipe: Any  # the updater recipe (`evolve.updaters`): proposes with the updater model
@@ -462,8 +463,7 @@ def stratum(
 # --- the stream before its next episode ------------------------------------------------
 
 
-@dataclass
-class _Stream:
+class _Stream(msgspec.Struct):
     """Where the stream resumes and what it stands on (read from the workspace)."""
 
     sid: str
@@ -536,8 +536,7 @@ def _check_memory(ws: Workspace, request: TrainRequest) -> tuple[UnitReader, lis
 # --- one episode -------------------------------------------------------------------------
 
 
-@dataclass
-class _Episode:
+class _Episode(msgspec.Struct):
     """One episode as the loop runs it: its task, the memory it was given, what happened."""
 
     k: int

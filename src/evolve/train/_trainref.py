@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+
+import msgspec
 
 from evolve._format._message import CLOCK
 from evolve._format._timeline import Segment, parse_segments, timeline_text
@@ -49,12 +50,11 @@ __all__ = [
 ]
 
 
-@dataclass
-class Timeline:
+class Timeline(msgspec.Struct):
     """A persona's clock over every stream the workspace trained for it."""
 
     persona: str
-    segments: list[Segment] = field(default_factory=list)
+    segments: list[Segment] = msgspec.field(default_factory=list)
 
     @property
     def path(self) -> str:

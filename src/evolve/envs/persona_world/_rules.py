@@ -26,8 +26,10 @@ import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
+
+import msgspec
 
 from evolve.envs._protocol import Task
 from evolve.envs.persona_world._values import Computed, Directive, Ref, Value
@@ -113,8 +115,7 @@ def _clauses(sentence: str) -> list[tuple[str, bool]]:
     return out
 
 
-@dataclass(frozen=True)
-class _Found:
+class _Found(msgspec.Struct, frozen=True):
     value: Value
     negated: bool
 
@@ -844,14 +845,6 @@ RULES: tuple[Rule, ...] = (
 )
 RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in RULES}
 RULES_BY_SLOT: dict[str, Rule] = {r.slot: r for r in RULES}
-
-
-@dataclass(frozen=True)
-class Recognized:
-    """A sentence and the directives it carries."""
-
-    sentence: str
-    directives: tuple[Directive, ...] = field(default_factory=tuple)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[])")

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+import msgspec
+
 from evolve._io import sha256_hex
 from evolve.envs._protocol import ApiCall
 
@@ -82,8 +84,7 @@ class Profile:
         return (self.first_name[:1] + self.last_name[:1]).upper()
 
 
-@dataclass
-class _Api:
+class _Api(msgspec.Struct):
     app: str
     name: str
     func: Callable[..., Any]

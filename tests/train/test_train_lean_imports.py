@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import GitRunner
 from evolve._held import host
 from evolve._io import package_files, package_text
 from evolve._lazy import pattern
@@ -89,6 +90,21 @@ def test_a_train_run_loads_only_what_it_runs(workspace: Workspace) -> None:
     assert direct == [], direct
     ours = [m for m in loaded if m == "evolve" or m.startswith("evolve.")]
     assert len(ours) <= BOUND, f"{len(ours)} of evolve's modules loaded (bound {BOUND})"
+
+
+def test_a_warm_train_run_imports_no_yaml(workspace: Workspace, run_git: GitRunner) -> None:
+    """Once a run has parsed `evolve.yaml` and `prompts/parameters.yaml`, the next run reads
+    them from the workspace's YAML cache: PyYAML is not imported at all."""
+    (workspace.root / "prompts" / "parameters.yaml").write_text(
+        "agent.max_turns: 12\n", encoding="utf-8"
+    )
+    run_git(workspace.root, "add", "prompts/parameters.yaml")
+    run_git(workspace.root, "commit", "-q", "-m", "tune max_turns")
+    _train(workspace.root, "--episodes", "1", "--seed", "5")  # fills the caches
+    report, loaded, _ = _train(workspace.root, "--episodes", "1", "--seed", "6")
+    assert len(report["outcomes"]) == 1  # type: ignore[arg-type]
+    assert "evolve.workspace._parameters" in loaded
+    assert [m for m in loaded if m == "yaml" or m.startswith("yaml.")] == []
 
 
 def test_the_host_is_the_name_socket_gives() -> None:

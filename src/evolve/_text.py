@@ -40,13 +40,14 @@ import unicodedata
 from typing import Any
 
 from evolve._format._message import HIDDEN
+from evolve._lazy import pattern
 from evolve.redact import redact_text
 
 MAX_DEPTH = 16
 _ALLOWED_CONTROLS = frozenset("\n\t")
 _SEPARATORS = frozenset("\u2028\u2029")
 # Strings are skipped as whole tokens so brackets inside them are not counted.
-_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)
+_JSON_TOKENS = pattern(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)
 
 
 class ReplyError(ValueError):

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import GitRunner
 from evolve._held import host
 from evolve._io import package_files, package_text
 from evolve._lazy import pattern
@@ -107,6 +108,53 @@ def test_a_train_run_loads_only_what_it_runs(workspace: Workspace) -> None:
     assert len(ours) <= BOUND, f"{len(ours)} of evolve's modules loaded (bound {BOUND})"
     assert "evolve.envs._protocol.Task" in built  # the public seam types stay dataclasses
     assert len(built) <= DATACLASS_BOUND, f"{len(built)} dataclasses: {built}"
+
+
+def test_a_warm_train_run_imports_no_yaml(workspace: Workspace, run_git: GitRunner) -> None:
+    """Once a run has parsed `evolve.yaml` and `prompts/parameters.yaml`, the next run reads
+    them from the workspace's YAML cache: PyYAML is not imported at all."""
+    (workspace.root / "prompts" / "parameters.yaml").write_text(
+        "agent.max_turns: 12\n", encoding="utf-8"
+    )
+    run_git(workspace.root, "add", "prompts/parameters.yaml")
+    run_git(workspace.root, "commit", "-q", "-m", "tune max_turns")
+    _train(workspace.root, "--episodes", "1", "--seed", "5")  # fills the caches
+    report, loaded, _, _ = _train(workspace.root, "--episodes", "1", "--seed", "6")
+    assert len(report["outcomes"]) == 1  # type: ignore[arg-type]
+    assert "evolve.workspace._parameters" in loaded
+    assert [m for m in loaded if m == "yaml" or m.startswith("yaml.")] == []
+
+
+# Modules on the train path whose regular expressions compile on first use (`_lazy.pattern`,
+# or a cached accessor), not at import: a run that never reaches one does not compile it.
+LAZY_PATTERNS = (
+    "evolve.envs.persona_world._rules", "evolve.sim._updater", "evolve.sim._agent",
+    "evolve.memory._similarity", "evolve.applier._copied", "evolve.workspace._config",
+    "evolve.workspace._fields", "evolve.ops._reply", "evolve.store._refs", "evolve._text",
+)  # fmt: skip
+
+_COMPILES = """
+import importlib, json, re, sys
+compiled = []
+_compile = re._compile
+def counting(pattern, flags):
+    caller = sys._getframe(1)
+    while caller is not None and caller.f_globals.get("__name__") == "re":
+        caller = caller.f_back
+    compiled.append(caller.f_globals.get("__name__") if caller is not None else None)
+    return _compile(pattern, flags)
+re._compile = counting
+for name in MODULES:
+    importlib.import_module(name)
+print(json.dumps([name for name in compiled if name in MODULES]))
+"""
+
+
+def test_importing_the_train_path_modules_compiles_none_of_their_patterns() -> None:
+    code = _COMPILES.replace("MODULES", repr(LAZY_PATTERNS))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []
 
 
 def test_the_host_is_the_name_socket_gives() -> None:

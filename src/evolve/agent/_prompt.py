@@ -6,7 +6,6 @@ separate sections on purpose: they are different kinds of claims, and the prompt
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,11 +78,34 @@ def _span(prompt: str, tag: str) -> tuple[int, int, int, int] | None:
     """(start of open tag, start of body, end of body, end of close tag) of a section.
 
     Tags count only on lines of their own, so prose that mentions `<stats>` is not a section.
+    The first line `<tag>` (then only spaces or tabs) opens it, and the first line `</tag>`
+    (then only spaces or tabs) after it closes it: what the regular expression
+    `(?ms)^<tag>[ \t]*\n(.*?)^</tag>[ \t]*$` finds, without compiling one for each tag.
     """
-    match = re.search(rf"(?ms)^<{tag}>[ \t]*\n(.*?)^</{tag}>[ \t]*$", prompt)
-    if match is None:
+    opening, closing = f"<{tag}>", f"</{tag}>"
+    at = 0
+    while (start := prompt.find(opening, at)) != -1:
+        at = start + 1
+        newline = prompt.find("\n", start + len(opening))
+        if (start and prompt[start - 1] != "\n") or newline == -1:
+            continue
+        if prompt[start + len(opening) : newline].strip(" \t"):
+            continue
+        body = newline + 1
+        # The first closing line after this opening one; a later opening line has no closing
+        # line that this one lacks, so none closes if this one is not closed.
+        after = body
+        while (close := prompt.find(closing, after)) != -1:
+            after = close + 1
+            if prompt[close - 1] != "\n":  # close >= body, and body follows a newline
+                continue
+            end = close + len(closing)
+            while end < len(prompt) and prompt[end] in " \t":
+                end += 1
+            if end == len(prompt) or prompt[end] == "\n":
+                return start, body, close, end
         return None
-    return match.start(), match.start(1), match.end(1), match.end()
+    return None
 
 
 def section(prompt: str, tag: str) -> str | None:

@@ -35,6 +35,7 @@ from functools import lru_cache
 import msgspec
 
 from evolve._io import package_files
+from evolve._lazy import pattern
 from evolve._text import is_placeholder, printable
 
 # The proposer prompt folders, by their path inside the `evolve` package.
@@ -42,13 +43,13 @@ PROMPT_FOLDERS = ("updaters/prompts", "reflector/prompts", "skills/prompts")
 N = 4  # word n-grams compared with the templates
 SHARE = 0.5  # the part of a line's n-grams that may come from one template before it is refused
 
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-_ANGLE = re.compile(r"</?[A-Za-z_][^<>\n]{0,60}>")
-_DOLLAR = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
-_ELLIPSIS = re.compile(r"(?:^|(?<=[\s\"'(\[{:,]))(?:\.{3,}|…)(?=$|[\s\"')\]},;:.])")
-_LETTERS = re.compile(r"[A-Za-z]+")
-_CAPS = re.compile(r"\b[A-Z]{2,}\b")
-_TODO = re.compile(r"^\W*(?:todo|tbd|fixme|xxx)\b", re.I)
+_WORD = pattern(r"[a-z0-9]+(?:'[a-z]+)?")
+_ANGLE = pattern(r"</?[A-Za-z_][^<>\n]{0,60}>")
+_DOLLAR = pattern(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+_ELLIPSIS = pattern(r"(?:^|(?<=[\s\"'(\[{:,]))(?:\.{3,}|…)(?=$|[\s\"')\]},;:.])")
+_LETTERS = pattern(r"[A-Za-z]+")
+_CAPS = pattern(r"\b[A-Z]{2,}\b")
+_TODO = pattern(r"^\W*(?:todo|tbd|fixme|xxx)\b", re.I)
 # Words a schema placeholder is made of: `<bullet id>`, `<rule>`, `<the new text>`.
 _SCHEMA_WORDS = frozenset(
     """a an the your my new old some any one this that here insert placeholder string value

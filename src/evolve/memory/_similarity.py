@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 from functools import lru_cache
 from typing import Protocol
+
+from evolve._lazy import pattern
 
 _NEGATIONS = frozenset(
     {"not", "never", "no", "don't", "dont", "doesn't", "stop", "avoid", "without"}
@@ -58,8 +59,8 @@ _STOP = frozenset(
         "from",
     ]
 )
-_WORD = re.compile(r"[a-z0-9$@.\[\]'-]+")
-_QUOTED = re.compile(r"['\"“‘]([^'\"”’]+)['\"”’]")
+_WORD = pattern(r"[a-z0-9$@.\[\]'-]+")
+_QUOTED = pattern(r"['\"“‘]([^'\"”’]+)['\"”’]")
 
 
 class Similarity(Protocol):

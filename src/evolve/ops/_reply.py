@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
+from evolve._lazy import pattern
 from evolve._text import NotJson, ReplyError, loads_reply, shape_error
 from evolve.ops._ops import Refusal
 from evolve.redact import redact
@@ -27,7 +28,7 @@ class BadReply(ValueError):
     """A model's reply that is not the JSON asked for (the reason, one clause)."""
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+_FENCE = pattern(r"```(?:json)?\s*(.*?)```", re.S)
 
 
 def parse_json_reply(text: str, schema: Schema | None = None) -> Any:

@@ -28,6 +28,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Protocol
 
 from evolve.redact._values import (
@@ -77,7 +78,13 @@ _PAIR_NEAR_LOWER = re.compile(_PAIR_NEAR.pattern.removeprefix("(?i)"))
 _RUN = re.compile(r"[A-Za-z0-9+=_-]{24,}")
 _HEXISH = re.compile(r"^[0-9a-fA-F-]+$")
 _DIGIT_RUNS = re.compile(r"[0-9]+")
-_SEGMENTS = re.compile(r"[-_]")
+
+
+# `_segments()` and `_name_char()` are compiled on first use: most texts have no long token
+# and no secret-named pair.
+@cache
+def _segments() -> re.Pattern[str]:
+    return re.compile(r"[-_]")
 
 
 def entropy(text: str) -> float:
@@ -115,7 +122,7 @@ def is_high_entropy(token: str) -> bool:
         return False
     if len(_DIGIT_RUNS.findall(token)) < 2:
         return False
-    segments = _SEGMENTS.split(token)
+    segments = _segments().split(token)
     if len(segments) >= 3 and all(len(s) <= 12 for s in segments):
         return False
     if entropy(token) < 3.8:
@@ -203,8 +210,12 @@ def _pair_sub(m: re.Match[str]) -> str:
 # From this length on, a text's pairs are looked for where `_PAIR_NEAR` is (`_sub_pairs`);
 # a shorter one is scanned whole, as cheap as finding where to look.
 _LONG = 2_000
-# A character of `_PAIR`'s name part (`[A-Za-z_-]`, case-blind as `_PAIR` reads it).
-_NAME_CHAR = re.compile(r"(?i)[A-Za-z_-]")
+
+
+@cache
+def _name_char() -> re.Pattern[str]:
+    """A character of `_PAIR`'s name part (`[A-Za-z_-]`, case-blind as `_PAIR` reads it)."""
+    return re.compile(r"(?i)[A-Za-z_-]")
 
 
 def _auth_near(text: str) -> bool:
@@ -239,7 +250,8 @@ def _sub_pairs(text: str, hits: list[int]) -> str:
         if hit < pos:
             continue  # inside the value of the last match
         start = hit
-        while start > pos and _NAME_CHAR.match(text, start - 1):
+        name_char = _name_char()
+        while start > pos and name_char.match(text, start - 1):
             start -= 1
         for at in range(start, hit + 1):
             found = _PAIR.match(text, at)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from evolve._lazy import pattern
 from evolve.agent import RESULT_PREFIX, section, without_sections
 from evolve.envs import Task
 from evolve.envs.persona_world import (
@@ -54,7 +55,7 @@ _COMPUTED_RATES = {
 # A rendered memory line starts with its unit id, and a TEPA line then with its key:
 # `[tepa-1a2b] [payment.visibility] Payments ...`. Only the last leading tag is left for
 # `split_sentences` to drop, so a key never reads as a value (e.g. an e-mail subject tag).
-_LEADING_TAGS = re.compile(r"(?m)^([ \t]*(?:[-*•][ \t]*)?)(?:\[[\w.:-]+\][ \t]*)+(?=\[[\w.:-]+\])")
+_LEADING_TAGS = pattern(r"(?m)^([ \t]*(?:[-*•][ \t]*)?)(?:\[[\w.:-]+\][ \t]*)+(?=\[[\w.:-]+\])")
 
 
 def _indent(match: re.Match[str]) -> str:

@@ -19,22 +19,41 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import msgspec
 
+from evolve._lazy import pattern
 from evolve.agent import section
 from evolve.envs.persona_world import RULES, recognize
 from evolve.llm import Message
 from evolve.sim._parse import MAX_SENTENCE, recognized, sentences_of, slots_of
 
-_INSTANCE = [(rule, rule.instance_regex()) for rule in RULES]
-# Each rule's vague statement as a pattern, with the text that pattern ends with (a statement
-# that does not end so is not one: the pattern is tried only on those that do).
-_VAGUE = [
-    (rule, rule.vague_regex(), rule.vague_template.replace("{rule}", rule.name).split("{who}")[-1])
-    for rule in RULES
-]
-_PROFILE = re.compile(r"supervisor__show_profile\(\{\}\) -> (\{.*\})")
+if TYPE_CHECKING:
+    from evolve.envs.persona_world import Rule
+
+
+# Built on first use (a run whose learner never reads a complaint compiles none of them).
+@lru_cache(maxsize=1)
+def _instance() -> list[tuple[Rule, re.Pattern[str]]]:
+    return [(rule, rule.instance_regex()) for rule in RULES]
+
+
+@lru_cache(maxsize=1)
+def _vague() -> list[tuple[Rule, re.Pattern[str], str]]:
+    """Each rule's vague statement as a pattern, with the text that pattern ends with (a
+    statement that does not end so is not one: the pattern is tried only on those that do)."""
+    return [
+        (
+            rule,
+            rule.vague_regex(),
+            rule.vague_template.replace("{rule}", rule.name).split("{who}")[-1],
+        )
+        for rule in RULES
+    ]
+
+
+_PROFILE = pattern(r"supervisor__show_profile\(\{\}\) -> (\{.*\})")
 
 NOBODY = "The user"
 
@@ -93,8 +112,8 @@ def proposals_from_complaint(complaint: str, who: str = NOBODY) -> list[Proposal
         instance = next(
             (
                 (rule, match)
-                for rule, pattern in _INSTANCE
-                if (match := pattern.fullmatch(line)) is not None
+                for rule, regex in _instance()
+                if (match := regex.fullmatch(line)) is not None
             ),
             None,
         )
@@ -145,20 +164,20 @@ def vague_slot_of(statement: str) -> str | None:
     return next(
         (
             rule.slot
-            for rule, pattern, tail in _VAGUE
-            if text.endswith(tail) and pattern.fullmatch(text)
+            for rule, regex, tail in _vague()
+            if text.endswith(tail) and regex.fullmatch(text)
         ),
         None,
     )
 
 
-_ID = re.compile(r"\[([A-Za-z0-9_.:-]+)\]")
-_SHOWN = re.compile(
+_ID = pattern(r"\[([A-Za-z0-9_.:-]+)\]")
+_SHOWN = pattern(
     r"^\[([A-Za-z0-9_.:-]+)\]\s*(?:\[[A-Za-z0-9_.:-]+\]\s*)?(.*?)\s*(?:\(alpha [^)]*\))?$"
 )
 # `_SHOWN` for a line without "(alpha ": the text is then the rest of the (stripped) line,
 # found without trying every end for the lazy group.
-_SHOWN_PLAIN = re.compile(r"^\[([A-Za-z0-9_.:-]+)\]\s*(?:\[[A-Za-z0-9_.:-]+\]\s*)?(.*)$")
+_SHOWN_PLAIN = pattern(r"^\[([A-Za-z0-9_.:-]+)\]\s*(?:\[[A-Za-z0-9_.:-]+\]\s*)?(.*)$")
 
 
 def ids_in(text: str) -> list[str]:

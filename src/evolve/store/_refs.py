@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +24,7 @@ from pathlib import Path
 from evolve._confine import append_under
 from evolve._held import owner, owner_gone
 from evolve._io import io_fault
+from evolve._lazy import pattern
 from evolve.errors import EvolveError, PathRefused
 from evolve.store._base import GitFailed, _last_line
 from evolve.store._objects import GitObjects
@@ -389,7 +389,7 @@ class GitRefs(GitObjects):
 
 # A ref name `_move_loose_ref` writes itself: evolve's own, whose updates git logs only when
 # asked to (anything else, git checks and writes).
-_PLAIN_REF = re.compile(r"refs/evolve(?:/[A-Za-z0-9_.-]+)+")
+_PLAIN_REF = pattern(r"refs/evolve(?:/[A-Za-z0-9_.-]+)+")
 # Configuration under which `git update-ref` does more than rewrite a loose ref file.
 _GIT_DOES_MORE = ("core.hookspath", "core.fsync", "core.sharedrepository", "extensions.refstorage")
 

@@ -6,7 +6,6 @@ does nothing) and words every refusal as pydantic did.
 """
 
 import os
-import re
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, Self
 
@@ -15,6 +14,7 @@ from msgspec import Meta, field
 
 from evolve._format._cache import YAML_CACHE
 from evolve._format._limits import read_path
+from evolve._lazy import pattern
 from evolve._yaml import load as load_yaml
 from evolve.errors import ConfigError
 from evolve.workspace._fields import Before, Check, Invalid, parse
@@ -454,7 +454,7 @@ class RedactConfig(_Section, frozen=True):
             raise ValueError(f"{bad[0]!r} is not an environment variable name")
 
 
-_SCOPE = re.compile(r"global|skills|user:[a-z0-9][a-z0-9_-]{0,39}")
+_SCOPE = pattern(r"global|skills|user:[a-z0-9][a-z0-9_-]{0,39}")
 
 
 class ShareConfig(_Section, frozen=True):

@@ -19,7 +19,6 @@ on the raw value first). A section's `_check(self)` is its whole-section rule (p
 from __future__ import annotations
 
 import math
-import re
 import types
 import typing
 from collections.abc import Callable
@@ -27,12 +26,14 @@ from typing import Any
 
 import msgspec
 
+from evolve._lazy import pattern
+
 Loc = tuple[str | int, ...]
 Errors = list[dict[str, Any]]
 Validator = Callable[[Any, Loc, Errors], Any]
 _FAIL: Any = object()  # a value that did not validate (its errors are in the list)
 _I64 = 2**63
-_INT_TEXT = re.compile(r"[+-]?[0-9](?:_?[0-9])*(?:\.0+)?")
+_INT_TEXT = pattern(r"[+-]?[0-9](?:_?[0-9])*(?:\.0+)?")
 _TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
 

@@ -31,25 +31,26 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
+from evolve._lazy import pattern
 from evolve.envs._protocol import Task
 from evolve.envs.persona_world._values import Computed, Directive, Ref, Value
 from evolve.envs.persona_world._world import VISIBILITIES, Card, Contact, Payment, Profile
 
 RuleClass = Literal["format", "choice", "computed"]
 
-_NEGATION = re.compile(
+_NEGATION = pattern(
     r"\b(not|never|no longer|stop|avoid|without|dont|doesnt)\b|\b\w+n['’]t\b|\bno\s", re.I
 )
 # A quote opens only where no letter precedes it, so the apostrophe of "don't" is no quote.
-_QUOTED = re.compile(r"(?<!\w)['\"“‘]([^'\"”’]+)['\"”’](?!\w)")
+_QUOTED = pattern(r"(?<!\w)['\"“‘]([^'\"”’]+)['\"”’](?!\w)")
 # Segments reset polarity ("..., but ..."); commas only separate clauses within a segment.
-_SEGMENT_SPLIT = re.compile(r";|\bbut\b", re.I)
-_CONTRAST = re.compile(r"\b(instead|rather)\b", re.I)
+_SEGMENT_SPLIT = pattern(r";|\bbut\b", re.I)
+_CONTRAST = pattern(r"\b(instead|rather)\b", re.I)
 
-SMS_TOPIC = re.compile(r"\b(text|texts|texting|sms)\b", re.I)
-EMAIL_TOPIC = re.compile(r"\be-?mails?\b", re.I)
-PAYMENT_TOPIC = re.compile(r"\b(venmo|payments?|pay|paying|paid)\b", re.I)
-NOTE_TOPIC = re.compile(r"\bnotes?\b", re.I)
+SMS_TOPIC = pattern(r"\b(text|texts|texting|sms)\b", re.I)
+EMAIL_TOPIC = pattern(r"\be-?mails?\b", re.I)
+PAYMENT_TOPIC = pattern(r"\b(venmo|payments?|pay|paying|paid)\b", re.I)
+NOTE_TOPIC = pattern(r"\bnotes?\b", re.I)
 # The pieces of the topics' and verbs' words, for the rules' `needs`.
 _SMS_WORDS = ("text", "sms")
 _PAYMENT_WORDS = ("venmo", "pay", "paid")
@@ -184,9 +185,9 @@ class Rule(ABC):
         return self.instance_template.format(**names)
 
     def instance_regex(self) -> re.Pattern[str]:
-        pattern = re.escape(self.instance_template)
-        pattern = re.sub(r"\\\{(\w+)\\\}", lambda m: f"(?P<{m.group(1)}>.+?)", pattern)
-        return re.compile(pattern)
+        source = re.escape(self.instance_template)
+        source = re.sub(r"\\\{(\w+)\\\}", lambda m: f"(?P<{m.group(1)}>.+?)", source)
+        return re.compile(source)
 
     # What an instance complaint shows. There is no default guess: a learner states a value
     # only when the complaint line itself shows it (`instance_value`); otherwise it can write
@@ -203,8 +204,8 @@ class Rule(ABC):
         return self.vague_template.format(who=who, rule=self.name)
 
     def vague_regex(self) -> re.Pattern[str]:
-        pattern = re.escape(self.vague_template.replace("{rule}", self.name))
-        return re.compile(pattern.replace(r"\{who\}", r"(?P<who>.+?)"))
+        source = re.escape(self.vague_template.replace("{rule}", self.name))
+        return re.compile(source.replace(r"\{who\}", r"(?P<who>.+?)"))
 
     # The value a persona's preference takes when its file gives none (computed rules only).
     implied_value: ClassVar[Value | None] = None
@@ -258,7 +259,7 @@ class SmsSignoff(Rule):
     instance_template = "My text to {name} didn't end with my usual sign-off."
     vague_template = "{who} cares about how text messages are signed off."
     needs = (_SMS_WORDS, ("sign", "end", "clos", "finish"))
-    _verb = re.compile(
+    _verb = pattern(
         r"\b(sign|signs|signed|sign-?off|signoff|end|ends|ending|close|closing|finish|signature)\b",
         re.I,
     )
@@ -311,9 +312,7 @@ class _Greeting(Rule):
 
     field: ClassVar[str]
     separator: ClassVar[str]
-    _verb = re.compile(
-        r"\b(start|starts|begin|begins|open|opens|greet|greeting|salutation)\b", re.I
-    )
+    _verb = pattern(r"\b(start|starts|begin|begins|open|opens|greet|greeting|salutation)\b", re.I)
 
     def find_value(self, clause: str) -> Value | None:
         return _greeting_word(clause)
@@ -354,9 +353,9 @@ class SmsGreeting(_Greeting):
 # payments
 
 _VIS_WORDS = (
-    (re.compile(r"\bprivate(ly)?\b|\bonly me\b|\bjust me\b", re.I), "private"),
-    (re.compile(r"\bfriends?(-| )?only\b|\bfriends\b|\bonly (my )?friends\b", re.I), "friends"),
-    (re.compile(r"\bpublic(ly)?\b|\beveryone\b", re.I), "public"),
+    (pattern(r"\bprivate(ly)?\b|\bonly me\b|\bjust me\b", re.I), "private"),
+    (pattern(r"\bfriends?(-| )?only\b|\bfriends\b|\bonly (my )?friends\b", re.I), "friends"),
+    (pattern(r"\bpublic(ly)?\b|\beveryone\b", re.I), "public"),
 )
 
 
@@ -427,11 +426,11 @@ class HabitualCard(Rule):
         """The complaint names the habit ("a card I don't normally use"): the habitual card."""
         return Computed("habitual_card")
 
-    _topic = re.compile(r"\bcards?\b", re.I)
-    _habit = re.compile(
+    _topic = pattern(r"\bcards?\b", re.I)
+    _habit = pattern(
         r"\b(usual|usually|most|often|habitual|normally|typically|regular|favou?rite)\b", re.I
     )
-    _last4 = re.compile(
+    _last4 = pattern(
         r"(?:end(?:s|ing)?(?: in| with)?|last four|x{2,4}|\*{2,4}|card)\s*(\d{4})\b", re.I
     )
 
@@ -482,7 +481,7 @@ class HabitualCard(Rule):
             args["payment_card_id"] = int(value)
 
 
-_TOTAL_RE = re.compile(r"\(total to (?P<who>[A-Za-z]+): \$(?P<amount>\d+(?:\.\d+)?)\)\s*$")
+_TOTAL_RE = pattern(r"\(total to (?P<who>[A-Za-z]+): \$(?P<amount>\d+(?:\.\d+)?)\)\s*$")
 
 
 class RunningTotal(Rule):
@@ -499,8 +498,8 @@ class RunningTotal(Rule):
         """The complaint names the running total; its value is computed from the history."""
         return Computed("running_total")
 
-    _topic = re.compile(r"\b(running total|total)\b", re.I)
-    _where = re.compile(r"\b(note|notes|description|memo)\b", re.I)
+    _topic = pattern(r"\b(running total|total)\b", re.I)
+    _where = pattern(r"\b(note|notes|description|memo)\b", re.I)
 
     def on_topic(self, sentence: str) -> bool:
         return bool(
@@ -545,9 +544,9 @@ class RunningTotal(Rule):
 # notes
 
 _FORMATS = (
-    (re.compile(r"\bnumbered\b|\bnumber (them|each|the items)\b|\b1\. ", re.I), "numbered"),
-    (re.compile(r"\b(checklist|check-?box(es)?|\[ \])", re.I), "checkbox"),
-    (re.compile(r"\b(bullet(ed|s)?|dash(es)?)\b|'- '", re.I), "bullets"),
+    (pattern(r"\bnumbered\b|\bnumber (them|each|the items)\b|\b1\. ", re.I), "numbered"),
+    (pattern(r"\b(checklist|check-?box(es)?|\[ \])", re.I), "checkbox"),
+    (pattern(r"\b(bullet(ed|s)?|dash(es)?)\b|'- '", re.I), "bullets"),
 )
 
 
@@ -580,7 +579,7 @@ class PrivateNoteFormat(Rule):
         ("note",),
         ("list", "item", "bullet", "numbered", "check", "layout", "format", "content"),
     )
-    _topic = re.compile(
+    _topic = pattern(
         r"\b(list|lists|items?|bullet(ed|s)?|numbered|checklist|check-?box(es)?|layout|format|content)\b",
         re.I,
     )
@@ -625,7 +624,7 @@ class NoteTitleFormat(Rule):
     instance_template = "The title of my note '{title}' isn't in my usual style."
     vague_template = "{who} cares about the style of note titles."
     needs = (("note",), ("title",))
-    _topic = re.compile(r"\btitles?\b", re.I)
+    _topic = pattern(r"\btitles?\b", re.I)
 
     def on_topic(self, sentence: str) -> bool:
         return _is_note_only(sentence) and bool(self._topic.search(sentence))
@@ -659,7 +658,7 @@ class NoteTitleFormat(Rule):
         args["title"] = self._titled(ctx, str(args["title"]), value)
 
 
-_CHECKSUM_RE = re.compile(r"^Checksum: (\d+)$")
+_CHECKSUM_RE = pattern(r"^Checksum: (\d+)$")
 
 
 class NoteChecksum(Rule):
@@ -712,7 +711,7 @@ class EmailSignoff(Rule):
     instance_template = "My email to {name} didn't close the way I sign my emails."
     vague_template = "{who} cares about how emails are closed."
     needs = (("mail",), ("clos", "sign", "end"))
-    _verb = re.compile(
+    _verb = pattern(
         r"\b(close|closes|closing|sign|sign-?off|signoff|end|ends|ending|signature)\b", re.I
     )
 
@@ -748,7 +747,7 @@ class EmailSubjectPrefix(Rule):
     instance_template = "The subject of my email to {name} was missing my usual tag."
     vague_template = "{who} tags email subjects in a particular way."
     needs = (("mail",), ("subject",))
-    _tag = re.compile(r"(?<![\w\]])\[[^\]]+\]")
+    _tag = pattern(r"(?<![\w\]])\[[^\]]+\]")
 
     def on_topic(self, sentence: str) -> bool:
         return bool(EMAIL_TOPIC.search(sentence) and re.search(r"\bsubjects?\b", sentence, re.I))
@@ -780,9 +779,9 @@ class EmailCcSelf(Rule):
         """The complaint says who wanted the copy: the user ("I didn't get a copy")."""
         return "self"
 
-    _copy = re.compile(r"\b(cc|copy|copies|carbon copy)\b", re.I)
-    _self = re.compile(r"\b(me|myself|my own|my address|my email)\b", re.I)
-    _address = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
+    _copy = pattern(r"\b(cc|copy|copies|carbon copy)\b", re.I)
+    _self = pattern(r"\b(me|myself|my own|my address|my email)\b", re.I)
+    _address = pattern(r"[\w.+-]+@[\w-]+\.[\w.]+")
 
     def on_topic(self, sentence: str) -> bool:
         return bool(EMAIL_TOPIC.search(sentence) or self._copy.search(sentence)) and bool(
@@ -847,8 +846,8 @@ RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in RULES}
 RULES_BY_SLOT: dict[str, Rule] = {r.slot: r for r in RULES}
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[])")
-_LEADING_TAG = re.compile(r"^\[[\w.:-]+\]\s*")
+_SENTENCE_END = pattern(r"(?<=[.!?])\s+(?=[A-Z\[])")
+_LEADING_TAG = pattern(r"^\[[\w.:-]+\]\s*")
 
 
 def split_sentences(text: str) -> list[str]:

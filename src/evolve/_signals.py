@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any, TypeAlias
+
+# What `signal.getsignal` returns: a callable, SIG_DFL, SIG_IGN, or None (set outside Python).
+Handler: TypeAlias = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 
 class Terminated(BaseException):
@@ -22,6 +26,37 @@ class Terminated(BaseException):
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self.name = name
+
+
+@contextmanager
+def _handling(sigs: Iterable[int], handler: Handler) -> Iterator[None]:
+    """`handler` for each of `sigs` while the block runs, and the handlers as they were after it.
+
+    A signal can land between any two of these calls, and what its handler raises leaves
+    the loop there: each old handler is read before its replacement is set, and every one
+    read is put back, so none is left replaced after the block (a SIGINT handler that
+    swallowed Ctrl-C for the rest of the process, say). Putting one back is retried when an
+    interrupt lands right after it; the first such interrupt is raised once all are back.
+    """
+    old: dict[int, Handler] = {}
+    try:
+        for sig in sigs:
+            old[sig] = signal.getsignal(sig)
+            signal.signal(sig, handler)
+        yield
+    finally:
+        landed: BaseException | None = None
+        for sig, previous in old.items():
+            if previous is None:  # set outside Python: nothing Python can put back
+                continue
+            for _ in range(3):
+                try:
+                    signal.signal(sig, previous)
+                    break
+                except BaseException as exc:  # a handler put back ran at once: put it back again
+                    landed = landed or exc
+        if landed is not None:
+            raise landed
 
 
 @contextmanager
@@ -35,16 +70,13 @@ def signals_raise() -> Iterator[None]:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         raise Terminated(signal.Signals(signum).name)
 
-    old = {
-        sig: signal.signal(sig, on_signal)
+    sigs = [
+        sig
         for sig in (signal.SIGTERM, signal.SIGHUP)
         if signal.getsignal(sig) is not signal.SIG_IGN  # e.g. SIGHUP under nohup stays ignored
-    }
-    try:
+    ]
+    with _handling(sigs, on_signal):
         yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
 
 
 @contextmanager
@@ -53,13 +85,8 @@ def signals_held() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)
-    old = {sig: signal.signal(sig, lambda signum, frame: None) for sig in sigs}
-    try:
+    with _handling(_STOPPING, lambda signum, frame: None):
         yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
 
 
 @contextmanager
@@ -71,12 +98,12 @@ def signals_deferred() -> Iterator[None]:
         yield
         return
     arrived: list[int] = []
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)
-    old = {sig: signal.signal(sig, lambda signum, frame: arrived.append(signum)) for sig in sigs}
     try:
-        yield
+        with _handling(_STOPPING, lambda signum, frame: arrived.append(signum)):
+            yield
     finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
         for signum in dict.fromkeys(arrived):
             signal.raise_signal(signum)
+
+
+_STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -13,6 +14,17 @@ import pytest
 
 from evolve.llm import LLM, Completion, JsonSchema, Message
 from evolve.workspace import Workspace, init_workspace
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a terminal delivers it, however the suite was started: a shell runs a
+    background command (`cmd &`, `nohup`) with SIGINT ignored, which Python keeps, and the
+    tests that interrupt a writer with SIGINT (and the processes they start, which inherit
+    it) would see nothing happen. Setting Python's handler here also gives every child the
+    default disposition."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 GitRunner = Callable[..., str]
 
